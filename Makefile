@@ -1,0 +1,43 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: demo test lint typecheck unit docs docs-check clean
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "arh needs Python >= 3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	@echo '$$ arh validate --policy samples/policy_trajectory.json samples/traces/'
+	@$(BIN)/arh validate --policy samples/policy_trajectory.json samples/traces/; \
+	  status=$$?; echo "(exit status $$status: 0 = every trace passed, 1 = a trace failed or an input was bad)"
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check src tests tools
+	$(BIN)/ruff format --check src tests tools
+
+typecheck: $(VENV)/.installed-dev
+	$(BIN)/mypy --strict src
+
+unit: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q
+
+test: lint typecheck unit
+
+docs: $(VENV)/.installed
+	$(BIN)/arh rules --format markdown > docs/rules.md
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis src/*.egg-info

@@ -1,0 +1,138 @@
+"""Strict JSON decoding shared by every reader of user files.
+
+Python's ``json`` module is lenient in ways that would let ambiguous input through: it keeps the
+last of duplicate keys, accepts ``NaN`` and ``Infinity``, and fails with ``RecursionError`` or a
+bare ``ValueError`` on deep nesting or huge integers. Here each of those becomes an
+:class:`~agent_reliability_harness.errors.InputError` that says where the problem is. The fast
+path is the C decoder with a cheap duplicate-key hook; slow paths run only to locate an error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any
+
+from agent_reliability_harness.errors import InputError, join_pointer
+
+__all__ = ["decode_bytes", "loads"]
+
+_BOMS = (
+    (b"\xef\xbb\xbf", None),
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+
+
+class _DuplicateKeyError(Exception):
+    pass
+
+
+class _ConstantError(Exception):
+    pass
+
+
+def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _DuplicateKeyError
+    return obj
+
+
+def _reject_constant(name: str) -> Any:
+    raise _ConstantError(name)
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """An object kept as its key/value pairs, used only to locate a duplicate key."""
+
+
+def _find_duplicate(text: str) -> tuple[str, str]:
+    doc = json.loads(text, object_pairs_hook=_Pairs)
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        pointer, value = stack.pop()
+        if isinstance(value, _Pairs):
+            seen: set[str] = set()
+            for key, _ in value:
+                if key in seen:
+                    return pointer, key
+                seen.add(key)
+            stack.extend((join_pointer(pointer, k), v) for k, v in reversed(value))
+        elif isinstance(value, list):
+            stack.extend((join_pointer(pointer, i), v) for i, v in reversed(list(enumerate(value))))
+    return "", ""  # unreachable when called after a duplicate was seen
+
+
+_CONSTANT_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)', re.DOTALL)
+
+
+def _locate(text: str, index: int) -> tuple[int, int]:
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    return line, column
+
+
+def loads(text: str) -> Any:
+    """Decode one JSON document, refusing what the JSON standard (RFC 8259) leaves ambiguous."""
+    text = text.removeprefix("\ufeff")
+    try:
+        return json.loads(text, object_pairs_hook=_strict_object, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"invalid JSON: {exc.msg}", pointer=None, line=exc.lineno, column=exc.colno
+        ) from None
+    except _DuplicateKeyError:
+        try:
+            pointer, key = _find_duplicate(text)
+        except RecursionError:
+            raise InputError("invalid JSON: nested too deeply to process", pointer=None) from None
+        raise InputError(
+            f"duplicate key {json.dumps(key)}: JSON objects must not repeat a key",
+            pointer=pointer,
+        ) from None
+    except _ConstantError as exc:
+        for match in _CONSTANT_SCAN.finditer(text):
+            if match.group(1):
+                line, column = _locate(text, match.start(1))
+                break
+        else:  # pragma: no cover - the decoder only calls the hook for these tokens
+            line = column = 0
+        raise InputError(
+            f"invalid JSON: {exc.args[0]} is not a JSON number (use null or a finite number)",
+            pointer=None,
+            line=line,
+            column=column,
+        ) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply to process", pointer=None) from None
+    except ValueError:  # an integer longer than the interpreter's digit limit
+        raise InputError(
+            f"invalid JSON: an integer has more than {sys.get_int_max_str_digits()} digits",
+            pointer=None,
+        ) from None
+
+
+def decode_bytes(data: bytes) -> str:
+    """Decode file bytes as UTF-8 (an optional UTF-8 byte-order mark is dropped)."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            if encoding is not None:
+                raise InputError(
+                    f"the file is {encoding} encoded; arh reads UTF-8 JSON", pointer=None
+                )
+            data = data[len(bom) :]
+            break
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, column = _locate(data[: exc.start].decode("utf-8", "replace"), exc.start)
+        raise InputError(
+            f"not valid UTF-8: cannot decode byte 0x{data[exc.start]:02x} at offset {exc.start}",
+            pointer=None,
+            line=line,
+            column=column,
+        ) from None

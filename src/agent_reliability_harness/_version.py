@@ -1,0 +1,3 @@
+"""The one place the harness version is written."""
+
+__version__ = "0.3.0"

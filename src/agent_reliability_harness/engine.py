@@ -1,0 +1,97 @@
+"""Validation: run every rule category over a trace, score it, and decide pass or fail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.report import CategoryResult, Finding, TraceReport
+from agent_reliability_harness.model.trace import Trace
+from agent_reliability_harness.rules import CATEGORIES, CATEGORY_MODULES, lint
+from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.scoring import (
+    DEFAULT_FAIL_UNDER,
+    check_fail_under,
+    overall_score,
+    passes,
+)
+
+__all__ = ["Validator", "validate_trace"]
+
+if tuple(m.CATEGORY for m in CATEGORY_MODULES) != tuple(c.name for c in CATEGORIES):
+    raise ImportError("rule category modules are out of step with the registry")  # pragma: no cover
+
+_GROUNDING: Final = [m.CATEGORY for m in CATEGORY_MODULES].index("grounding")
+
+_Evaluate = Callable[[TraceFacts, Any, list[Finding]], CategoryResult]
+
+
+class Validator:
+    """A policy compiled once, ready to validate any number of traces."""
+
+    __slots__ = ("_fail_under", "_plans", "policy")
+
+    def __init__(self, policy: Policy, fail_under: float = DEFAULT_FAIL_UNDER) -> None:
+        self.policy = policy
+        self._fail_under = check_fail_under(fail_under)
+        self._plans: list[tuple[_Evaluate, Any]] = [
+            (module.evaluate, module.prepare(policy)) for module in CATEGORY_MODULES
+        ]
+
+    def validate(
+        self, trace: Trace, *, source_path: str | None = None, source_line: int | None = None
+    ) -> TraceReport:
+        """Check one trace; raise :class:`InputError` only for values nested too deeply to walk."""
+        try:
+            facts = TraceFacts(trace)
+            findings: list[Finding] = []
+            results = tuple(evaluate(facts, plan, findings) for evaluate, plan in self._plans)
+            lint.evaluate(facts, findings)
+        except RecursionError:
+            raise InputError(
+                "a value in the trace is nested too deeply to check", pointer=None
+            ) from None
+        findings.sort(key=Finding.sort_key)
+        score = overall_score(results)
+        grounding = results[_GROUNDING]
+        coverage = (
+            (grounding.checks - grounding.failed) / grounding.checks
+            if grounding.applicable
+            else None
+        )
+        return TraceReport(
+            trace_id=trace.trace_id,
+            agent_name=trace.agent_name,
+            workflow=trace.workflow,
+            policy_id=self.policy.policy_id,
+            score=score,
+            passed=passes(findings, score, self._fail_under),
+            total_latency_ms=facts.latency_total,
+            total_cost_usd=facts.cost_total,
+            citation_coverage=coverage,
+            findings=tuple(findings),
+            total_tokens=facts.tokens_total,
+            source_path=source_path,
+            categories=results,
+            source_line=source_line,
+        )
+
+
+_CACHE_SIZE: Final = 8
+_cache: dict[tuple[int, float], tuple[Policy, Validator]] = {}
+
+
+def validate_trace(
+    trace: Trace, policy: Policy, fail_under: float = DEFAULT_FAIL_UNDER
+) -> TraceReport:
+    """Validate one trace against a policy and return its report (score, verdict, findings)."""
+    key = (id(policy), check_fail_under(fail_under))
+    cached = _cache.get(key)
+    if cached is None or cached[0] is not policy:
+        if len(_cache) >= _CACHE_SIZE:
+            _cache.pop(next(iter(_cache)))
+        cached = (policy, Validator(policy, fail_under))
+        _cache[key] = cached
+    return cached[1].validate(trace)

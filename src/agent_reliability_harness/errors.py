@@ -1,0 +1,94 @@
+"""The error family: every bad input becomes one :class:`InputError` with a location."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["ArhError", "InputError", "UsageError", "join_pointer", "pointer_token"]
+
+
+class ArhError(Exception):
+    """Base class of every error the harness raises on purpose."""
+
+
+class UsageError(ArhError, ValueError):
+    """A caller passed an argument the API or CLI does not accept."""
+
+
+def pointer_token(key: str | int) -> str:
+    """Escape one reference token of a JSON pointer (RFC 6901)."""
+    if isinstance(key, int):
+        return str(key)
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def join_pointer(base: str, *keys: str | int) -> str:
+    """Append reference tokens to a JSON pointer."""
+    return base + "".join("/" + pointer_token(k) for k in keys)
+
+
+class InputError(ArhError):
+    """Bad input: a file, a line of it and a JSON pointer into it, and what is wrong.
+
+    ``pointer`` is a JSON pointer (RFC 6901) into the parsed document; ``""`` means the whole
+    document and ``None`` means no position inside it is known (for example unreadable bytes).
+    ``line`` and ``column`` locate the problem in the text when the pointer cannot (JSON syntax
+    errors) or name the record of a JSON Lines file.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        pointer: str | None = "",
+        source: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.pointer = pointer
+        self.source = source
+        self.line = line
+        self.column = column
+
+    def located(self, source: str, line: int | None = None) -> InputError:
+        """Return a copy that names the file (and the JSON Lines record) it came from."""
+        return InputError(
+            self.message,
+            pointer=self.pointer,
+            source=source,
+            line=self.line if line is None else line,
+            column=self.column,
+        )
+
+    def nested(self, *keys: str | int) -> InputError:
+        """Return a copy whose pointer is prefixed by ``keys`` (for errors in a sub-document)."""
+        pointer = None if self.pointer is None else join_pointer("", *keys) + self.pointer
+        return InputError(
+            self.message, pointer=pointer, source=self.source, line=self.line, column=self.column
+        )
+
+    def location(self) -> str:
+        """``file:line:column`` with the parts that are known."""
+        parts: Iterable[object] = (
+            p for p in (self.source, self.line, self.column) if p is not None
+        )
+        return ":".join(str(p) for p in parts)
+
+    def __str__(self) -> str:
+        where = self.location()
+        head = f"{where}: " if where else ""
+        if self.pointer:
+            head += f"{self.pointer}: "
+        return head + self.message
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON form used in reports (``input_errors``)."""
+        return {
+            "source": self.source,
+            "line": self.line,
+            "column": self.column,
+            "pointer": self.pointer,
+            "message": self.message,
+        }

@@ -1,0 +1,184 @@
+"""Reading inputs (files, directories, JSON Lines, stdin) and writing reports atomically.
+
+Only this module and :mod:`cli` touch the file system.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any, Final
+
+from agent_reliability_harness._json import decode_bytes, loads
+from agent_reliability_harness.errors import InputError
+
+__all__ = [
+    "Document",
+    "Source",
+    "expand_inputs",
+    "read_documents",
+    "read_json_file",
+    "write_atomic",
+]
+
+STDIN: Final = "-"
+_JSONL_SUFFIXES: Final = (".jsonl", ".ndjson")
+_TRACE_SUFFIXES: Final = (".json", *_JSONL_SUFFIXES)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One input: a file path (shown as given, with ``/`` separators) or standard input."""
+
+    name: str
+    path: Path | None
+    jsonl: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One decoded JSON document and where it came from (``line`` for JSON Lines records)."""
+
+    source: str
+    line: int | None
+    value: Any
+
+
+def _display(path: PurePath) -> str:
+    return path.as_posix()
+
+
+def _is_jsonl(path: PurePath) -> bool:
+    return path.suffix.lower() in _JSONL_SUFFIXES
+
+
+def _walk(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for directory, subdirs, files in os.walk(root):
+        subdirs[:] = [d for d in subdirs if not d.startswith(".")]
+        found.extend(
+            Path(directory, name)
+            for name in files
+            if not name.startswith(".") and PurePath(name).suffix.lower() in _TRACE_SUFFIXES
+        )
+    return found
+
+
+def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
+    """Resolve command-line inputs into sources in a stable order, plus errors for bad ones.
+
+    Directories are searched recursively for ``*.json``, ``*.jsonl`` and ``*.ndjson`` files
+    (names starting with ``.`` are skipped). Sources are sorted by name, so the order in which
+    inputs are given does not change any result; a path given twice is read once.
+    """
+    sources: dict[str, Source] = {}
+    errors: list[InputError] = []
+    for arg in args:
+        if arg == STDIN:
+            sources.setdefault("<stdin>", Source("<stdin>", None, jsonl=False))
+            continue
+        path = Path(arg)
+        name = _display(path)
+        try:
+            if path.is_dir():
+                files = _walk(path)
+                if not files:
+                    errors.append(
+                        InputError(
+                            "the directory contains no .json, .jsonl or .ndjson files",
+                            pointer=None,
+                            source=name,
+                        )
+                    )
+                for file in files:
+                    file_name = _display(file)
+                    sources.setdefault(file_name, Source(file_name, file, _is_jsonl(file)))
+            elif path.exists():
+                sources.setdefault(name, Source(name, path, _is_jsonl(path)))
+            else:
+                errors.append(InputError("no such file or directory", pointer=None, source=name))
+        except OSError as exc:
+            errors.append(
+                InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=name)
+            )
+    return [sources[key] for key in sorted(sources)], errors
+
+
+def _read_bytes(source: Source) -> bytes:
+    if source.path is None:
+        return sys.stdin.buffer.read()
+    return source.path.read_bytes()
+
+
+def _jsonl_records(name: str, stream: Iterable[bytes]) -> Iterator[Document | InputError]:
+    for number, raw in enumerate(stream, 1):
+        try:
+            text = decode_bytes(raw) if number == 1 else _decode_line(raw)
+            if not text.strip():
+                continue
+            yield Document(name, number, loads(text))
+        except InputError as exc:
+            yield exc.located(name, number)
+
+
+def _decode_line(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return decode_bytes(raw)  # raises with the offset of the bad byte
+
+
+def read_documents(source: Source) -> Iterator[Document | InputError]:
+    """Yield the documents of one source, or an error for each part that cannot be decoded."""
+    try:
+        if source.jsonl and source.path is not None:
+            with source.path.open("rb") as stream:
+                yield from _jsonl_records(source.name, stream)
+            return
+        data = _read_bytes(source)
+    except OSError as exc:
+        yield InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=source.name)
+        return
+    try:
+        text = decode_bytes(data)
+        yield Document(source.name, None, loads(text))
+    except InputError as exc:
+        if source.path is None and exc.message.startswith("invalid JSON: Extra data"):
+            # standard input holding several documents is read as JSON Lines
+            yield from _jsonl_records(source.name, data.splitlines(keepends=True))
+            return
+        yield exc.located(source.name)
+
+
+def read_json_file(path: str) -> Any:
+    """Read one JSON document (a policy or a report); errors name the file."""
+    name = _display(PurePath(path))
+    try:
+        data = sys.stdin.buffer.read() if path == STDIN else Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=name) from None
+    try:
+        return loads(decode_bytes(data))
+    except InputError as exc:
+        raise exc.located(name) from None
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write ``text`` as UTF-8 to ``path`` through a temporary file and a rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        # mkstemp creates the file readable by its owner only; give it a report's usual mode
+        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
+        os.chmod(temp, mode)
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,545 @@
+"""The policy (schema version 1): what a run of an agent is allowed and required to do.
+
+A policy is a contract, so parsing is strict: every key must be known (a typo would silently
+switch a rule off), every value must have the documented type, and every regular expression is
+compiled here, once, so a broken pattern is reported against the policy file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final
+
+from agent_reliability_harness.errors import join_pointer
+from agent_reliability_harness.model._checks import (
+    bad,
+    json_type,
+    opt_bool,
+    opt_nonneg_int,
+    opt_nonneg_number,
+    opt_str,
+    parse_schema_version,
+    req_str,
+)
+
+__all__ = [
+    "TYPE_NAMES",
+    "ArgSpec",
+    "Budgets",
+    "Completion",
+    "ErrorHandling",
+    "Grounding",
+    "Policy",
+    "Sequence",
+    "ToolSchema",
+    "UnsafePattern",
+    "value_has_type",
+]
+
+TYPE_NAMES: Final = ("str", "int", "float", "bool", "list", "dict", "any")
+_TYPE_HINTS: Final = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "array": "list",
+    "object": "dict",
+    "none": "any",
+    "null": "any",
+}
+_NUMERIC_TYPES: Final = ("int", "float", "any")
+
+
+def value_has_type(type_name: str, value: object) -> bool:
+    """Whether a JSON value satisfies an ArgSpec type (``true`` is never an ``int``)."""
+    kind = type(value)
+    if type_name == "str":
+        return kind is str
+    if type_name == "float":
+        return kind is float or kind is int
+    if type_name == "int":
+        return kind is int
+    if type_name == "bool":
+        return kind is bool
+    if type_name == "list":
+        return kind is list
+    if type_name == "dict":
+        return kind is dict
+    return True
+
+
+def _check_keys(data: Mapping[str, Any], known: Iterable[str], pointer: str) -> None:
+    known = tuple(known)
+    for key in data:
+        if key not in known:
+            import difflib  # only on the error path
+
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = (
+                f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(known)}"
+            )
+            raise bad(join_pointer(pointer, key), f"unknown key {key!r}{hint}")
+
+
+def _section(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if type(value) is not dict:
+        raise bad(f"/{key}", f"must be an object, got {json_type(value)}")
+    return value
+
+
+def _finite(value: object, pointer: str) -> int | float:
+    if type(value) is not int and type(value) is not float:
+        raise bad(pointer, f"must be a finite number, got {json_type(value)}")
+    assert isinstance(value, int | float)
+    if not math.isfinite(value):
+        raise bad(pointer, f"must be a finite number, got {value!r}")
+    return value
+
+
+def _tool_names(data: Mapping[str, Any], key: str, base: str) -> tuple[str, ...]:
+    value = data.get(key)
+    pointer = join_pointer(base, key)
+    if value is None:
+        return ()
+    if type(value) is not list:
+        raise bad(pointer, f"must be an array of tool names, got {json_type(value)}")
+    seen: set[str] = set()
+    for index, name in enumerate(value):
+        if type(name) is not str or not name:
+            raise bad(
+                join_pointer(pointer, index),
+                f"must be a non-empty tool name string, got {json_type(name)}",
+            )
+        if name in seen:
+            raise bad(join_pointer(pointer, index), f"lists {name!r} more than once")
+        seen.add(name)
+    return tuple(value)
+
+
+def _compile(pattern: str, flags: int, pointer: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, flags)
+    except re.error as exc:
+        raise bad(pointer, f"invalid regular expression {pattern!r}: {exc}") from None
+    except (RecursionError, OverflowError, ValueError) as exc:
+        raise bad(pointer, f"regular expression {pattern!r} cannot be compiled: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ArgSpec:
+    """The contract for one tool argument: a type and optional enum, pattern and range."""
+
+    type: str = "any"
+    enum: tuple[Any, ...] | None = None
+    pattern: str | None = None
+    min: int | float | None = None
+    max: int | float | None = None
+    description: str | None = None
+    regex: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+
+    _KEYS: ClassVar[tuple[str, ...]] = ("type", "enum", "pattern", "min", "max", "description")
+
+    @classmethod
+    def from_value(cls, raw: object, pointer: str) -> ArgSpec:
+        """Parse the short form (a type name) or the object form of an argument spec."""
+        if type(raw) is str:
+            return cls(type=cls._type_name(raw, pointer))
+        if type(raw) is not dict:
+            raise bad(
+                pointer, f"an argument spec must be a type name or an object, got {json_type(raw)}"
+            )
+        _check_keys(raw, cls._KEYS, pointer)
+        type_name = "any"
+        if raw.get("type") is not None:
+            if type(raw["type"]) is not str:
+                raise bad(
+                    join_pointer(pointer, "type"),
+                    f"must be a type name string, got {json_type(raw['type'])}",
+                )
+            type_name = cls._type_name(raw["type"], join_pointer(pointer, "type"))
+        enum: tuple[Any, ...] | None = None
+        if raw.get("enum") is not None:
+            values = raw["enum"]
+            if type(values) is not list or not values:
+                raise bad(
+                    join_pointer(pointer, "enum"), "must be a non-empty array of allowed values"
+                )
+            for index, value in enumerate(values):
+                if not value_has_type(type_name, value):
+                    raise bad(
+                        join_pointer(pointer, "enum", index),
+                        f"{json_type(value)} value does not have the argument's type {type_name!r}",
+                    )
+            enum = tuple(values)
+        pattern = opt_str(raw, "pattern", pointer)
+        regex = None
+        if pattern is not None:
+            if type_name not in ("str", "any"):
+                raise bad(
+                    join_pointer(pointer, "pattern"),
+                    f"a pattern applies to strings, but the type is {type_name!r}",
+                )
+            regex = _compile(pattern, 0, join_pointer(pointer, "pattern"))
+        bounds: dict[str, int | float | None] = {}
+        for key in ("min", "max"):
+            if raw.get(key) is None:
+                bounds[key] = None
+                continue
+            if type_name not in _NUMERIC_TYPES:
+                raise bad(
+                    join_pointer(pointer, key),
+                    f"a numeric bound applies to numbers, but the type is {type_name!r}",
+                )
+            bounds[key] = _finite(raw[key], join_pointer(pointer, key))
+        low, high = bounds["min"], bounds["max"]
+        if low is not None and high is not None and low > high:
+            raise bad(pointer, f"min ({low!r}) exceeds max ({high!r})")
+        return cls(type_name, enum, pattern, low, high, opt_str(raw, "description", pointer), regex)
+
+    @staticmethod
+    def _type_name(raw: str, pointer: str) -> str:
+        if raw in TYPE_NAMES:
+            return raw
+        hint = _TYPE_HINTS.get(raw.lower())
+        suggestion = f" (did you mean {hint!r}?)" if hint else ""
+        raise bad(
+            pointer,
+            f"unknown argument type {raw!r}{suggestion}; known types: {', '.join(TYPE_NAMES)}",
+        )
+
+    def to_dict(self) -> dict[str, Any] | str:
+        """The short form when only a type is set, otherwise the object form."""
+        out: dict[str, Any] = {"type": self.type}
+        for key in ("enum", "pattern", "min", "max", "description"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = list(value) if key == "enum" else value
+        return self.type if len(out) == 1 else out
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchema:
+    """What the policy says about one tool: its arguments, side effects and call counts."""
+
+    name: str
+    required_arguments: Mapping[str, ArgSpec] = field(default_factory=dict)
+    optional_arguments: Mapping[str, ArgSpec] = field(default_factory=dict)
+    side_effect: bool = False
+    min_calls: int | None = None
+    max_calls: int | None = None
+    description: str | None = None
+
+    _KEYS: ClassVar[tuple[str, ...]] = (
+        "required_arguments",
+        "optional_arguments",
+        "side_effect",
+        "min_calls",
+        "max_calls",
+        "description",
+    )
+
+    @classmethod
+    def from_value(cls, name: str, raw: object, pointer: str) -> ToolSchema:
+        if type(raw) is not dict:
+            raise bad(pointer, f"a tool schema must be an object, got {json_type(raw)}")
+        _check_keys(raw, cls._KEYS, pointer)
+        max_calls = opt_nonneg_int(raw, "max_calls", pointer)
+        min_calls = opt_nonneg_int(raw, "min_calls", pointer)
+        if min_calls is not None and max_calls is not None and min_calls > max_calls:
+            raise bad(pointer, f"min_calls ({min_calls}) exceeds max_calls ({max_calls})")
+        maps: dict[str, dict[str, ArgSpec]] = {}
+        for key in ("required_arguments", "optional_arguments"):
+            value = raw.get(key)
+            arg_pointer = join_pointer(pointer, key)
+            if value is None:
+                value = {}
+            elif type(value) is not dict:
+                raise bad(
+                    arg_pointer,
+                    f"must be an object of argument name to spec, got {json_type(value)}",
+                )
+            maps[key] = {
+                arg: ArgSpec.from_value(spec, join_pointer(arg_pointer, arg))
+                for arg, spec in value.items()
+            }
+        for arg in maps["optional_arguments"]:
+            if arg in maps["required_arguments"]:
+                raise bad(
+                    join_pointer(pointer, "optional_arguments", arg),
+                    f"argument {arg!r} is declared both required and optional",
+                )
+        return cls(
+            name,
+            maps["required_arguments"],
+            maps["optional_arguments"],
+            opt_bool(raw, "side_effect", pointer),
+            min_calls,
+            max_calls,
+            opt_str(raw, "description", pointer),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.required_arguments:
+            out["required_arguments"] = {k: v.to_dict() for k, v in self.required_arguments.items()}
+        if self.optional_arguments:
+            out["optional_arguments"] = {k: v.to_dict() for k, v in self.optional_arguments.items()}
+        if self.side_effect:
+            out["side_effect"] = True
+        for key in ("min_calls", "max_calls", "description"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """Upper limits on latency, cost and tokens; ``None`` means not set."""
+
+    max_total_latency_ms: int | float | None = None
+    max_step_latency_ms: int | float | None = None
+    max_total_cost_usd: int | float | None = None
+    max_total_tokens: int | None = None
+
+    _KEYS: ClassVar[tuple[str, ...]] = (
+        "max_total_latency_ms",
+        "max_step_latency_ms",
+        "max_total_cost_usd",
+        "max_total_tokens",
+    )
+
+    @classmethod
+    def from_section(cls, raw: Mapping[str, Any]) -> Budgets:
+        _check_keys(raw, cls._KEYS, "/budgets")
+        return cls(
+            opt_nonneg_number(raw, "max_total_latency_ms", "/budgets"),
+            opt_nonneg_number(raw, "max_step_latency_ms", "/budgets"),
+            opt_nonneg_number(raw, "max_total_cost_usd", "/budgets"),
+            opt_nonneg_int(raw, "max_total_tokens", "/budgets"),
+        )
+
+    @property
+    def any_set(self) -> bool:
+        return any(getattr(self, key) is not None for key in self._KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    """Citation requirements for model responses that are marked ``requires_grounding``."""
+
+    require_citations: bool = False
+    min_citation_coverage: float = 0.0
+    require_valid_citation_urls: bool = False
+
+    _KEYS: ClassVar[tuple[str, ...]] = (
+        "require_citations",
+        "min_citation_coverage",
+        "require_valid_citation_urls",
+    )
+
+    @classmethod
+    def from_section(cls, raw: Mapping[str, Any]) -> Grounding:
+        _check_keys(raw, cls._KEYS, "/grounding")
+        coverage = raw.get("min_citation_coverage")
+        if coverage is None:
+            coverage = 0.0
+        elif type(coverage) not in (int, float) or not 0 <= coverage <= 1:
+            shown = repr(coverage) if type(coverage) in (int, float) else json_type(coverage)
+            raise bad(
+                "/grounding/min_citation_coverage", f"must be a number from 0 to 1, got {shown}"
+            )
+        return cls(
+            opt_bool(raw, "require_citations", "/grounding"),
+            float(coverage),
+            opt_bool(raw, "require_valid_citation_urls", "/grounding"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Sequence:
+    """Trajectory shape: tools that must and must not be called, and a partial call order."""
+
+    required_tools: tuple[str, ...] = ()
+    forbidden_tools: tuple[str, ...] = ()
+    call_order: tuple[str, ...] = ()
+
+    _KEYS: ClassVar[tuple[str, ...]] = ("required_tools", "forbidden_tools", "call_order")
+
+    @classmethod
+    def from_section(cls, raw: Mapping[str, Any]) -> Sequence:
+        _check_keys(raw, cls._KEYS, "/sequence")
+        required = _tool_names(raw, "required_tools", "/sequence")
+        forbidden = _tool_names(raw, "forbidden_tools", "/sequence")
+        both = sorted(set(required) & set(forbidden))
+        if both:
+            raise bad(
+                "/sequence", f"lists the same tool(s) as required and forbidden: {', '.join(both)}"
+            )
+        return cls(required, forbidden, _tool_names(raw, "call_order", "/sequence"))
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorHandling:
+    """How failed tool calls must be handled."""
+
+    require_retry_on_error: bool = False
+    max_attempts: int | None = None
+
+    _KEYS: ClassVar[tuple[str, ...]] = ("require_retry_on_error", "max_attempts")
+
+    @classmethod
+    def from_section(cls, raw: Mapping[str, Any]) -> ErrorHandling:
+        _check_keys(raw, cls._KEYS, "/error_handling")
+        return cls(
+            opt_bool(raw, "require_retry_on_error", "/error_handling"),
+            opt_nonneg_int(raw, "max_attempts", "/error_handling", minimum=1),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """How a run must end, and how long it may be."""
+
+    require_final_response: bool = False
+    max_steps: int | None = None
+
+    _KEYS: ClassVar[tuple[str, ...]] = ("require_final_response", "max_steps")
+
+    @classmethod
+    def from_section(cls, raw: Mapping[str, Any]) -> Completion:
+        _check_keys(raw, cls._KEYS, "/completion")
+        return cls(
+            opt_bool(raw, "require_final_response", "/completion"),
+            opt_nonneg_int(raw, "max_steps", "/completion", minimum=1),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class UnsafePattern:
+    """A disallowed-content regular expression, compiled case-insensitively."""
+
+    pattern: str
+    regex: re.Pattern[str] = field(compare=False, repr=False)
+
+
+_POLICY_KEYS: Final = (
+    "$schema",
+    "schema_version",
+    "policy_id",
+    "description",
+    "allow_unlisted_tools",
+    "allowed_tools",
+    "budgets",
+    "unsafe_patterns",
+    "grounding",
+    "sequence",
+    "error_handling",
+    "completion",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A parsed, validated policy. Build it with :meth:`from_dict`."""
+
+    policy_id: str
+    schema_version: str = "1"
+    description: str | None = None
+    allow_unlisted_tools: bool = False
+    allowed_tools: Mapping[str, ToolSchema] = field(default_factory=dict)
+    budgets: Budgets = field(default_factory=Budgets)
+    unsafe_patterns: tuple[UnsafePattern, ...] = ()
+    grounding: Grounding = field(default_factory=Grounding)
+    sequence: Sequence = field(default_factory=Sequence)
+    error_handling: ErrorHandling = field(default_factory=ErrorHandling)
+    completion: Completion = field(default_factory=Completion)
+
+    @classmethod
+    def from_dict(cls, data: object) -> Policy:
+        """Parse a policy; raise :class:`InputError` naming the bad key's JSON pointer."""
+        if type(data) is not dict:
+            raise bad("", f"a policy must be a JSON object, got {json_type(data)}")
+        version = parse_schema_version(data.get("schema_version"), "/schema_version", "policy")
+        _check_keys(data, _POLICY_KEYS, "")
+        policy_id = req_str(data, "policy_id", "", non_empty=True)
+        opt_str(data, "$schema", "")
+        tools_raw = _section(data, "allowed_tools")
+        tools = {
+            name: ToolSchema.from_value(name, spec, join_pointer("/allowed_tools", name))
+            for name, spec in tools_raw.items()
+        }
+        patterns_raw = data.get("unsafe_patterns")
+        patterns: list[UnsafePattern] = []
+        if patterns_raw is not None:
+            if type(patterns_raw) is not list:
+                raise bad(
+                    "/unsafe_patterns",
+                    f"must be an array of regular expressions, got {json_type(patterns_raw)}",
+                )
+            for index, pattern in enumerate(patterns_raw):
+                pointer = f"/unsafe_patterns/{index}"
+                if type(pattern) is not str or not pattern:
+                    raise bad(
+                        pointer,
+                        f"must be a non-empty regular expression string, got {json_type(pattern)}",
+                    )
+                regex = _compile(pattern, re.IGNORECASE, pointer)
+                if regex.search("") is not None:
+                    raise bad(
+                        pointer,
+                        f"pattern {pattern!r} matches the empty string, so it flags every text",
+                    )
+                patterns.append(UnsafePattern(pattern, regex))
+        allow_unlisted = opt_bool(data, "allow_unlisted_tools", "")
+        sequence = Sequence.from_section(_section(data, "sequence"))
+        if not allow_unlisted:
+            for key in ("required_tools", "call_order"):
+                for index, name in enumerate(getattr(sequence, key)):
+                    if name not in tools:
+                        raise bad(
+                            f"/sequence/{key}/{index}",
+                            f"tool {name!r} is not in allowed_tools, so every call to it would be "
+                            "rejected; add it to allowed_tools or set allow_unlisted_tools",
+                        )
+        return cls(
+            policy_id,
+            version,
+            opt_str(data, "description", ""),
+            allow_unlisted,
+            tools,
+            Budgets.from_section(_section(data, "budgets")),
+            tuple(patterns),
+            Grounding.from_section(_section(data, "grounding")),
+            sequence,
+            ErrorHandling.from_section(_section(data, "error_handling")),
+            Completion.from_section(_section(data, "completion")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical JSON form (every section written out, defaults included)."""
+        out: dict[str, Any] = {"schema_version": self.schema_version, "policy_id": self.policy_id}
+        if self.description is not None:
+            out["description"] = self.description
+        out["allow_unlisted_tools"] = self.allow_unlisted_tools
+        out["allowed_tools"] = {name: tool.to_dict() for name, tool in self.allowed_tools.items()}
+        out["budgets"] = {k: getattr(self.budgets, k) for k in Budgets._KEYS}
+        out["unsafe_patterns"] = [p.pattern for p in self.unsafe_patterns]
+        out["grounding"] = {k: getattr(self.grounding, k) for k in Grounding._KEYS}
+        out["sequence"] = {k: list(getattr(self.sequence, k)) for k in Sequence._KEYS}
+        out["error_handling"] = {k: getattr(self.error_handling, k) for k in ErrorHandling._KEYS}
+        out["completion"] = {k: getattr(self.completion, k) for k in Completion._KEYS}
+        return out
+
+    @property
+    def sha256(self) -> str:
+        """A hash of the policy's meaning: formatting and key order of sections do not change it."""
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return hashlib.sha256(text.encode("ascii")).hexdigest()

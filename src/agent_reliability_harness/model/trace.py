@@ -1,0 +1,278 @@
+"""The canonical trace (schema version 1): what an agent did, step by step.
+
+Parsing is strict about the fields the harness reads (types, ranges, required keys) and open
+about everything else: unknown trace and step keys are kept in ``extra`` and otherwise ignored,
+because exporters add their own fields.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from agent_reliability_harness.errors import join_pointer
+from agent_reliability_harness.model._checks import (
+    bad,
+    json_type,
+    opt_nonneg_int,
+    opt_str,
+    parse_schema_version,
+    req_str,
+)
+
+__all__ = ["STEP_TYPES", "Step", "StepType", "Trace"]
+
+StepType = Literal["tool_call", "model_response"]
+STEP_TYPES: Final = ("tool_call", "model_response")
+StepStatus = Literal["ok", "error"]
+
+_STEP_KEYS: Final = frozenset(
+    {
+        "step_id",
+        "type",
+        "tool_name",
+        "arguments",
+        "output",
+        "text",
+        "citations",
+        "requires_grounding",
+        "status",
+        "error",
+        "latency_ms",
+        "cost_usd",
+        "input_tokens",
+        "output_tokens",
+        "metadata",
+    }
+)
+_TRACE_KEYS: Final = frozenset(
+    {"schema_version", "trace_id", "agent_name", "workflow", "steps", "source", "metadata"}
+)
+_EMPTY: Final[Mapping[str, Any]] = {}
+
+
+def _metric(data: Mapping[str, Any], key: str, base: str) -> int | float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    kind = type(value)
+    if (kind is int or kind is float) and value >= 0 and math.isfinite(value):
+        return value  # type: ignore[no-any-return]
+    if kind is not int and kind is not float:
+        raise bad(join_pointer(base, key), f"must be a number, got {json_type(value)}")
+    raise bad(join_pointer(base, key), f"must be a finite number >= 0, got {value!r}")
+
+
+def _citations(value: object, base: str) -> tuple[Mapping[str, Any], ...]:
+    if value is None:
+        return ()
+    pointer = join_pointer(base, "citations")
+    if type(value) is not list:
+        raise bad(pointer, f"must be an array of citation objects, got {json_type(value)}")
+    for index, citation in enumerate(value):
+        if not isinstance(citation, dict):
+            raise bad(
+                join_pointer(pointer, index),
+                f"a citation must be an object, got {json_type(citation)}",
+            )
+        opt_str(citation, "url", join_pointer(pointer, index))
+        opt_str(citation, "source", join_pointer(pointer, index))
+    return tuple(value)
+
+
+def _object(data: Mapping[str, Any], key: str, base: str) -> Mapping[str, Any] | None:
+    value = data.get(key)
+    if value is None or type(value) is dict:
+        return value
+    raise bad(join_pointer(base, key), f"must be an object or null, got {json_type(value)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One thing the agent did: a tool call or a model response."""
+
+    step_id: str
+    type: StepType
+    tool_name: str | None = None
+    arguments: Mapping[str, Any] | None = None
+    output: Any = None
+    text: str | None = None
+    citations: tuple[Mapping[str, Any], ...] = ()
+    requires_grounding: bool = False
+    status: StepStatus = "ok"
+    error: str | None = None
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: object, *, pointer: str = "") -> Step:
+        """Parse one step; errors carry the JSON pointer of the bad field below ``pointer``."""
+        if type(data) is not dict:
+            raise bad(pointer, f"a step must be an object, got {json_type(data)}")
+        step_id = req_str(data, "step_id", pointer, non_empty=True)
+        kind = data.get("type")
+        if kind not in STEP_TYPES:
+            if "type" not in data:
+                raise bad(pointer, "missing required field 'type'")
+            shown = repr(kind) if type(kind) is str else json_type(kind)
+            raise bad(
+                join_pointer(pointer, "type"),
+                f"unknown step type {shown} (expected 'tool_call' or 'model_response')",
+            )
+        get = data.get
+        tool_name = get("tool_name")
+        if tool_name is not None and type(tool_name) is not str:
+            raise bad(
+                join_pointer(pointer, "tool_name"),
+                f"must be a string or null, got {json_type(tool_name)}",
+            )
+        text = get("text")
+        if text is not None and type(text) is not str:
+            raise bad(
+                join_pointer(pointer, "text"), f"must be a string or null, got {json_type(text)}"
+            )
+        error = get("error")
+        if error is not None and type(error) is not str:
+            raise bad(
+                join_pointer(pointer, "error"), f"must be a string or null, got {json_type(error)}"
+            )
+        arguments = get("arguments")
+        if arguments is not None and type(arguments) is not dict:
+            raise bad(
+                join_pointer(pointer, "arguments"),
+                f"must be an object or null, got {json_type(arguments)}",
+            )
+        status: StepStatus
+        raw_status = get("status")
+        if raw_status is None:
+            status = "error" if error else "ok"
+        elif raw_status in ("ok", "error"):
+            status = raw_status
+        else:
+            shown = repr(raw_status) if type(raw_status) is str else json_type(raw_status)
+            raise bad(join_pointer(pointer, "status"), f"must be 'ok' or 'error', got {shown}")
+        grounding = get("requires_grounding")
+        if grounding is None:
+            grounding = False
+        elif type(grounding) is not bool:
+            raise bad(
+                join_pointer(pointer, "requires_grounding"),
+                f"must be true or false, got {json_type(grounding)}",
+            )
+        citations = get("citations")
+        metadata = get("metadata")
+        if metadata is None:
+            metadata = {}
+        elif type(metadata) is not dict:
+            raise bad(
+                join_pointer(pointer, "metadata"),
+                f"must be an object or null, got {json_type(metadata)}",
+            )
+        extra = (
+            _EMPTY
+            if data.keys() <= _STEP_KEYS
+            else {k: v for k, v in data.items() if k not in _STEP_KEYS}
+        )
+        return cls(
+            step_id,
+            kind,
+            tool_name,
+            arguments,
+            get("output"),
+            text,
+            () if citations is None else _citations(citations, pointer),
+            grounding,
+            status,
+            error,
+            _metric(data, "latency_ms", pointer),
+            _metric(data, "cost_usd", pointer),
+            opt_nonneg_int(data, "input_tokens", pointer, integral_float=True),
+            opt_nonneg_int(data, "output_tokens", pointer, integral_float=True),
+            metadata,
+            extra,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical JSON form: required keys, then every field that is not at its default."""
+        out: dict[str, Any] = {"step_id": self.step_id, "type": self.type}
+        if self.tool_name is not None:
+            out["tool_name"] = self.tool_name
+        if self.arguments is not None:
+            out["arguments"] = self.arguments
+        if self.output is not None:
+            out["output"] = self.output
+        if self.text is not None:
+            out["text"] = self.text
+        if self.citations:
+            out["citations"] = list(self.citations)
+        if self.requires_grounding:
+            out["requires_grounding"] = True
+        if self.status != ("error" if self.error else "ok"):
+            out["status"] = self.status
+        if self.error is not None:
+            out["error"] = self.error
+        for key in ("latency_ms", "cost_usd", "input_tokens", "output_tokens"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.metadata:
+            out["metadata"] = self.metadata
+        out.update(self.extra)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A recorded agent run: identity, the steps in execution order, and free-form metadata."""
+
+    trace_id: str
+    agent_name: str
+    workflow: str
+    steps: tuple[Step, ...]
+    schema_version: str = "1"
+    source: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: object) -> Trace:
+        """Parse a canonical trace; raise :class:`InputError` at the bad field's JSON pointer."""
+        if type(data) is not dict:
+            raise bad("", f"a trace must be a JSON object, got {json_type(data)}")
+        version = parse_schema_version(data.get("schema_version"), "/schema_version", "trace")
+        trace_id = req_str(data, "trace_id", "", non_empty=True)
+        agent_name = req_str(data, "agent_name", "")
+        workflow = req_str(data, "workflow", "")
+        if "steps" not in data:
+            raise bad("", "missing required field 'steps'")
+        raw_steps = data["steps"]
+        if type(raw_steps) is not list:
+            raise bad("/steps", f"must be an array of steps, got {json_type(raw_steps)}")
+        from_dict = Step.from_dict
+        steps = tuple([from_dict(s, pointer=f"/steps/{i}") for i, s in enumerate(raw_steps)])
+        source = opt_str(data, "source", "")
+        metadata = _object(data, "metadata", "")
+        extra = {k: v for k, v in data.items() if k not in _TRACE_KEYS}
+        return cls(trace_id, agent_name, workflow, steps, version, source, metadata or {}, extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical JSON form of the trace (unknown keys it was read with are kept)."""
+        out: dict[str, Any] = {
+            "schema_version": self.schema_version,
+            "trace_id": self.trace_id,
+            "agent_name": self.agent_name,
+            "workflow": self.workflow,
+        }
+        if self.source is not None:
+            out["source"] = self.source
+        out["steps"] = [step.to_dict() for step in self.steps]
+        if self.metadata:
+            out["metadata"] = self.metadata
+        out.update(self.extra)
+        return out

@@ -1,0 +1,29 @@
+"""Making untrusted text safe to print on a terminal."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = ["terminal_safe"]
+
+# C0 and C1 controls, DEL, lone surrogates, and the bidirectional overrides that can make a
+# terminal show text in a different order than it is stored ("Trojan Source").
+_UNSAFE: Final = re.compile(
+    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+)
+_NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """Escape control, surrogate and bidi-override characters so text prints as one line."""
+    return _UNSAFE.sub(_escape, text)

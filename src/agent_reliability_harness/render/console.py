@@ -1,0 +1,73 @@
+"""The console report: a verdict line per trace, its findings, and a summary."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Final
+
+from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
+from agent_reliability_harness.render._text import terminal_safe
+
+__all__ = ["render_console"]
+
+WIDTH: Final = 100
+_INDENT: Final = " " * 6
+_STEP_WIDTH: Final = 12  # longer step ids push the message to the right instead
+
+
+def _step(finding: Finding) -> str:
+    return "-" if finding.step_id is None else terminal_safe(finding.step_id)
+
+
+def _finding_lines(finding: Finding, step_width: int) -> list[str]:
+    head = f"{_INDENT}{finding.severity:<8}{finding.rule_id}  {_step(finding):<{step_width}}  "
+    return textwrap.wrap(
+        terminal_safe(finding.message),
+        width=WIDTH,
+        initial_indent=head,
+        subsequent_indent=_INDENT + " " * 8,
+        break_long_words=True,
+        break_on_hyphens=False,
+    ) or [head.rstrip()]
+
+
+def _trace_lines(report: TraceReport) -> list[str]:
+    verdict = "PASS" if report.passed else "FAIL"
+    who = terminal_safe(f"{report.agent_name} / {report.workflow}")
+    lines = [f"{verdict}  {terminal_safe(report.trace_id)}  score {report.score:.2f}  ({who})"]
+    details = [f"latency {report.total_latency_ms:g} ms", f"cost ${report.total_cost_usd:.4f}"]
+    if report.total_tokens is not None:
+        details.append(f"tokens {report.total_tokens}")
+    if report.citation_coverage is not None:
+        details.append(f"citation coverage {report.citation_coverage:.0%}")
+    if report.source_path is not None:
+        where = report.source_path
+        if report.source_line is not None:
+            where += f":{report.source_line}"
+        details.append(terminal_safe(where))
+    lines.append(_INDENT + " \u00b7 ".join(details))
+    step_width = min(_STEP_WIDTH, max((len(_step(f)) for f in report.findings), default=1))
+    for finding in report.findings:
+        lines.extend(_finding_lines(finding, step_width))
+    return lines
+
+
+def render_console(run: RunReport) -> str:
+    """The human-readable report, ending with a newline."""
+    lines: list[str] = []
+    for report in run.reports:
+        lines.extend(_trace_lines(report))
+        lines.append("")
+    total = len(run.reports)
+    passed = run.passed_traces
+    summary = (
+        f"{passed} of {total} trace{'s' if total != 1 else ''} passed, "
+        f"{total - passed} failed \u00b7 average score {run.average_score:.2f}"
+    )
+    if run.policy_id is not None:
+        summary += f" \u00b7 policy {terminal_safe(run.policy_id)}"
+    if run.input_errors:
+        count = len(run.input_errors)
+        summary += f" \u00b7 {count} input error{'s' if count != 1 else ''}"
+    lines.append(summary)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,79 @@
+"""What every category needs to know about a trace, computed in one pass over its steps."""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+from agent_reliability_harness.model.trace import Step, Trace
+
+__all__ = ["COST_DECIMALS", "LATENCY_DECIMALS", "TraceFacts"]
+
+LATENCY_DECIMALS: Final = 6
+COST_DECIMALS: Final = 10
+
+
+class TraceFacts:
+    """Indexes of one trace, built once and shared by all rule categories.
+
+    Positions are indexes into ``steps``. ``calls_by_tool`` lists, per tool name, the positions
+    of its tool_call steps in order; its keys are in order of each tool's first call.
+    """
+
+    __slots__ = (
+        "calls_by_tool",
+        "cost_total",
+        "grounded",
+        "has_cost",
+        "has_latency",
+        "latency_total",
+        "named_calls",
+        "steps",
+        "tokens_total",
+        "tool_calls",
+        "trace",
+    )
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.steps: tuple[Step, ...] = trace.steps
+        tool_calls: list[int] = []
+        named_calls: list[int] = []
+        calls_by_tool: dict[str, list[int]] = {}
+        grounded: list[int] = []
+        latencies: list[float] = []
+        costs: list[float] = []
+        tokens: int | None = None
+        for index, step in enumerate(self.steps):
+            if step.type == "tool_call":
+                tool_calls.append(index)
+                name = step.tool_name
+                if name:
+                    named_calls.append(index)
+                    positions = calls_by_tool.get(name)
+                    if positions is None:
+                        calls_by_tool[name] = [index]
+                    else:
+                        positions.append(index)
+            elif step.requires_grounding:
+                grounded.append(index)
+            if step.latency_ms is not None:
+                latencies.append(step.latency_ms)
+            if step.cost_usd is not None:
+                costs.append(step.cost_usd)
+            if step.input_tokens is not None or step.output_tokens is not None:
+                tokens = (tokens or 0) + (step.input_tokens or 0) + (step.output_tokens or 0)
+        self.tool_calls = tool_calls
+        self.named_calls = named_calls
+        self.calls_by_tool = calls_by_tool
+        self.grounded = grounded
+        self.has_latency = bool(latencies)
+        self.has_cost = bool(costs)
+        # Exact sums, rounded to a documented precision so that decimal inputs add up as written
+        # (0.1 + 0.2 is 0.3 here) and reports do not print binary noise.
+        self.latency_total = round(math.fsum(latencies), LATENCY_DECIMALS)
+        self.cost_total = round(math.fsum(costs), COST_DECIMALS)
+        self.tokens_total = tokens
+
+    def step_id(self, index: int) -> str:
+        return self.steps[index].step_id

@@ -1,0 +1,189 @@
+"""Budget rules: latency, cost and token limits, and budgets the trace cannot be checked against."""
+
+from __future__ import annotations
+
+from agent_reliability_harness.model.policy import Budgets, Policy
+from agent_reliability_harness.model.report import CategoryResult, Finding
+from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.rules._format import amount
+from agent_reliability_harness.rules.registry import rule
+
+CATEGORY = "budget"
+
+STEP_LATENCY = rule(
+    "ARH-BUD-001",
+    category=CATEGORY,
+    severity="error",
+    title="Step latency exceeds the per-step budget",
+    trigger="max_step_latency_ms is set and a step's latency_ms is strictly greater. Each step "
+    "that records latency is one check; steps without it are not checked.",
+    anchor="the slow step",
+    remediation="Find out why the step is slow (tool timeouts, oversized prompts), or raise "
+    "max_step_latency_ms if the budget is unrealistic.",
+)
+TOTAL_LATENCY = rule(
+    "ARH-BUD-002",
+    category=CATEGORY,
+    severity="error",
+    title="Total latency exceeds the budget",
+    trigger="max_total_latency_ms is set, at least one step records latency_ms, and the sum of "
+    "all recorded latencies is strictly greater than the budget.",
+    anchor="the trace",
+    remediation="Cut steps or slow calls from the run, or raise max_total_latency_ms.",
+)
+TOTAL_COST = rule(
+    "ARH-BUD-003",
+    category=CATEGORY,
+    severity="error",
+    title="Total cost exceeds the budget",
+    trigger="max_total_cost_usd is set, at least one step records cost_usd, and the sum of all "
+    "recorded costs is strictly greater than the budget.",
+    anchor="the trace",
+    remediation="Use fewer or cheaper model calls, or raise max_total_cost_usd.",
+)
+TOTAL_TOKENS = rule(
+    "ARH-BUD-004",
+    category=CATEGORY,
+    severity="error",
+    title="Total token usage exceeds the budget",
+    trigger="max_total_tokens is set, at least one step records input_tokens or output_tokens, "
+    "and their sum over all steps is strictly greater than the budget.",
+    anchor="the trace",
+    remediation="Shorten prompts and outputs or make fewer model calls, or raise max_total_tokens.",
+)
+NO_TOKEN_DATA = rule(
+    "ARH-BUD-005",
+    category=CATEGORY,
+    severity="warning",
+    title="Token budget is set but the trace has no token data",
+    trigger="max_total_tokens is set and no step records input_tokens or output_tokens, so the "
+    "budget cannot be verified.",
+    anchor="the trace",
+    remediation="Record token usage in the trace, or remove max_total_tokens.",
+)
+NO_LATENCY_DATA = rule(
+    "ARH-BUD-006",
+    category=CATEGORY,
+    severity="warning",
+    title="Latency budget is set but the trace has no latency data",
+    trigger="max_total_latency_ms or max_step_latency_ms is set and no step records latency_ms, "
+    "so the budget cannot be verified.",
+    anchor="the trace",
+    remediation="Record latency_ms in the trace, or remove the latency budget.",
+)
+NO_COST_DATA = rule(
+    "ARH-BUD-007",
+    category=CATEGORY,
+    severity="warning",
+    title="Cost budget is set but the trace has no cost data",
+    trigger="max_total_cost_usd is set and no step records cost_usd, so the budget cannot be "
+    "verified.",
+    anchor="the trace",
+    remediation="Record cost_usd in the trace, or remove max_total_cost_usd.",
+)
+
+
+def prepare(policy: Policy) -> Budgets:
+    return policy.budgets
+
+
+def _ms(value: float, limit: float) -> tuple[str, str]:
+    return amount(value, limit, 0)
+
+
+def evaluate(facts: TraceFacts, budgets: Budgets, out: list[Finding]) -> CategoryResult:
+    if not budgets.any_set:
+        return CategoryResult(CATEGORY, False, 100.0, 0, 0)
+    checks = failed = 0
+    step_limit = budgets.max_step_latency_ms
+    total_limit = budgets.max_total_latency_ms
+    if step_limit is not None or total_limit is not None:
+        if not facts.has_latency:
+            out.append(
+                NO_LATENCY_DATA.finding(
+                    "the policy sets a latency budget but no step records latency_ms, so it "
+                    "cannot be verified",
+                    expected="steps with latency_ms",
+                    observed="no latency data",
+                )
+            )
+        else:
+            if step_limit is not None:
+                for at, step in enumerate(facts.steps):
+                    latency = step.latency_ms
+                    if latency is None:
+                        continue
+                    checks += 1
+                    if latency > step_limit:
+                        failed += 1
+                        shown, limit = _ms(latency, step_limit)
+                        out.append(
+                            STEP_LATENCY.finding(
+                                f"step latency {shown} ms exceeds max_step_latency_ms "
+                                f"of {limit} ms",
+                                at=at,
+                                step_id=step.step_id,
+                                expected=f"<= {limit} ms",
+                                observed=f"{shown} ms",
+                            )
+                        )
+            if total_limit is not None:
+                checks += 1
+                if facts.latency_total > total_limit:
+                    failed += 1
+                    shown, limit = _ms(facts.latency_total, total_limit)
+                    out.append(
+                        TOTAL_LATENCY.finding(
+                            f"total latency {shown} ms exceeds max_total_latency_ms of {limit} ms",
+                            expected=f"<= {limit} ms",
+                            observed=f"{shown} ms",
+                        )
+                    )
+    cost_limit = budgets.max_total_cost_usd
+    if cost_limit is not None:
+        if not facts.has_cost:
+            out.append(
+                NO_COST_DATA.finding(
+                    "the policy sets max_total_cost_usd but no step records cost_usd, so it cannot "
+                    "be verified",
+                    expected="steps with cost_usd",
+                    observed="no cost data",
+                )
+            )
+        else:
+            checks += 1
+            if facts.cost_total > cost_limit:
+                failed += 1
+                shown, limit = amount(facts.cost_total, cost_limit, 4)
+                out.append(
+                    TOTAL_COST.finding(
+                        f"total cost ${shown} exceeds max_total_cost_usd of ${limit}",
+                        expected=f"<= ${limit}",
+                        observed=f"${shown}",
+                    )
+                )
+    token_limit = budgets.max_total_tokens
+    if token_limit is not None:
+        tokens = facts.tokens_total
+        if tokens is None:
+            out.append(
+                NO_TOKEN_DATA.finding(
+                    "the policy sets max_total_tokens but no step records token usage, so it "
+                    "cannot be verified",
+                    expected="steps with input_tokens or output_tokens",
+                    observed="no token data",
+                )
+            )
+        else:
+            checks += 1
+            if tokens > token_limit:
+                failed += 1
+                out.append(
+                    TOTAL_TOKENS.finding(
+                        f"total token usage {tokens} exceeds max_total_tokens of {token_limit}",
+                        expected=f"<= {token_limit} tokens",
+                        observed=f"{tokens} tokens",
+                    )
+                )
+    score = 100.0 * (checks - failed) / checks if checks else 100.0
+    return CategoryResult(CATEGORY, True, score, checks, failed)

@@ -1,0 +1,83 @@
+"""Completion rules: a run ends with a usable answer and within its step limit."""
+
+from __future__ import annotations
+
+from agent_reliability_harness.model.policy import Completion, Policy
+from agent_reliability_harness.model.report import CategoryResult, Finding
+from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.rules.registry import rule
+
+CATEGORY = "completion"
+
+NO_FINAL_RESPONSE = rule(
+    "ARH-CMP-001",
+    category=CATEGORY,
+    severity="error",
+    title="Trace does not end with a successful final response",
+    trigger="completion.require_final_response is true and the last step is not a "
+    "model_response with status ok and non-blank text (or the trace has no steps).",
+    anchor="the last step (the trace, when it has no steps)",
+    remediation="Make the agent finish with an answer to the user; look for early exits, "
+    "crashes and step limits that cut the run short.",
+)
+TOO_MANY_STEPS = rule(
+    "ARH-CMP-002",
+    category=CATEGORY,
+    severity="error",
+    title="Trace has more steps than max_steps",
+    trigger="completion.max_steps is set and the trace has more steps than that.",
+    anchor="the trace",
+    remediation="Find the loop or detour that makes the run long, or raise max_steps.",
+)
+
+
+def prepare(policy: Policy) -> Completion:
+    return policy.completion
+
+
+def _final_problem(facts: TraceFacts) -> str:
+    if not facts.steps:
+        return "the trace has no steps"
+    last = facts.steps[-1]
+    if last.type != "model_response":
+        return f"the last step is a {last.type}"
+    if last.status != "ok":
+        return "the final model_response has status 'error'"
+    if not (last.text or "").strip():
+        return "the final model_response has no text"
+    return ""
+
+
+def evaluate(facts: TraceFacts, completion: Completion, out: list[Finding]) -> CategoryResult:
+    checks = failed = 0
+    if completion.require_final_response:
+        checks += 1
+        problem = _final_problem(facts)
+        if problem:
+            failed += 1
+            at = len(facts.steps) - 1 if facts.steps else None
+            out.append(
+                NO_FINAL_RESPONSE.finding(
+                    "trace does not end with a successful, non-empty model_response",
+                    at=at,
+                    step_id=None if at is None else facts.step_id(at),
+                    expected="a final model_response with status 'ok' and text",
+                    observed=problem,
+                )
+            )
+    limit = completion.max_steps
+    if limit is not None:
+        checks += 1
+        count = len(facts.steps)
+        if count > limit:
+            failed += 1
+            out.append(
+                TOO_MANY_STEPS.finding(
+                    f"trace has {count} steps, more than max_steps {limit}",
+                    expected=f"<= {limit} steps",
+                    observed=f"{count} steps",
+                )
+            )
+    if not checks:
+        return CategoryResult(CATEGORY, False, 100.0, 0, 0)
+    return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)

@@ -1,0 +1,154 @@
+"""Flow rules: tool errors are retried, retries are bounded, side effects happen once."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.report import CategoryResult, Finding
+from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.rules.registry import rule
+
+CATEGORY = "flow"
+
+ERROR_NOT_RETRIED = rule(
+    "ARH-FLW-001",
+    category=CATEGORY,
+    severity="error",
+    title="Tool error was never retried",
+    trigger="error_handling.require_retry_on_error is true and a tool call with status error "
+    "is not followed by any later call of the same tool (with any arguments and any outcome). "
+    "One check per failed call.",
+    anchor="the failed call",
+    remediation="Make the agent retry or recover from tool errors instead of carrying on "
+    "(or answering) as if the call had worked.",
+)
+RETRY_STORM = rule(
+    "ARH-FLW-002",
+    category=CATEGORY,
+    severity="error",
+    title="Identical call repeated more than max_attempts",
+    trigger="error_handling.max_attempts is set and one tool was called with identical "
+    "arguments more than max_attempts times, whatever the outcomes (a polling loop is a loop "
+    "too). Arguments are identical when their JSON is equal with keys sorted; 1 and 1.0 differ. "
+    "One check per distinct (tool, arguments).",
+    anchor="the first call over the limit",
+    remediation="Bound the agent's retries, back off, or change the request between attempts.",
+)
+DUPLICATE_SIDE_EFFECT = rule(
+    "ARH-FLW-003",
+    category=CATEGORY,
+    severity="error",
+    title="Side-effect call repeated after it succeeded",
+    trigger="A tool marked side_effect: true was called again with identical arguments after "
+    "an identical call had succeeded (status ok). Every such later call is a finding, even "
+    "if it failed, because it was attempted. Retrying identical calls before the first "
+    "success is allowed. One check per distinct (tool, arguments) of a side-effect tool.",
+    anchor="each repeated call",
+    remediation="Make side-effect calls idempotent (check state before acting, use "
+    "idempotency keys) and never repeat a call that already succeeded.",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    retry_on_error: bool
+    max_attempts: int | None
+    side_effect_tools: frozenset[str]
+
+
+def prepare(policy: Policy) -> Plan:
+    side_effects = frozenset(n for n, t in policy.allowed_tools.items() if t.side_effect)
+    handling = policy.error_handling
+    return Plan(handling.require_retry_on_error, handling.max_attempts, side_effects)
+
+
+def _non_json(value: object) -> str:
+    return f"<non-json:{type(value).__name__}>"
+
+
+def _arguments_key(arguments: Any) -> str:
+    return json.dumps(
+        arguments or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_non_json
+    )
+
+
+def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResult:
+    steps = facts.steps
+    calls = facts.calls_by_tool
+    checks = failed = 0
+    if plan.retry_on_error:
+        for tool, positions in calls.items():
+            last = positions[-1]
+            for at in positions:
+                if steps[at].status != "error":
+                    continue
+                checks += 1
+                if at == last:
+                    failed += 1
+                    out.append(
+                        ERROR_NOT_RETRIED.finding(
+                            f"tool {tool!r} failed and was never called again",
+                            at=at,
+                            step_id=steps[at].step_id,
+                            subject=tool,
+                            expected=f"a later call to {tool!r}",
+                            observed="no later call",
+                        )
+                    )
+    limit = plan.max_attempts
+    side_effects = plan.side_effect_tools
+    if limit is None and not side_effects:
+        return _result(checks, failed)
+    for tool, positions in calls.items():
+        is_side_effect = tool in side_effects
+        if limit is None and not is_side_effect:
+            continue
+        groups: dict[str, list[int]] = {}
+        for at in positions:
+            groups.setdefault(_arguments_key(steps[at].arguments), []).append(at)
+        for group in groups.values():
+            if limit is not None:
+                checks += 1
+                if len(group) > limit:
+                    failed += 1
+                    at = group[limit]
+                    out.append(
+                        RETRY_STORM.finding(
+                            f"retry storm: tool {tool!r} was called {len(group)} times with "
+                            f"identical arguments, more than max_attempts {limit}",
+                            at=at,
+                            step_id=steps[at].step_id,
+                            subject=tool,
+                            expected=f"<= {limit} identical calls",
+                            observed=f"{len(group)} identical calls",
+                        )
+                    )
+            if is_side_effect:
+                checks += 1
+                first_ok = next((i for i, at in enumerate(group) if steps[at].status == "ok"), None)
+                if first_ok is None or first_ok == len(group) - 1:
+                    continue
+                failed += 1
+                first = steps[group[first_ok]].step_id
+                out.extend(
+                    DUPLICATE_SIDE_EFFECT.finding(
+                        f"duplicate side effect: tool {tool!r} was called again with identical "
+                        f"arguments after step {first!r} succeeded",
+                        at=at,
+                        step_id=steps[at].step_id,
+                        subject=tool,
+                        expected="one successful call per distinct set of arguments",
+                        observed=f"{len(group)} calls with identical arguments",
+                    )
+                    for at in group[first_ok + 1 :]
+                )
+    return _result(checks, failed)
+
+
+def _result(checks: int, failed: int) -> CategoryResult:
+    if not checks:
+        return CategoryResult(CATEGORY, False, 100.0, 0, 0)
+    return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)

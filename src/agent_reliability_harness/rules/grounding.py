@@ -1,0 +1,123 @@
+"""Grounding rules: responses that must be grounded cite their sources, and citations are usable."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agent_reliability_harness.model.policy import Grounding, Policy
+from agent_reliability_harness.model.report import CategoryResult, Finding, Severity
+from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.rules._format import amount, show
+from agent_reliability_harness.rules.registry import rule
+
+CATEGORY = "grounding"
+
+NO_CITATIONS = rule(
+    "ARH-GRD-001",
+    category=CATEGORY,
+    severity="warning",
+    title="Response that requires grounding has no citations",
+    trigger="A model_response with requires_grounding: true has no citations.",
+    severity_note="A warning by default; an error when the policy sets "
+    "grounding.require_citations: true.",
+    anchor="the model_response step",
+    remediation="Make the agent cite the tool results or documents its answer relies on, or "
+    "stop marking the response as requiring grounding.",
+)
+LOW_COVERAGE = rule(
+    "ARH-GRD-002",
+    category=CATEGORY,
+    severity="error",
+    title="Citation coverage is below the policy minimum",
+    trigger="The share of grounded model_responses that have at least one citation is below "
+    "grounding.min_citation_coverage.",
+    anchor="the trace",
+    remediation="Cite sources in more of the grounded responses, or lower min_citation_coverage.",
+)
+BAD_CITATION = rule(
+    "ARH-GRD-003",
+    category=CATEGORY,
+    severity="error",
+    title="Citation is malformed or has an invalid URL",
+    trigger="grounding.require_valid_citation_urls is true and a citation of a grounded "
+    "response has a url that is not an absolute http(s) URL with a host, or has neither a url "
+    "nor a non-empty source. It does not lower the score.",
+    anchor="the model_response step",
+    remediation="Give every citation a non-empty source or a valid http(s) url.",
+)
+
+
+def prepare(policy: Policy) -> Grounding:
+    return policy.grounding
+
+
+def _citation_problem(citation: Mapping[str, Any]) -> str:
+    url = citation.get("url")
+    if url is not None:
+        from urllib.parse import urlsplit  # only grounding with URL checks needs it
+
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            return "its url cannot be parsed"
+        if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+            return "its url is not an absolute http(s) URL"
+        return ""
+    source = citation.get("source")
+    if source is None or not source.strip():
+        return "it has neither a url nor a non-empty source"
+    return ""
+
+
+def evaluate(facts: TraceFacts, grounding: Grounding, out: list[Finding]) -> CategoryResult:
+    grounded = facts.grounded
+    if not grounded:
+        return CategoryResult(CATEGORY, False, 100.0, 0, 0)
+    cited = 0
+    severity: Severity = "error" if grounding.require_citations else "warning"
+    for at in grounded:
+        step = facts.steps[at]
+        if not step.citations:
+            out.append(
+                NO_CITATIONS.finding(
+                    "model_response requires grounding but has no citations",
+                    at=at,
+                    step_id=step.step_id,
+                    severity=severity,
+                    expected="at least one citation",
+                    observed="no citations",
+                )
+            )
+            continue
+        cited += 1
+        if not grounding.require_valid_citation_urls:
+            continue
+        for number, citation in enumerate(step.citations, 1):
+            problem = _citation_problem(citation)
+            if problem:
+                out.append(
+                    BAD_CITATION.finding(
+                        f"citation #{number} is malformed: {problem}",
+                        at=at,
+                        step_id=step.step_id,
+                        subject=f"/citations/{number - 1}",
+                        expected="a non-empty source or a valid http(s) url",
+                        observed=show(citation),
+                    )
+                )
+    coverage = cited / len(grounded)
+    minimum = grounding.min_citation_coverage
+    if coverage < minimum:
+        shown, limit = amount(100 * coverage, 100 * minimum, 0)
+        out.append(
+            LOW_COVERAGE.finding(
+                f"citation coverage {shown}% is below the policy minimum of {limit}%",
+                expected=f">= {limit}%",
+                observed=f"{shown}% ({cited} of {len(grounded)} grounded responses cited)",
+            )
+        )
+    score = 100.0 * min(1.0, coverage / minimum) if minimum > 0 else 100.0 * coverage
+    return CategoryResult(
+        CATEGORY, True, max(0.0, min(100.0, score)), len(grounded), len(grounded) - cited
+    )

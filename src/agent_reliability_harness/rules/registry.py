@@ -1,0 +1,188 @@
+"""The single source of rule metadata: categories, rule IDs, severities, titles and remediation.
+
+Every finding is created through :meth:`Rule.finding`, so a finding can only carry a registered
+ID. The registry checks itself as rules are declared: ID format, one declaration per ID, an ID
+prefix that matches the category, and non-empty documentation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from agent_reliability_harness.model.report import SEVERITIES, Finding, Severity
+
+__all__ = [
+    "CATEGORIES",
+    "CATEGORY_BY_NAME",
+    "RULES",
+    "Category",
+    "Rule",
+    "rule",
+]
+
+_ID_FORMAT: Final = re.compile(r"^ARH-[A-Z]{3}-\d{3}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Category:
+    """A group of rules that is scored together."""
+
+    name: str
+    prefix: str
+    weight: int  # relative: only ratios matter (0.2.x wrote them as 0.30, 0.25, ...)
+    title: str
+    applies_when: str
+    score: str
+
+
+CATEGORIES: Final = (
+    Category(
+        "schema",
+        "SCH",
+        30,
+        "Schema (tool-call contracts)",
+        "the trace has at least one tool_call step",
+        "the share of tool_call steps whose call passed every contract check "
+        "(warnings and info findings do not fail a step)",
+    ),
+    Category(
+        "budget",
+        "BUD",
+        30,
+        "Budgets",
+        "any budget is set in the policy, even when the trace records nothing to check it against "
+        "(then the category scores 100)",
+        "the share of budget checks that passed; the 'cannot be verified' warnings are not checks",
+    ),
+    Category(
+        "safety",
+        "SAF",
+        25,
+        "Safety",
+        "the policy has unsafe_patterns and the trace has at least one non-empty string to scan",
+        "100 x (strings scanned - pattern hits) / strings scanned, never below 0",
+    ),
+    Category(
+        "grounding",
+        "GRD",
+        15,
+        "Grounding",
+        "at least one model_response step has requires_grounding: true",
+        "100 x coverage / min_citation_coverage (capped at 100) when a minimum is set, else "
+        "100 x coverage, where coverage is the share of grounded responses with citations; "
+        "malformed citations do not lower it",
+    ),
+    Category(
+        "sequence",
+        "SEQ",
+        25,
+        "Sequence (trajectory shape)",
+        "at least one sequence or call-count check was made",
+        "the share of sequence checks that passed",
+    ),
+    Category(
+        "flow",
+        "FLW",
+        20,
+        "Flow (errors and side effects)",
+        "at least one retry, attempt-limit or side-effect check was made",
+        "the share of flow checks that passed",
+    ),
+    Category(
+        "completion",
+        "CMP",
+        10,
+        "Completion",
+        "require_final_response is true or max_steps is set",
+        "the share of completion checks that passed",
+    ),
+)
+CATEGORY_BY_NAME: Final[Mapping[str, Category]] = {c.name: c for c in CATEGORIES}
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A registered rule: its stable ID and everything the docs, SARIF and ``arh explain`` show."""
+
+    rule_id: str
+    category: str
+    title: str
+    severity: Severity
+    trigger: str
+    anchor: str
+    remediation: str
+    severity_note: str | None = None
+    emitted: bool = True
+
+    def finding(
+        self,
+        message: str,
+        *,
+        at: int | None = None,
+        step_id: str | None = None,
+        expected: str | None = None,
+        observed: str | None = None,
+        subject: str | None = None,
+        severity: Severity | None = None,
+    ) -> Finding:
+        """Create a finding of this rule anchored at step position ``at`` (id ``step_id``)."""
+        return Finding(
+            self.rule_id,
+            severity or self.severity,
+            self.category,
+            message,
+            step_id,
+            expected,
+            observed,
+            self.remediation,
+            subject,
+            at,
+        )
+
+    @property
+    def anchor_id(self) -> str:
+        """The HTML anchor of the rule's section in docs/rules.md."""
+        return self.rule_id.lower()
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(
+    rule_id: str,
+    *,
+    category: str,
+    title: str,
+    severity: Severity,
+    trigger: str,
+    anchor: str,
+    remediation: str,
+    severity_note: str | None = None,
+    emitted: bool = True,
+) -> Rule:
+    """Declare and register a rule; fail at import time if its metadata is inconsistent."""
+    if not _ID_FORMAT.match(rule_id):
+        raise ValueError(f"rule id {rule_id!r} does not match ARH-XXX-NNN")
+    if rule_id in RULES:
+        raise ValueError(f"rule id {rule_id} is declared twice")
+    cat = CATEGORY_BY_NAME.get(category)
+    if cat is None or rule_id[4:7] != cat.prefix:
+        raise ValueError(f"rule id {rule_id} does not belong to category {category!r}")
+    if severity not in SEVERITIES:
+        raise ValueError(f"rule {rule_id} has unknown severity {severity!r}")
+    for name, text in (
+        ("title", title),
+        ("trigger", trigger),
+        ("anchor", anchor),
+        ("remediation", remediation),
+    ):
+        if not text.strip():
+            raise ValueError(f"rule {rule_id} has an empty {name}")
+    declared = Rule(
+        rule_id, category, title, severity, trigger, anchor, remediation, severity_note, emitted
+    )
+    RULES[rule_id] = declared
+    return declared

@@ -1,0 +1,171 @@
+"""Sequence rules: which tools must and must not be called, in what partial order, how often."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.report import CategoryResult, Finding
+from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.rules.registry import rule
+
+CATEGORY = "sequence"
+
+REQUIRED_NOT_CALLED = rule(
+    "ARH-SEQ-001",
+    category=CATEGORY,
+    severity="error",
+    title="Required tool was never called",
+    trigger="A tool in sequence.required_tools has no tool_call in the trace. One check per "
+    "required tool.",
+    anchor="the trace",
+    remediation="Make sure the agent performs the required step (for example a lookup before "
+    "acting), or remove the tool from required_tools.",
+)
+FORBIDDEN_CALLED = rule(
+    "ARH-SEQ-002",
+    category=CATEGORY,
+    severity="error",
+    title="Forbidden tool was called",
+    trigger="A tool in sequence.forbidden_tools was called. One check per forbidden tool, one "
+    "finding per call.",
+    anchor="each call of the forbidden tool",
+    remediation="Remove the tool from the agent's toolset or instructions so it cannot be called.",
+)
+ORDER_VIOLATION = rule(
+    "ARH-SEQ-003",
+    category=CATEGORY,
+    severity="error",
+    title="Tools were called in the wrong order",
+    trigger="For every pair of tools in sequence.call_order that were both called, the first "
+    "call of the earlier-listed tool must come before the first call of the later-listed one. "
+    "One check and at most one finding per pair; tools that were not called are not checked "
+    "(combine with required_tools for that). It is a partial order: other tools may come "
+    "anywhere.",
+    anchor="the first call of the later-listed tool of the pair",
+    remediation="Make the agent perform the prerequisite step first (for example look up and "
+    "check eligibility before issuing a refund).",
+)
+TOO_MANY_CALLS = rule(
+    "ARH-SEQ-004",
+    category=CATEGORY,
+    severity="error",
+    title="Tool was called more often than max_calls",
+    trigger="A tool with max_calls in allowed_tools was called more times than that.",
+    anchor="the trace",
+    remediation="Stop the agent from repeating the call (cache results, end loops), or raise "
+    "max_calls.",
+)
+TOO_FEW_CALLS = rule(
+    "ARH-SEQ-005",
+    category=CATEGORY,
+    severity="error",
+    title="Tool was called less often than min_calls",
+    trigger="A tool with min_calls in allowed_tools was called fewer times than that (also when "
+    "it was never called).",
+    anchor="the trace",
+    remediation="Make the agent perform the call as often as required, or lower min_calls.",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    required: tuple[str, ...]
+    forbidden: tuple[str, ...]
+    order: tuple[str, ...]
+    bounds: tuple[tuple[str, int | None, int | None], ...]
+
+
+def prepare(policy: Policy) -> Plan:
+    bounds = tuple(
+        (name, tool.min_calls, tool.max_calls)
+        for name, tool in sorted(policy.allowed_tools.items())
+        if tool.min_calls is not None or tool.max_calls is not None
+    )
+    seq = policy.sequence
+    return Plan(seq.required_tools, seq.forbidden_tools, seq.call_order, bounds)
+
+
+def _times(n: int) -> str:
+    return "1 time" if n == 1 else f"{n} times"
+
+
+def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResult:
+    calls = facts.calls_by_tool
+    checks = failed = 0
+    for tool in plan.required:
+        checks += 1
+        if tool not in calls:
+            failed += 1
+            out.append(
+                REQUIRED_NOT_CALLED.finding(
+                    f"required tool {tool!r} was never called",
+                    subject=tool,
+                    expected=f"at least one call to {tool!r}",
+                    observed="0 calls",
+                )
+            )
+    for tool in plan.forbidden:
+        checks += 1
+        positions = calls.get(tool)
+        if positions:
+            failed += 1
+            out.extend(
+                FORBIDDEN_CALLED.finding(
+                    f"forbidden tool {tool!r} was called",
+                    at=at,
+                    step_id=facts.step_id(at),
+                    subject=tool,
+                    expected=f"no calls to {tool!r}",
+                    observed=f"called {_times(len(positions))}",
+                )
+                for at in positions
+            )
+    called = [(tool, calls[tool][0]) for tool in plan.order if tool in calls]
+    for i, (earlier, first_earlier) in enumerate(called):
+        for later, first_later in called[i + 1 :]:
+            checks += 1
+            if first_earlier > first_later:
+                failed += 1
+                out.append(
+                    ORDER_VIOLATION.finding(
+                        f"call order violation: the first call of {earlier!r} must come before the "
+                        f"first call of {later!r}",
+                        at=first_later,
+                        step_id=facts.step_id(first_later),
+                        subject=f"{earlier} < {later}",
+                        expected=f"{earlier!r} before {later!r}",
+                        observed=f"{later!r} first at step {facts.step_id(first_later)!r} "
+                        f"(#{first_later + 1}), {earlier!r} first at step "
+                        f"{facts.step_id(first_earlier)!r} (#{first_earlier + 1})",
+                    )
+                )
+    for tool, low, high in plan.bounds:
+        count = len(calls.get(tool, ()))
+        if high is not None:
+            checks += 1
+            if count > high:
+                failed += 1
+                out.append(
+                    TOO_MANY_CALLS.finding(
+                        f"tool {tool!r} was called {_times(count)}, more than max_calls {high}",
+                        subject=tool,
+                        expected=f"<= {high} calls",
+                        observed=f"{count} calls",
+                    )
+                )
+        if low is not None:
+            checks += 1
+            if count < low:
+                failed += 1
+                out.append(
+                    TOO_FEW_CALLS.finding(
+                        f"tool {tool!r} was called {_times(count)}, fewer than min_calls {low}",
+                        subject=tool,
+                        expected=f">= {low} calls",
+                        observed=f"{count} calls",
+                    )
+                )
+    if not checks:
+        return CategoryResult(CATEGORY, False, 100.0, 0, 0)
+    return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)

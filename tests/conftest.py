@@ -1,0 +1,65 @@
+"""Shared test helpers: paths, the reference data in ../shared, and running the CLI in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_reliability_harness.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+SHARED = Path(os.environ.get("ARH_SHARED_DIR", ROOT.parent / "shared"))
+REFERENCE = SHARED / "data" / "reference-arh"
+REAL_TRACES = SHARED / "data" / "real-traces"
+SARIF_SCHEMA = SHARED / "data" / "schemas" / "sarif-2.1.0" / "sarif-schema-2.1.0.json"
+
+
+def require_shared(path: Path) -> Path:
+    """Skip the calling test, with the reason, when the shared reference data is not present."""
+    if not path.exists():
+        pytest.skip(f"shared reference data not found at {path} (set ARH_SHARED_DIR)")
+    return path
+
+
+def load_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@dataclass
+class Run:
+    status: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def arh(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
+    """Run ``arh`` in-process with the given arguments and capture what it printed."""
+
+    def run(*argv: str | os.PathLike[str], stdin: bytes | None = None) -> Run:
+        args: Sequence[str] = [os.fspath(a) for a in argv]
+        capsys.readouterr()
+        if stdin is not None:
+            import io
+            import sys
+
+            fake = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+            original = sys.stdin
+            sys.stdin = fake
+            try:
+                status = main(args)
+            finally:
+                sys.stdin = original
+        else:
+            status = main(args)
+        captured = capsys.readouterr()
+        return Run(status, captured.out, captured.err)
+
+    return run
