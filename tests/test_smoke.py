@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conftest import SAMPLES, Run
-
 from agent_reliability_harness import __version__
+from conftest import SAMPLES, Run
 
 
 def test_version(arh: Callable[..., Run]) -> None:
