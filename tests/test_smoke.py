@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agent_reliability_harness import __version__
+
 from conftest import SAMPLES, Run
 
 

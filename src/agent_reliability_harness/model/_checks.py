@@ -10,6 +10,7 @@ from agent_reliability_harness.errors import InputError, join_pointer
 
 __all__ = [
     "bad",
+    "is_finite",
     "json_type",
     "opt_bool",
     "opt_nonneg_int",
@@ -37,6 +38,18 @@ def json_type(value: object) -> str:
     if isinstance(value, Mapping):
         return "object"
     return type(value).__name__
+
+
+def is_finite(value: int | float) -> bool:
+    """``math.isfinite``, except that an integer too large for a float is not finite.
+
+    ``math.isfinite`` converts an ``int`` to ``float`` and raises ``OverflowError`` beyond about
+    1.8e308; such a number could not be added up or compared as a float later either.
+    """
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def bad(pointer: str, message: str) -> InputError:
@@ -94,7 +107,7 @@ def opt_nonneg_number(data: Mapping[str, Any], key: str, base: str) -> int | flo
     kind = type(value)
     if kind is not int and kind is not float:
         raise bad(join_pointer(base, key), f"must be a number, got {json_type(value)}")
-    if not (value >= 0 and math.isfinite(value)):
+    if not (value >= 0 and is_finite(value)):
         raise bad(join_pointer(base, key), f"must be a finite number >= 0, got {value!r}")
     return value  # type: ignore[no-any-return]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any, ClassVar, Final
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
+    is_finite,
     json_type,
     opt_bool,
     opt_nonneg_int,
@@ -99,7 +99,7 @@ def _finite(value: object, pointer: str) -> int | float:
     if type(value) is not int and type(value) is not float:
         raise bad(pointer, f"must be a finite number, got {json_type(value)}")
     assert isinstance(value, int | float)
-    if not math.isfinite(value):
+    if not is_finite(value):
         raise bad(pointer, f"must be a finite number, got {value!r}")
     return value
 

@@ -7,7 +7,6 @@ because exporters add their own fields.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -15,6 +14,7 @@ from typing import Any, Final, Literal
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
+    is_finite,
     json_type,
     opt_nonneg_int,
     opt_str,
@@ -58,7 +58,7 @@ def _metric(data: Mapping[str, Any], key: str, base: str) -> int | float | None:
     if value is None:
         return None
     kind = type(value)
-    if (kind is int or kind is float) and value >= 0 and math.isfinite(value):
+    if (kind is int or kind is float) and value >= 0 and is_finite(value):
         return value  # type: ignore[no-any-return]
     if kind is not int and kind is not float:
         raise bad(join_pointer(base, key), f"must be a number, got {json_type(value)}")

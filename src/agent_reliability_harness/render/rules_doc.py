@@ -57,6 +57,7 @@ def rules_markdown() -> str:
             out += [
                 f"- Fires when: {rule.trigger}",
                 f"- Anchored at: {rule.anchor}",
+                f"- Effect on the score: {rule.scoring}",
                 f"- Remediation: {rule.remediation}",
             ]
     return "\n".join(out) + "\n"
@@ -81,6 +82,7 @@ def rules_json() -> str:
             "title": r.title,
             "trigger": r.trigger,
             "anchor": r.anchor,
+            "scoring": r.scoring,
             "remediation": r.remediation,
             "severity_note": r.severity_note,
             "emitted": r.emitted,
@@ -113,5 +115,6 @@ def explain_text(rule: Rule) -> str:
     if rule.severity_note:
         lines += para("severity", rule.severity_note)
     lines += para("anchored at", rule.anchor)
+    lines += para("effect on the score", rule.scoring)
     lines += para("remediation", rule.remediation)
     return "\n".join(lines).rstrip("\n") + "\n"

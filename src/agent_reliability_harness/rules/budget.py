@@ -9,6 +9,10 @@ from agent_reliability_harness.rules._format import amount
 from agent_reliability_harness.rules.registry import rule
 
 CATEGORY = "budget"
+_UNVERIFIABLE = (
+    "None: an unverifiable budget is not a check (with no other budget checks the category "
+    "scores 100)."
+)
 
 STEP_LATENCY = rule(
     "ARH-BUD-001",
@@ -17,6 +21,7 @@ STEP_LATENCY = rule(
     title="Step latency exceeds the per-step budget",
     trigger="max_step_latency_ms is set and a step's latency_ms is strictly greater. Each step "
     "that records latency is one check; steps without it are not checked.",
+    scoring="Each step that records latency_ms is one budget check; a slow step fails its check.",
     anchor="the slow step",
     remediation="Find out why the step is slow (tool timeouts, oversized prompts), or raise "
     "max_step_latency_ms if the budget is unrealistic.",
@@ -28,6 +33,7 @@ TOTAL_LATENCY = rule(
     title="Total latency exceeds the budget",
     trigger="max_total_latency_ms is set, at least one step records latency_ms, and the sum of "
     "all recorded latencies is strictly greater than the budget.",
+    scoring="One failed budget check.",
     anchor="the trace",
     remediation="Cut steps or slow calls from the run, or raise max_total_latency_ms.",
 )
@@ -38,6 +44,7 @@ TOTAL_COST = rule(
     title="Total cost exceeds the budget",
     trigger="max_total_cost_usd is set, at least one step records cost_usd, and the sum of all "
     "recorded costs is strictly greater than the budget.",
+    scoring="One failed budget check.",
     anchor="the trace",
     remediation="Use fewer or cheaper model calls, or raise max_total_cost_usd.",
 )
@@ -48,6 +55,7 @@ TOTAL_TOKENS = rule(
     title="Total token usage exceeds the budget",
     trigger="max_total_tokens is set, at least one step records input_tokens or output_tokens, "
     "and their sum over all steps is strictly greater than the budget.",
+    scoring="One failed budget check.",
     anchor="the trace",
     remediation="Shorten prompts and outputs or make fewer model calls, or raise max_total_tokens.",
 )
@@ -58,6 +66,7 @@ NO_TOKEN_DATA = rule(
     title="Token budget is set but the trace has no token data",
     trigger="max_total_tokens is set and no step records input_tokens or output_tokens, so the "
     "budget cannot be verified.",
+    scoring=_UNVERIFIABLE,
     anchor="the trace",
     remediation="Record token usage in the trace, or remove max_total_tokens.",
 )
@@ -68,6 +77,7 @@ NO_LATENCY_DATA = rule(
     title="Latency budget is set but the trace has no latency data",
     trigger="max_total_latency_ms or max_step_latency_ms is set and no step records latency_ms, "
     "so the budget cannot be verified.",
+    scoring=_UNVERIFIABLE,
     anchor="the trace",
     remediation="Record latency_ms in the trace, or remove the latency budget.",
 )
@@ -78,6 +88,7 @@ NO_COST_DATA = rule(
     title="Cost budget is set but the trace has no cost data",
     trigger="max_total_cost_usd is set and no step records cost_usd, so the budget cannot be "
     "verified.",
+    scoring=_UNVERIFIABLE,
     anchor="the trace",
     remediation="Record cost_usd in the trace, or remove max_total_cost_usd.",
 )

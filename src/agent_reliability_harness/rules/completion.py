@@ -16,6 +16,7 @@ NO_FINAL_RESPONSE = rule(
     title="Trace does not end with a successful final response",
     trigger="completion.require_final_response is true and the last step is not a "
     "model_response with status ok and non-blank text (or the trace has no steps).",
+    scoring="One failed completion check.",
     anchor="the last step (the trace, when it has no steps)",
     remediation="Make the agent finish with an answer to the user; look for early exits, "
     "crashes and step limits that cut the run short.",
@@ -26,6 +27,7 @@ TOO_MANY_STEPS = rule(
     severity="error",
     title="Trace has more steps than max_steps",
     trigger="completion.max_steps is set and the trace has more steps than that.",
+    scoring="One failed completion check.",
     anchor="the trace",
     remediation="Find the loop or detour that makes the run long, or raise max_steps.",
 )

@@ -21,6 +21,7 @@ ERROR_NOT_RETRIED = rule(
     trigger="error_handling.require_retry_on_error is true and a tool call with status error "
     "is not followed by any later call of the same tool (with any arguments and any outcome). "
     "One check per failed call.",
+    scoring="One failed flow check per failed call that was never retried.",
     anchor="the failed call",
     remediation="Make the agent retry or recover from tool errors instead of carrying on "
     "(or answering) as if the call had worked.",
@@ -34,6 +35,7 @@ RETRY_STORM = rule(
     "arguments more than max_attempts times, whatever the outcomes (a polling loop is a loop "
     "too). Arguments are identical when their JSON is equal with keys sorted; 1 and 1.0 differ. "
     "One check per distinct (tool, arguments).",
+    scoring="One failed flow check per (tool, arguments) group over the limit.",
     anchor="the first call over the limit",
     remediation="Bound the agent's retries, back off, or change the request between attempts.",
 )
@@ -46,6 +48,7 @@ DUPLICATE_SIDE_EFFECT = rule(
     "an identical call had succeeded (status ok). Every such later call is a finding, even "
     "if it failed, because it was attempted. Retrying identical calls before the first "
     "success is allowed. One check per distinct (tool, arguments) of a side-effect tool.",
+    scoring="One failed flow check per (tool, arguments) group with duplicates.",
     anchor="each repeated call",
     remediation="Make side-effect calls idempotent (check state before acting, use "
     "idempotency keys) and never repeat a call that already succeeded.",

@@ -21,6 +21,8 @@ NO_CITATIONS = rule(
     trigger="A model_response with requires_grounding: true has no citations.",
     severity_note="A warning by default; an error when the policy sets "
     "grounding.require_citations: true.",
+    scoring="The response counts as uncited, which lowers coverage and so the grounding score, "
+    "even when the finding is only a warning.",
     anchor="the model_response step",
     remediation="Make the agent cite the tool results or documents its answer relies on, or "
     "stop marking the response as requiring grounding.",
@@ -32,6 +34,7 @@ LOW_COVERAGE = rule(
     title="Citation coverage is below the policy minimum",
     trigger="The share of grounded model_responses that have at least one citation is below "
     "grounding.min_citation_coverage.",
+    scoring="None beyond the coverage itself, from which the grounding score is computed.",
     anchor="the trace",
     remediation="Cite sources in more of the grounded responses, or lower min_citation_coverage.",
 )
@@ -43,6 +46,7 @@ BAD_CITATION = rule(
     trigger="grounding.require_valid_citation_urls is true and a citation of a grounded "
     "response has a url that is not an absolute http(s) URL with a host, or has neither a url "
     "nor a non-empty source. It does not lower the score.",
+    scoring="None: malformed citations do not lower the score, but the error fails the trace.",
     anchor="the model_response step",
     remediation="Give every citation a non-empty source or a valid http(s) url.",
 )

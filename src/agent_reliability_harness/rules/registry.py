@@ -113,6 +113,7 @@ class Rule:
     severity: Severity
     trigger: str
     anchor: str
+    scoring: str
     remediation: str
     severity_note: str | None = None
     emitted: bool = True
@@ -159,6 +160,7 @@ def rule(
     severity: Severity,
     trigger: str,
     anchor: str,
+    scoring: str,
     remediation: str,
     severity_note: str | None = None,
     emitted: bool = True,
@@ -177,12 +179,22 @@ def rule(
         ("title", title),
         ("trigger", trigger),
         ("anchor", anchor),
+        ("scoring", scoring),
         ("remediation", remediation),
     ):
         if not text.strip():
             raise ValueError(f"rule {rule_id} has an empty {name}")
     declared = Rule(
-        rule_id, category, title, severity, trigger, anchor, remediation, severity_note, emitted
+        rule_id,
+        category,
+        title,
+        severity,
+        trigger,
+        anchor,
+        scoring,
+        remediation,
+        severity_note,
+        emitted,
     )
     RULES[rule_id] = declared
     return declared

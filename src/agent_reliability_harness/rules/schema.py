@@ -24,6 +24,7 @@ UNLISTED_TOOL = rule(
     title="Tool is not allowed by the policy",
     trigger="A tool_call names a tool that is not in allowed_tools and allow_unlisted_tools is "
     "false. Nothing else about the call is checked.",
+    scoring="The call fails its schema check.",
     anchor="the tool_call step",
     remediation="Add the tool to allowed_tools with its argument contract, or stop the agent "
     "from calling it.",
@@ -34,6 +35,7 @@ NO_TOOL_NAME = rule(
     severity="error",
     title="Tool call has no tool name",
     trigger="A tool_call step has no tool_name, or an empty one.",
+    scoring="The call fails its schema check.",
     anchor="the tool_call step",
     remediation="Record the name of the tool that was called in tool_name.",
 )
@@ -44,6 +46,7 @@ MISSING_ARGUMENT = rule(
     title="Required argument is missing",
     trigger="A call to an allowed tool lacks an argument listed in its required_arguments. One "
     "finding per missing argument.",
+    scoring="The call fails its schema check (once per call, however many arguments are wrong).",
     anchor="the tool_call step",
     remediation="Make the agent pass every required argument, or move the argument to "
     "optional_arguments if the tool does not need it.",
@@ -56,6 +59,7 @@ WRONG_TYPE = rule(
     trigger="An argument's JSON type does not match its spec: str, int (a whole JSON number "
     "such as 5, never 5.0 or true), float (any number), bool, list, dict; any accepts "
     "everything. The enum, pattern and range checks are skipped for that argument.",
+    scoring="The call fails its schema check (once per call, however many arguments are wrong).",
     anchor="the tool_call step",
     remediation="Fix how the agent builds the argument, or correct the type in the policy.",
 )
@@ -66,6 +70,7 @@ UNDECLARED_ARGUMENT = rule(
     title="Argument is not declared in the policy",
     trigger="A call to an allowed tool passes an argument that is neither required nor "
     "optional for that tool. A warning: it does not fail the step.",
+    scoring="None: the call's schema check still passes.",
     anchor="the tool_call step",
     remediation="Declare the argument in optional_arguments if it is legitimate; otherwise stop "
     "the agent from sending it.",
@@ -78,6 +83,7 @@ UNKNOWN_TYPE = rule(
     trigger="Never emitted by this version: an unknown type name is a policy error when the "
     "policy loads. The ID stays registered so that reports of arh 0.2.x that contain it can "
     "still be read and compared.",
+    scoring="None.",
     anchor="the tool_call step (in 0.2.x reports)",
     remediation="Use one of the type names str, int, float, bool, list, dict or any.",
     emitted=False,
@@ -89,6 +95,7 @@ NOT_IN_ENUM = rule(
     title="Argument value is not one of the allowed values",
     trigger="An argument has an enum and its value equals none of the entries. Equality is "
     "type-strict: true never equals 1; 1 and 1.0 are equal only for float arguments.",
+    scoring="The call fails its schema check (once per call, however many arguments are wrong).",
     anchor="the tool_call step",
     remediation="Make the agent pick one of the allowed values, or extend the enum.",
 )
@@ -99,6 +106,7 @@ PATTERN_MISMATCH = rule(
     title="Argument value does not match the required pattern",
     trigger="An argument has a pattern and its value is not a string that the regular "
     "expression matches in full (Python syntax, case-sensitive).",
+    scoring="The call fails its schema check (once per call, however many arguments are wrong).",
     anchor="the tool_call step",
     remediation="Make the agent produce a value in the expected format, or correct the pattern.",
 )
@@ -109,6 +117,7 @@ OUT_OF_RANGE = rule(
     title="Argument value is outside the allowed numeric range",
     trigger="An argument has min and/or max and its value is below min, above max, NaN, or not "
     "a number at all.",
+    scoring="The call fails its schema check (once per call, however many arguments are wrong).",
     anchor="the tool_call step",
     remediation="Make the agent keep the value within [min, max], or adjust the bounds.",
 )
@@ -236,7 +245,7 @@ def _range_problem(value: Any, spec: ArgSpec) -> str:
     kind = type(value)
     if kind is not int and kind is not float:
         return f"{show(value)} is a {json_type(value)}, not a number"
-    if math.isnan(value):
+    if kind is float and math.isnan(value):
         return "NaN cannot be within any range"
     if spec.min is not None and value < spec.min:
         return f"{show_number(value)} is below the minimum {show_number(spec.min)}"

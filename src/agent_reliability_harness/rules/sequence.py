@@ -18,6 +18,7 @@ REQUIRED_NOT_CALLED = rule(
     title="Required tool was never called",
     trigger="A tool in sequence.required_tools has no tool_call in the trace. One check per "
     "required tool.",
+    scoring="One failed sequence check per required tool that was not called.",
     anchor="the trace",
     remediation="Make sure the agent performs the required step (for example a lookup before "
     "acting), or remove the tool from required_tools.",
@@ -29,6 +30,7 @@ FORBIDDEN_CALLED = rule(
     title="Forbidden tool was called",
     trigger="A tool in sequence.forbidden_tools was called. One check per forbidden tool, one "
     "finding per call.",
+    scoring="One failed sequence check per forbidden tool, however many times it was called.",
     anchor="each call of the forbidden tool",
     remediation="Remove the tool from the agent's toolset or instructions so it cannot be called.",
 )
@@ -42,6 +44,7 @@ ORDER_VIOLATION = rule(
     "One check and at most one finding per pair; tools that were not called are not checked "
     "(combine with required_tools for that). It is a partial order: other tools may come "
     "anywhere.",
+    scoring="One failed sequence check per violated pair.",
     anchor="the first call of the later-listed tool of the pair",
     remediation="Make the agent perform the prerequisite step first (for example look up and "
     "check eligibility before issuing a refund).",
@@ -52,6 +55,7 @@ TOO_MANY_CALLS = rule(
     severity="error",
     title="Tool was called more often than max_calls",
     trigger="A tool with max_calls in allowed_tools was called more times than that.",
+    scoring="One failed sequence check.",
     anchor="the trace",
     remediation="Stop the agent from repeating the call (cache results, end loops), or raise "
     "max_calls.",
@@ -63,6 +67,7 @@ TOO_FEW_CALLS = rule(
     title="Tool was called less often than min_calls",
     trigger="A tool with min_calls in allowed_tools was called fewer times than that (also when "
     "it was never called).",
+    scoring="One failed sequence check.",
     anchor="the trace",
     remediation="Make the agent perform the call as often as required, or lower min_calls.",
 )
