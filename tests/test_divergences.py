@@ -1,0 +1,458 @@
+"""One test per deliberate difference from arh 0.2.x listed in COMPATIBILITY.md (D1, D2, ...)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, Run
+
+from agent_reliability_harness import InputError, Policy, Trace, validate_trace
+from agent_reliability_harness._json import loads
+from agent_reliability_harness.rules import RULES
+
+
+def _trace(*steps: dict[str, Any], **top: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "trace_id": "t",
+        "agent_name": "a",
+        "workflow": "w",
+        "steps": list(steps),
+    }
+    doc.update(top)
+    return doc
+
+
+def _call(sid: str, tool: str, args: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+    return {"step_id": sid, "type": "tool_call", "tool_name": tool, "arguments": args or {}, **kw}
+
+
+def _say(sid: str, text: str = "ok", **kw: Any) -> dict[str, Any]:
+    return {"step_id": sid, "type": "model_response", "text": text, **kw}
+
+
+def _policy(**sections: Any) -> dict[str, Any]:
+    return {"policy_id": "p", **sections}
+
+
+def _trace_error(doc: dict[str, Any]) -> InputError:
+    with pytest.raises(InputError) as caught:
+        Trace.from_dict(doc)
+    return caught.value
+
+
+def _policy_error(doc: dict[str, Any]) -> InputError:
+    with pytest.raises(InputError) as caught:
+        Policy.from_dict(doc)
+    return caught.value
+
+
+def _findings(trace: dict[str, Any], policy: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    report = validate_trace(Trace.from_dict(trace), Policy.from_dict(policy))
+    return [(f.severity, f.rule_id, f.step_id) for f in report.findings]
+
+
+def test_d1_ids_must_be_strings() -> None:
+    assert _trace_error(_trace(trace_id=42)).pointer == "/trace_id"
+    assert _trace_error(_trace(trace_id="")).pointer == "/trace_id"
+    assert _trace_error(_trace(agent_name=3)).pointer == "/agent_name"
+    assert _trace_error(_trace(workflow=None)).pointer == "/workflow"
+    assert (
+        _trace_error(_trace({"step_id": None, "type": "tool_call"})).pointer == "/steps/0/step_id"
+    )
+
+
+def test_d2_flags_must_be_booleans() -> None:
+    error = _trace_error(_trace(_say("s1", requires_grounding="false")))
+    assert error.pointer == "/steps/0/requires_grounding"
+    error = _policy_error(_policy(allowed_tools={"t": {"side_effect": "yes"}}))
+    assert error.pointer == "/allowed_tools/t/side_effect"
+
+
+@pytest.mark.parametrize("citations", ["doc1", 3, {"a": 1}, ["doc1"], [{"url": 5}]])
+def test_d3_citations_must_be_objects(citations: object) -> None:
+    assert _trace_error(_trace(_say("s1", citations=citations))).pointer.startswith(
+        "/steps/0/citations"
+    )
+
+
+def test_d4_empty_non_objects_are_not_absent() -> None:
+    assert _trace_error(_trace(_say("s1", metadata=[]))).pointer == "/steps/0/metadata"
+    assert _trace_error(_trace(metadata="")).pointer == "/metadata"
+    assert _policy_error(_policy(budgets=0)).pointer == "/budgets"
+    assert _policy_error(_policy(sequence="")).pointer == "/sequence"
+    assert Policy.from_dict(_policy(budgets=None, sequence=None)).budgets.any_set is False
+
+
+def test_d5_source_must_be_a_string() -> None:
+    assert _trace_error(_trace(source=7)).pointer == "/source"
+
+
+def test_d6_duplicate_keys_and_nan_are_rejected() -> None:
+    with pytest.raises(InputError) as caught:
+        loads('{"steps": [{"a": 1, "a": 2}]}')
+    assert caught.value.pointer == "/steps/0"
+    with pytest.raises(InputError) as caught:
+        loads('{\n  "x": NaN\n}')
+    assert (caught.value.line, caught.value.column) == (2, 8)
+
+
+def test_d7_unknown_policy_keys_are_rejected_with_a_suggestion() -> None:
+    error = _policy_error(_policy(completion={"max_step": 10}))
+    assert error.pointer == "/completion/max_step"
+    assert "did you mean 'max_steps'?" in error.message
+
+
+@pytest.mark.parametrize("value", ["5000", -1, True])
+def test_d8_budgets_must_be_finite_non_negative_numbers(value: object) -> None:
+    error = _policy_error(_policy(budgets={"max_total_latency_ms": value}))
+    assert error.pointer == "/budgets/max_total_latency_ms"
+
+
+def test_d9_min_citation_coverage_is_a_fraction() -> None:
+    for value in ("abc", 1.5, -0.1):
+        error = _policy_error(_policy(grounding={"min_citation_coverage": value}))
+        assert error.pointer == "/grounding/min_citation_coverage"
+    policy = Policy.from_dict(_policy(grounding={"min_citation_coverage": None}))
+    assert policy.grounding.min_citation_coverage == 0.0
+
+
+def test_d10_unsafe_patterns_are_compiled_when_the_policy_loads() -> None:
+    assert (
+        _policy_error(_policy(unsafe_patterns=["ok", "(unclosed"])).pointer == "/unsafe_patterns/1"
+    )
+    error = _policy_error(_policy(unsafe_patterns=["a*"]))
+    assert "matches the empty string" in error.message
+
+
+def test_d11_unknown_argument_types_are_policy_errors() -> None:
+    error = _policy_error(_policy(allowed_tools={"t": {"required_arguments": {"x": "string"}}}))
+    assert error.pointer == "/allowed_tools/t/required_arguments/x"
+    assert "did you mean 'str'?" in error.message
+    assert RULES["ARH-SCH-006"].emitted is False
+
+
+@pytest.mark.parametrize(
+    ("tool", "pointer"),
+    [
+        ({"required_arguments": {"x": {"type": "str", "enum": []}}}, "/required_arguments/x/enum"),
+        (
+            {"required_arguments": {"x": {"type": "int", "enum": ["a"]}}},
+            "/required_arguments/x/enum/0",
+        ),
+        (
+            {"required_arguments": {"x": {"type": "int", "pattern": "a"}}},
+            "/required_arguments/x/pattern",
+        ),
+        ({"required_arguments": {"x": {"type": "str", "min": 1}}}, "/required_arguments/x/min"),
+        (
+            {"required_arguments": {"x": "str"}, "optional_arguments": {"x": "int"}},
+            "/optional_arguments/x",
+        ),
+    ],
+)
+def test_d12_contradictory_argument_specs(tool: dict[str, Any], pointer: str) -> None:
+    assert _policy_error(_policy(allowed_tools={"t": tool})).pointer == "/allowed_tools/t" + pointer
+
+
+def test_d13_sequence_lists_are_checked() -> None:
+    tools = {"a": {}}
+    error = _policy_error(_policy(allowed_tools=tools, sequence={"required_tools": ["a", "a"]}))
+    assert error.pointer == "/sequence/required_tools/1"
+    error = _policy_error(_policy(allowed_tools=tools, sequence={"call_order": ["a", "b"]}))
+    assert error.pointer == "/sequence/call_order/1"
+    Policy.from_dict(
+        _policy(allowed_tools=tools, allow_unlisted_tools=True, sequence={"call_order": ["a", "b"]})
+    )
+
+
+def _write(path: Path, doc: Any) -> Path:
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_d14_duplicate_trace_ids_are_input_errors(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    policy = _write(tmp_path / "p.json", _policy())
+    _write(tmp_path / "b.json", _trace(_say("s1")))
+    _write(tmp_path / "a.json", _trace(_say("s1")))
+    run = arh("validate", "--policy", policy, tmp_path / "b.json", tmp_path / "a.json", "--quiet")
+    assert run.status == 1
+    assert run.err == (
+        f"error: {(tmp_path / 'b.json').as_posix()}: /trace_id: duplicate trace_id 't': already "
+        f"read from {(tmp_path / 'a.json').as_posix()}\n"
+    )
+
+
+def test_d15_directories_json_lines_and_stdin(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    policy = _write(tmp_path / "p.json", _policy())
+    (tmp_path / "runs").mkdir()
+    _write(tmp_path / "runs" / "one.json", _trace(_say("s1"), trace_id="one"))
+    (tmp_path / "runs" / "more.jsonl").write_text(
+        json.dumps(_trace(_say("s1"), trace_id="two"))
+        + "\n"
+        + json.dumps(_trace(_say("s1"), trace_id="three"))
+        + "\n",
+        encoding="utf-8",
+    )
+    stdin = json.dumps(_trace(_say("s1"), trace_id="four")).encode()
+    run = arh("validate", "--policy", policy, tmp_path / "runs", "-", stdin=stdin)
+    assert run.status == 0, run.err
+    assert "4 of 4 traces passed" in run.out
+
+
+def test_d16_one_bad_file_does_not_stop_the_others(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    policy = _write(tmp_path / "p.json", _policy())
+    good = _write(tmp_path / "good.json", _trace(_say("s1")))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{", encoding="utf-8")
+    report = tmp_path / "report.json"
+    run = arh("validate", "--policy", policy, bad, good, "--json-out", report, "--quiet")
+    assert run.status == 1
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert [r["trace_id"] for r in data["reports"]] == ["t"]
+    assert [e["source"] for e in data["input_errors"]] == [bad.as_posix()]
+
+
+def test_d17_documentation_keys_in_policies() -> None:
+    policy = Policy.from_dict(
+        {
+            "$schema": "schemas/policy.schema.json",
+            "policy_id": "p",
+            "description": "why",
+            "allowed_tools": {
+                "t": {"description": "a tool", "required_arguments": {"x": {"description": "d"}}}
+            },
+        }
+    )
+    assert policy.description == "why"
+
+
+def test_d18_enum_equality_is_type_strict() -> None:
+    policy = _policy(
+        allowed_tools={
+            "t": {
+                "optional_arguments": {
+                    "level": {"type": "any", "enum": [1]},
+                    "amount": {"type": "float", "enum": [1]},
+                }
+            }
+        }
+    )
+    assert _findings(_trace(_call("s1", "t", {"level": True})), policy) == [
+        ("error", "ARH-SCH-007", "s1")
+    ]
+    assert _findings(_trace(_call("s1", "t", {"level": 1.0})), policy) == [
+        ("error", "ARH-SCH-007", "s1")
+    ]
+    assert _findings(_trace(_call("s1", "t", {"amount": 1.0})), policy) == []
+
+
+def test_d19_pattern_and_range_on_any_arguments() -> None:
+    policy = _policy(
+        allowed_tools={
+            "t": {
+                "optional_arguments": {
+                    "code": {"type": "any", "pattern": "[A-Z]+"},
+                    "n": {"type": "any", "max": 5},
+                }
+            }
+        }
+    )
+    assert _findings(_trace(_call("s1", "t", {"code": 12, "n": "7"})), policy) == [
+        ("error", "ARH-SCH-008", "s1"),
+        ("error", "ARH-SCH-009", "s1"),
+    ]
+
+
+def test_d20_object_keys_are_scanned_but_not_counted() -> None:
+    policy = _policy(allow_unlisted_tools=True, unsafe_patterns=["secret"])
+    trace = _trace(_call("s1", "t", {"SECRET-token": "x", "clean": "y"}))
+    report = validate_trace(Trace.from_dict(trace), Policy.from_dict(policy))
+    assert [(f.rule_id, f.subject) for f in report.findings] == [
+        ("ARH-SAF-001", "/arguments/SECRET-token (key) ~ secret")
+    ]
+    safety = next(c for c in report.categories if c.category == "safety")
+    # two string values scanned ("x", "y"), one violation (the key): 100 x (2 - 1) / 2
+    assert (safety.checks, safety.failed, safety.score) == (2, 1, 50.0)
+
+
+def test_d21_duplicate_side_effect_counts_every_identical_call() -> None:
+    policy = _policy(allowed_tools={"pay": {"side_effect": True}})
+    trace = _trace(_call("s1", "pay", status="error"), _call("s2", "pay"), _call("s3", "pay"))
+    report = validate_trace(Trace.from_dict(trace), Policy.from_dict(policy))
+    (finding,) = report.findings
+    assert (finding.rule_id, finding.step_id, finding.observed) == (
+        "ARH-FLW-003",
+        "s3",
+        "3 calls with identical arguments",
+    )
+
+
+def test_d22_order_findings_have_unique_subjects() -> None:
+    policy = _policy(
+        allowed_tools={"a": {}, "b": {}, "c": {}}, sequence={"call_order": ["a", "b", "c"]}
+    )
+    trace = _trace(_call("s1", "c"), _call("s2", "a"), _call("s3", "b"))
+    report = validate_trace(Trace.from_dict(trace), Policy.from_dict(policy))
+    assert [(f.rule_id, f.step_id, f.subject) for f in report.findings] == [
+        ("ARH-SEQ-003", "s1", "a < c"),
+        ("ARH-SEQ-003", "s1", "b < c"),
+    ]
+
+
+def test_d23_budget_totals_are_exact_decimal_sums() -> None:
+    policy = _policy(budgets={"max_total_cost_usd": 0.3, "max_total_latency_ms": 0.3})
+    trace = _trace(
+        _say("s1", cost_usd=0.1, latency_ms=0.1), _say("s2", cost_usd=0.2, latency_ms=0.2)
+    )
+    report = validate_trace(Trace.from_dict(trace), Policy.from_dict(policy))
+    assert report.findings == ()
+    assert (report.total_cost_usd, report.total_latency_ms) == (0.3, 0.3)
+
+
+def test_d24_a_perfect_trace_scores_exactly_100() -> None:
+    policy = _policy(
+        allowed_tools={"t": {}},
+        budgets={"max_total_latency_ms": 10},
+        unsafe_patterns=["x{3}"],
+        sequence={"required_tools": ["t"]},
+        error_handling={"max_attempts": 2},
+        completion={"require_final_response": True},
+    )
+    trace = _trace(
+        _call("s1", "t", latency_ms=1),
+        _say("s2", "done", requires_grounding=True, citations=[{"source": "s1"}]),
+    )
+    report = validate_trace(Trace.from_dict(trace), Policy.from_dict(policy), fail_under=100)
+    assert all(c.applicable for c in report.categories)
+    assert report.score == 100.0
+    assert report.passed
+
+
+def test_d25_grounding_rule_is_registered_as_a_warning() -> None:
+    rule = RULES["ARH-GRD-001"]
+    assert rule.severity == "warning"
+    assert rule.severity_note is not None
+
+
+def test_d26_finding_order_does_not_depend_on_key_order() -> None:
+    policy = _policy(allowed_tools={"t": {"required_arguments": {"a": "int", "b": "int"}}})
+    one = _trace(_call("s1", "t", {"a": "x", "b": "y"}), _call("s2", "nope"))
+    two = _trace(_call("s1", "t", {"b": "y", "a": "x"}), _call("s2", "nope"))
+    first = validate_trace(Trace.from_dict(one), Policy.from_dict(policy))
+    second = validate_trace(Trace.from_dict(two), Policy.from_dict(policy))
+    assert first.to_dict() == second.to_dict()
+    assert [(f.step_id, f.subject) for f in first.findings] == [
+        ("s1", "/arguments/a"),
+        ("s1", "/arguments/b"),
+        ("s2", "nope"),
+    ]
+
+
+def test_d27_reports_are_sorted_by_trace_id(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    policy = _write(tmp_path / "p.json", _policy())
+    (tmp_path / "runs").mkdir()
+    # a.json holds zz-1 and b.json holds zz-0: file order and id order disagree
+    _write(tmp_path / "runs" / "a.json", _trace(_say("s1"), trace_id="zz-1"))
+    _write(tmp_path / "runs" / "b.json", _trace(_say("s1"), trace_id="zz-0"))
+    report = tmp_path / "r.json"
+    assert arh("validate", "--policy", policy, tmp_path / "runs", "--json-out", report).status == 0
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert [r["trace_id"] for r in data["reports"]] == ["zz-0", "zz-1"]
+
+
+def test_d28_every_finding_has_remediation_and_expected_observed() -> None:
+    policy = _policy(allowed_tools={"t": {}}, grounding={"require_citations": False})
+    trace = _trace(
+        {"step_id": "s1", "type": "tool_call"},
+        _call("s2", "t", {"x": 1}),
+        _say("s3", requires_grounding=True),
+        _say("s3"),
+    )
+    report = validate_trace(Trace.from_dict(trace), Policy.from_dict(policy))
+    assert {f.rule_id for f in report.findings} == {
+        "ARH-SCH-002",
+        "ARH-SCH-005",
+        "ARH-GRD-001",
+        "ARH-SCH-010",
+    }
+    for finding in report.findings:
+        assert finding.remediation == RULES[finding.rule_id].remediation
+        assert finding.expected and finding.observed
+
+
+def test_d29_messages_never_print_equal_amounts_for_a_breach() -> None:
+    policy = _policy(budgets={"max_step_latency_ms": 100})
+    report = validate_trace(
+        Trace.from_dict(_trace(_say("s1", latency_ms=100.5))), Policy.from_dict(policy)
+    )
+    (finding,) = report.findings
+    assert finding.message == "step latency 100.5 ms exceeds max_step_latency_ms of 100.0 ms"
+
+
+def test_d30_totals_are_always_floats() -> None:
+    report = validate_trace(Trace.from_dict(_trace()), Policy.from_dict(_policy()))
+    data = report.to_dict()
+    assert (data["total_latency_ms"], data["total_cost_usd"]) == (0.0, 0.0)
+    assert isinstance(data["total_latency_ms"], float)
+    assert isinstance(data["total_cost_usd"], float)
+
+
+def test_d31_report_additions(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    policy = _write(tmp_path / "p.json", _policy())
+    trace = _write(tmp_path / "t.json", _trace(_say("s1")))
+    report = tmp_path / "r.json"
+    arh("validate", "--policy", policy, trace, "--json-out", report)
+    text = report.read_text(encoding="utf-8")
+    data = json.loads(text)
+    assert text.endswith("}\n")
+    assert list(data) == [
+        "schema_version",
+        "summary",
+        "reports",
+        "harness",
+        "policy",
+        "input_errors",
+    ]
+    assert data["summary"]["input_errors"] == 0
+    assert {"unrounded_score", "categories"} <= set(data["reports"][0])
+    assert len(data["policy"]["sha256"]) == 64
+
+
+def test_d32_console_escapes_control_characters(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    policy = _write(tmp_path / "p.json", _policy())
+    trace = _write(tmp_path / "t.json", _trace(_say("s1"), trace_id="evil\x1b[31m\u202eid\ud800"))
+    run = arh("validate", "--policy", policy, trace)
+    assert "evil\\x1b[31m\\u202eid\\ud800" in run.out
+    assert "\x1b" not in run.out
+
+
+def test_d33_error_lines_name_file_line_column_and_pointer(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    policy = _write(tmp_path / "p.json", _policy())
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(
+        json.dumps(_trace(_say("s1"), trace_id="ok"))
+        + "\n"
+        + json.dumps(_trace(_say("s1", latency_ms=-1), trace_id="bad"))
+        + "\n"
+        + "{oops\n",
+        encoding="utf-8",
+    )
+    run = arh("validate", "--policy", policy, runs, "--quiet")
+    name = runs.as_posix()
+    assert run.err.splitlines() == [
+        f"error: {name}:2: /steps/0/latency_ms: must be a finite number >= 0, got -1",
+        f"error: {name}:3:2: invalid JSON: Expecting property name enclosed in double quotes",
+    ]
+
+
+def test_every_documented_divergence_has_a_test() -> None:
+    documented = set(re.findall(r"^\| (D\d+) \|", (ROOT / "COMPATIBILITY.md").read_text(), re.M))
+    tested = {name.split("_")[1].upper() for name in globals() if re.match(r"test_d\d+_", name)}
+    assert documented == tested
