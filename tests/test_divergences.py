@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, Run
 
 from agent_reliability_harness import InputError, Policy, Trace, validate_trace
 from agent_reliability_harness._json import loads
 from agent_reliability_harness.rules import RULES
+
+from conftest import ROOT, Run
 
 
 def _trace(*steps: dict[str, Any], **top: Any) -> dict[str, Any]:
@@ -382,7 +383,8 @@ def test_d28_every_finding_has_remediation_and_expected_observed() -> None:
     }
     for finding in report.findings:
         assert finding.remediation == RULES[finding.rule_id].remediation
-        assert finding.expected and finding.observed
+        assert finding.expected
+        assert finding.observed
 
 
 def test_d29_messages_never_print_equal_amounts_for_a_breach() -> None:
@@ -453,6 +455,8 @@ def test_d33_error_lines_name_file_line_column_and_pointer(
 
 
 def test_every_documented_divergence_has_a_test() -> None:
-    documented = set(re.findall(r"^\| (D\d+) \|", (ROOT / "COMPATIBILITY.md").read_text(), re.M))
+    documented = set(
+        re.findall(r"^\| (D\d+) \|", (ROOT / "COMPATIBILITY.md").read_text(), re.MULTILINE)
+    )
     tested = {name.split("_")[1].upper() for name in globals() if re.match(r"test_d\d+_", name)}
     assert documented == tested
