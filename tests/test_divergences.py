@@ -354,16 +354,21 @@ def test_d26_finding_order_does_not_depend_on_key_order() -> None:
     ]
 
 
-def test_d27_reports_are_sorted_by_trace_id(tmp_path: Path, arh: Callable[..., Run]) -> None:
+def test_d27_reports_follow_sorted_input_order(tmp_path: Path, arh: Callable[..., Run]) -> None:
     policy = _write(tmp_path / "p.json", _policy())
-    (tmp_path / "runs").mkdir()
-    # a.json holds zz-1 and b.json holds zz-0: file order and id order disagree
-    _write(tmp_path / "runs" / "a.json", _trace(_say("s1"), trace_id="zz-1"))
-    _write(tmp_path / "runs" / "b.json", _trace(_say("s1"), trace_id="zz-0"))
-    report = tmp_path / "r.json"
-    assert arh("validate", "--policy", policy, tmp_path / "runs", "--json-out", report).status == 0
-    data = json.loads(report.read_text(encoding="utf-8"))
-    assert [r["trace_id"] for r in data["reports"]] == ["zz-0", "zz-1"]
+    # file order and id order disagree: the report follows the sorted file order
+    _write(tmp_path / "b.json", _trace(_say("s1"), trace_id="zz-0"))
+    _write(tmp_path / "a.json", _trace(_say("s1"), trace_id="zz-1"))
+    orders = []
+    for args in (
+        (tmp_path / "b.json", tmp_path / "a.json"),
+        (tmp_path / "a.json", tmp_path / "b.json"),
+    ):
+        report = tmp_path / "r.json"
+        assert arh("validate", "--policy", policy, *args, "--json-out", report).status == 0
+        data = json.loads(report.read_text(encoding="utf-8"))
+        orders.append([r["trace_id"] for r in data["reports"]])
+    assert orders == [["zz-1", "zz-0"], ["zz-1", "zz-0"]]
 
 
 def test_d28_every_finding_has_remediation_and_expected_observed() -> None:

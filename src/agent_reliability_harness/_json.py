@@ -68,6 +68,7 @@ def _find_duplicate(text: str) -> tuple[str, str]:
 
 
 _CONSTANT_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)', re.DOTALL)
+_DIGITS_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"|(-?\d+)', re.DOTALL)
 
 
 def _locate(text: str, index: int) -> tuple[int, int]:
@@ -79,6 +80,8 @@ def _locate(text: str, index: int) -> tuple[int, int]:
 def loads(text: str) -> Any:
     """Decode one JSON document, refusing what the JSON standard (RFC 8259) leaves ambiguous."""
     text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise InputError("invalid JSON: the document is empty", pointer=None, line=1, column=1)
     try:
         return json.loads(text, object_pairs_hook=_strict_object, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
@@ -110,9 +113,18 @@ def loads(text: str) -> Any:
     except RecursionError:
         raise InputError("invalid JSON: nested too deeply to process", pointer=None) from None
     except ValueError:  # an integer longer than the interpreter's digit limit
+        limit = sys.get_int_max_str_digits()
+        line = column = None
+        for match in _DIGITS_SCAN.finditer(text):
+            digits = match.group(1)
+            if digits and len(digits.lstrip("-")) > limit:
+                line, column = _locate(text, match.start(1))
+                break
         raise InputError(
-            f"invalid JSON: an integer has more than {sys.get_int_max_str_digits()} digits",
+            f"invalid JSON: an integer has more than {limit} digits",
             pointer=None,
+            line=line,
+            column=column,
         ) from None
 
 
@@ -126,6 +138,15 @@ def decode_bytes(data: bytes) -> str:
                 )
             data = data[len(bom) :]
             break
+    else:
+        if b"\x00" in data[:4]:
+            # JSON text starts with an ASCII character, so a NUL among the first bytes is the
+            # zero half of a UTF-16 or UTF-32 code unit (RFC 4627, section 3)
+            raise InputError(
+                "the file looks UTF-16 or UTF-32 encoded (it has NUL bytes); "
+                "arh reads UTF-8 JSON",
+                pointer=None,
+            )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -182,7 +182,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             reports[trace.trace_id] = report
             first_seen[trace.trace_id] = where
     run = RunReport(
-        tuple(reports[key] for key in sorted(reports)),
+        tuple(reports.values()),  # in source order: sorted paths, then JSON Lines order
         tuple(sorted(errors, key=lambda e: (e.source or "", e.line or 0))),
         policy.policy_id,
         policy.sha256,

@@ -43,7 +43,8 @@ class Validator:
     def validate(
         self, trace: Trace, *, source_path: str | None = None, source_line: int | None = None
     ) -> TraceReport:
-        """Check one trace; raise :class:`InputError` only for values nested too deeply to walk."""
+        """Check one trace; raise :class:`InputError` only for values nested too deeply to walk
+        and for metric totals too large to report."""
         try:
             facts = TraceFacts(trace)
             findings: list[Finding] = []

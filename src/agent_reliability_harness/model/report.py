@@ -152,7 +152,7 @@ def _mean(values: Sequence[float]) -> float:
 
 @dataclass(frozen=True, slots=True)
 class RunReport:
-    """All trace reports of one run, sorted by trace id, plus the inputs that could not be read."""
+    """All trace reports of one run in input order, plus the inputs that could not be read."""
 
     reports: tuple[TraceReport, ...]
     input_errors: tuple[InputError, ...] = ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Final
 
+from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.trace import Step, Trace
 
 __all__ = ["COST_DECIMALS", "LATENCY_DECIMALS", "TraceFacts"]
@@ -71,9 +72,28 @@ class TraceFacts:
         self.has_cost = bool(costs)
         # Exact sums, rounded to a documented precision so that decimal inputs add up as written
         # (0.1 + 0.2 is 0.3 here) and reports do not print binary noise.
-        self.latency_total = round(math.fsum(latencies), LATENCY_DECIMALS)
-        self.cost_total = round(math.fsum(costs), COST_DECIMALS)
+        self.latency_total = round(_total(latencies, "latency_ms"), LATENCY_DECIMALS)
+        self.cost_total = round(_total(costs, "cost_usd"), COST_DECIMALS)
+        if tokens is not None:
+            try:
+                str(tokens)
+            except ValueError:  # beyond the interpreter's limit for turning an int into text
+                raise InputError(
+                    "the steps' token counts add up to a number too long to report",
+                    pointer="/steps",
+                ) from None
         self.tokens_total = tokens
 
     def step_id(self, index: int) -> str:
         return self.steps[index].step_id
+
+
+def _total(values: list[float], key: str) -> float:
+    """The exact sum of one metric; each value is finite, but the sum may not fit in a float."""
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        raise InputError(
+            f"the steps' {key} values add up to more than the largest number a report can hold",
+            pointer="/steps",
+        ) from None
