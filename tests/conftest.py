@@ -63,3 +63,27 @@ def arh(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
         return Run(status, captured.out, captured.err)
 
     return run
+
+
+def render_markdown(text: str) -> str:
+    """Render Markdown the way GitHub does for tables, autolinks and inline HTML (GFM-like)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("gfm-like").render(text)
+
+
+def assert_markdown_is_inert(text: str) -> None:
+    """Check rendered Markdown for what untrusted trace text must never produce: HTML, links,
+    emphasis (only our own "Warning:" label is bold), @-mentions and issue references."""
+    import re
+
+    html = render_markdown(text)
+    assert "<script" not in html, html
+    assert "<img" not in html, html
+    assert "<a " not in html, f"a link was created:\n{html}"
+    assert "<em>" not in html, html
+    assert "<del>" not in html, html
+    assert set(re.findall(r"<strong>(.*?)</strong>", html)) <= {"Warning:"}, html
+    outside_code = re.sub(r"<code>.*?</code>", "", html)
+    assert not re.search(r"(?<![\w&])@\w", outside_code), f"an @-mention survived:\n{outside_code}"
+    assert not re.search(r"(?<![\w&])#\d", outside_code), f"an issue reference:\n{outside_code}"

@@ -277,8 +277,9 @@ def test_d20_object_keys_are_scanned_but_not_counted() -> None:
         ("ARH-SAF-001", "/arguments/SECRET-token (key) ~ secret")
     ]
     safety = next(c for c in report.categories if c.category == "safety")
-    # two string values scanned ("x", "y"), one violation (the key): 100 x (2 - 1) / 2
-    assert (safety.checks, safety.failed, safety.score) == (2, 1, 50.0)
+    # strings: the values "x" and "y" plus the matching key; one hit: 100 x (3 - 1) / 3
+    assert (safety.checks, safety.failed) == (3, 1)
+    assert safety.score == 200 / 3
 
 
 def test_d21_duplicate_side_effect_counts_every_identical_call() -> None:
@@ -465,3 +466,136 @@ def test_every_documented_divergence_has_a_test() -> None:
     )
     tested = {name.split("_")[1].upper() for name in globals() if re.match(r"test_d\d+_", name)}
     assert documented == tested
+
+
+# -- arh compare -------------------------------------------------------------------------------
+
+
+def _reports(tmp_path: Path, arh: Callable[..., Run], *traces: dict[str, Any]) -> Path:
+    policy = _write(tmp_path / "p.json", _policy())
+    paths = [_write(tmp_path / f"t{i}.json", t) for i, t in enumerate(traces)]
+    out = tmp_path / "report.json"
+    arh("validate", "--policy", policy, *paths, "--json-out", out, "--quiet")
+    for path in paths:
+        path.unlink()
+    return out
+
+
+def test_d34_max_score_drop_is_validated(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    base = _reports(tmp_path, arh, _trace(_say("s1")))
+    for value in ("-1", "nan", "inf"):
+        assert (
+            arh(
+                "compare", "--baseline", base, "--candidate", base, "--max-score-drop", value
+            ).status
+            == 2
+        )
+    run = arh("compare", "--baseline", base, "--candidate", base, "--fail-on", "never",
+              "--max-score-drop", "1")  # fmt: skip
+    assert run.status == 2
+
+
+def test_d35_score_deltas_use_unrounded_scores() -> None:
+    from agent_reliability_harness import RunReport
+    from agent_reliability_harness.regression import compare_reports
+
+    def run(score: float, exact: bool) -> RunReport:
+        entry = {"trace_id": "t", "passed": True, "score": round(score, 2)}
+        if exact:
+            entry["unrounded_score"] = score
+        return RunReport.from_dict({"reports": [entry]})
+
+    # 90.004 and 90.0049 both round to 90.0, but the exact scores differ by 0.0009
+    (delta,) = compare_reports(run(90.0049, True), run(90.004, True)).traces
+    assert delta.score_delta is not None
+    assert abs(delta.score_delta + 0.0009) < 1e-9
+    (delta,) = compare_reports(run(90.0049, False), run(90.004, True)).traces
+    assert delta.score_delta == 0.0
+
+
+def test_d36_reason_lines_count_what_they_list() -> None:
+    from agent_reliability_harness import Finding, RunReport, TraceReport
+    from agent_reliability_harness.regression import compare_reports, evaluate_gate
+
+    finding = Finding("ARH-FLW-003", "error", "flow", "dup", "s2")
+    candidate = TraceReport("t", "a", "w", "p", 90.0, False, 0.0, 0.0, None, (finding, finding))
+    baseline = TraceReport("t", "a", "w", "p", 90.0, False, 0.0, 0.0, None, ())
+    gate = evaluate_gate(compare_reports(RunReport((baseline,)), RunReport((candidate,))))
+    assert gate.reasons == ("2 new error findings: t:ARH-FLW-003 (x2)",)
+
+
+def test_d37_usage_errors_before_files_are_read(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    run = arh("compare", "--baseline", tmp_path / "missing.json", "--candidate", "c.json",
+              "--fail-under", "50")  # fmt: skip
+    assert run.status == 2
+    assert "--fail-under applies only when validating traces with --policy" in run.err
+
+
+def test_d38_drift_is_reported(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    base = _reports(tmp_path, arh, _trace(_say("s1")))
+    data = json.loads(base.read_text(encoding="utf-8"))
+    data["harness"]["version"] = "0.2.9"
+    other = _write(tmp_path / "other.json", data)
+    run = arh("compare", "--baseline", other, "--candidate", base)
+    assert run.status == 0
+    assert "warning: baseline was written by arh 0.2.9, candidate by arh" in run.out
+    assert arh("compare", "--baseline", other, "--candidate", base, "--fail-on-drift").status == 1
+
+
+def test_d39_compare_markdown_escapes_trace_values(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    from conftest import assert_markdown_is_inert
+
+    base = _reports(tmp_path, arh, _trace(_say("s1"), trace_id="ok"))
+    cand = _reports(tmp_path, arh, _trace(_say("s1"), trace_id="a|b <b>x</b> @team\nnext"))
+    md = tmp_path / "c.md"
+    arh("compare", "--baseline", base, "--candidate", cand, "--md-out", md)
+    assert_markdown_is_inert(md.read_text(encoding="utf-8"))
+
+
+def test_d40_subjects_keep_different_findings_apart() -> None:
+    from agent_reliability_harness import Finding, RunReport, TraceReport
+    from agent_reliability_harness.regression import compare_reports, evaluate_gate
+
+    def run(tool: str) -> RunReport:
+        finding = Finding("ARH-SEQ-001", "error", "sequence", "m", None, subject=tool)
+        return RunReport(
+            (TraceReport("t", "a", "w", "p", 90.0, False, 0.0, 0.0, None, (finding,)),)
+        )
+
+    gate = evaluate_gate(compare_reports(run("lookup"), run("refund")))
+    assert gate.reasons == ("1 new error finding: t:ARH-SEQ-001",)
+
+
+def test_d41_bad_candidate_inputs_fail_the_run(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    base = _reports(tmp_path, arh, _trace(_say("s1")))
+    policy = _write(tmp_path / "p.json", _policy())
+    good = _write(tmp_path / "good.json", _trace(_say("s1")))
+    bad = tmp_path / "bad.json"
+    bad.write_text("[", encoding="utf-8")
+    run = arh("compare", "--baseline", base, "--policy", policy, good, bad, "--fail-on", "never")
+    assert run.status == 1
+    assert "GATE: PASS" in run.out
+
+
+def test_d42_compare_json_additions(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    base = _reports(tmp_path, arh, _trace(_say("s1")))
+    out = tmp_path / "c.json"
+    arh("compare", "--baseline", base, "--candidate", base, "--json-out", out)
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert list(data)[:6] == [
+        "schema_version",
+        "baseline_policy_id",
+        "candidate_policy_id",
+        "summary",
+        "gate",
+        "traces",
+    ]
+    assert {"warnings", "baseline", "candidate", "harness"} <= set(data)
+    assert {"fail_on", "max_score_drop", "fail_on_drift"} <= set(data["gate"])
+
+
+def test_d43_compare_console_layout(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    base = _reports(tmp_path, arh, _trace(_say("s1")))
+    run = arh("compare", "--baseline", base, "--candidate", base)
+    assert run.out.splitlines()[0] == "compared 1 trace · 0 added · 0 removed"
+    assert run.out.rstrip().endswith("GATE: PASS (fail-on regressions)")

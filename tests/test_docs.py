@@ -9,7 +9,9 @@ Conventions for Markdown files (README.md, *-SPEC.md, COMPATIBILITY.md, docs/*.m
   it must not be a usage error and must print nothing on standard error.
 
 Commands run in a scratch directory holding a copy of samples/, docs/examples/ and schemas/, so
-that the paths in the docs resolve and the reports they write land nowhere permanent.
+that the paths in the docs resolve and the reports they write land nowhere permanent. The commands
+of one document share a directory and run in order, so a command can read what an earlier one
+wrote (a baseline, say).
 """
 
 from __future__ import annotations
@@ -92,15 +94,25 @@ def _examples() -> list[Example]:
 EXAMPLES = _examples()
 
 
+_SCRATCH: dict[str, Path] = {}
+
+
 @pytest.fixture
-def scratch(tmp_path: Path) -> Iterator[Path]:
-    for folder in ("samples", "docs/examples", "schemas"):
-        if (ROOT / folder).exists():
-            shutil.copytree(ROOT / folder, tmp_path / folder)
+def scratch(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """One scratch directory per document, so a command can use what an earlier one wrote."""
+    doc = request.node.callspec.params["example"].doc
+    if doc not in _SCRATCH:
+        root = tmp_path_factory.mktemp("docs")
+        for folder in ("samples", "docs/examples", "schemas"):
+            if (ROOT / folder).exists():
+                shutil.copytree(ROOT / folder, root / folder)
+        _SCRATCH[doc] = root
     old = Path.cwd()
-    os.chdir(tmp_path)
+    os.chdir(_SCRATCH[doc])
     try:
-        yield tmp_path
+        yield _SCRATCH[doc]
     finally:
         os.chdir(old)
 
@@ -136,7 +148,8 @@ def test_doc_example(example: Example, scratch: Path, arh: Callable[..., Run]) -
     if status_line:
         lines.pop()
         assert run.status == int(status_line.group(1)), f"{where}: exit {run.status}"
-    actual = (run.out + run.err).rstrip("\n").split("\n")
+    printed = (run.out + run.err).rstrip("\n")
+    actual = printed.split("\n") if printed else []
     assert _matches(lines, actual), (
         f"{where}: output differs\n--- documented\n"
         + "\n".join(lines)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any
+from typing import Any, Final
 
 from agent_reliability_harness.errors import InputError, join_pointer
 
@@ -42,6 +42,20 @@ def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+class _OverflowError(Exception):
+    pass
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (_INF, -_INF):  # a literal such as 1e400 overflows to infinity
+        raise _OverflowError(text)
+    return value
+
+
+_INF: Final = float("inf")
+
+
 def _reject_constant(name: str) -> Any:
     raise _ConstantError(name)
 
@@ -68,7 +82,7 @@ def _find_duplicate(text: str) -> tuple[str, str]:
 
 
 _CONSTANT_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)', re.DOTALL)
-_DIGITS_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"|(-?\d+)', re.DOTALL)
+_NUMBER_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"|-?(\d+)(\.\d+)?([eE][-+]?\d+)?', re.DOTALL)
 
 
 def _locate(text: str, index: int) -> tuple[int, int]:
@@ -80,10 +94,15 @@ def _locate(text: str, index: int) -> tuple[int, int]:
 def loads(text: str) -> Any:
     """Decode one JSON document, refusing what the JSON standard (RFC 8259) leaves ambiguous."""
     text = text.removeprefix("\ufeff")
-    if not text.strip():
+    if not text or text.isspace():
         raise InputError("invalid JSON: the document is empty", pointer=None, line=1, column=1)
     try:
-        return json.loads(text, object_pairs_hook=_strict_object, parse_constant=_reject_constant)
+        return json.loads(
+            text,
+            object_pairs_hook=_strict_object,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+        )
     except json.JSONDecodeError as exc:
         raise InputError(
             f"invalid JSON: {exc.msg}", pointer=None, line=exc.lineno, column=exc.colno
@@ -96,6 +115,21 @@ def loads(text: str) -> Any:
         raise InputError(
             f"duplicate key {json.dumps(key)}: JSON objects must not repeat a key",
             pointer=pointer,
+        ) from None
+    except _OverflowError as exc:
+        where = next(
+            (
+                _locate(text, m.start())
+                for m in _NUMBER_SCAN.finditer(text)
+                if m.group() == exc.args[0]
+            ),
+            (None, None),
+        )
+        raise InputError(
+            f"invalid JSON: the number {exc.args[0]} is too large to represent",
+            pointer=None,
+            line=where[0],
+            column=where[1],
         ) from None
     except _ConstantError as exc:
         for match in _CONSTANT_SCAN.finditer(text):
@@ -113,19 +147,23 @@ def loads(text: str) -> Any:
     except RecursionError:
         raise InputError("invalid JSON: nested too deeply to process", pointer=None) from None
     except ValueError:  # an integer longer than the interpreter's digit limit
-        limit = sys.get_int_max_str_digits()
-        line = column = None
-        for match in _DIGITS_SCAN.finditer(text):
-            digits = match.group(1)
-            if digits and len(digits.lstrip("-")) > limit:
-                line, column = _locate(text, match.start(1))
-                break
-        raise InputError(
-            f"invalid JSON: an integer has more than {limit} digits",
-            pointer=None,
-            line=line,
-            column=column,
-        ) from None
+        raise _long_integer_error(text) from None
+
+
+def _long_integer_error(text: str) -> InputError:
+    limit = sys.get_int_max_str_digits()
+    where: tuple[int | None, int | None] = (None, None)
+    for match in _NUMBER_SCAN.finditer(text):
+        digits, fraction, exponent = match.groups()
+        if digits and len(digits) > limit and fraction is None and exponent is None:
+            where = _locate(text, match.start())
+            break
+    return InputError(
+        f"invalid JSON: an integer has more than {limit} digits",
+        pointer=None,
+        line=where[0],
+        column=where[1],
+    )
 
 
 def decode_bytes(data: bytes) -> str:
@@ -143,14 +181,14 @@ def decode_bytes(data: bytes) -> str:
             # JSON text starts with an ASCII character, so a NUL among the first bytes is the
             # zero half of a UTF-16 or UTF-32 code unit (RFC 4627, section 3)
             raise InputError(
-                "the file looks UTF-16 or UTF-32 encoded (it has NUL bytes); "
-                "arh reads UTF-8 JSON",
+                "the file looks UTF-16 or UTF-32 encoded (it has NUL bytes); arh reads UTF-8 JSON",
                 pointer=None,
             )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line, column = _locate(data[: exc.start].decode("utf-8", "replace"), exc.start)
+        before = data[: exc.start].decode("utf-8")  # valid: the first bad byte is at exc.start
+        line, column = _locate(before, len(before))  # in characters, as editors count
         raise InputError(
             f"not valid UTF-8: cannot decode byte 0x{data[exc.start]:02x} at offset {exc.start}",
             pointer=None,

@@ -15,12 +15,14 @@ from collections.abc import Sequence
 from typing import IO, Any, Final, NoReturn
 
 from agent_reliability_harness._version import __version__
+from agent_reliability_harness.errors import InputError
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
+FORMAT_CHOICES: Final = ("auto", "arh")
 
 
 class _ExitRequestError(Exception):
@@ -47,6 +49,16 @@ def _fail_under(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not (math.isfinite(value) and 0 <= value <= 100):
         raise argparse.ArgumentTypeError(f"must be a number from 0 to 100, got {text!r}")
+    return value
+
+
+def _score_drop(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
     return value
 
 
@@ -78,7 +90,7 @@ def _build_parser() -> _Parser:
     validate.add_argument(
         "--format",
         default="auto",
-        choices=("auto", "arh"),
+        choices=FORMAT_CHOICES,
         help="input format (default: auto)",
     )
     validate.add_argument(
@@ -90,6 +102,62 @@ def _build_parser() -> _Parser:
     )
     validate.add_argument("--json-out", metavar="PATH", help="write the JSON report here")
     validate.add_argument("--quiet", action="store_true", help="do not print the console report")
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare a candidate run with a baseline and gate on regressions",
+        allow_abbrev=False,
+        description="Compare a candidate run with a baseline report. The candidate is a saved "
+        "report (--candidate) or is validated now from --policy and trace files. Exit status: "
+        "0 the gate passed, 1 it failed or an input was bad, 2 usage error.",
+    )
+    compare.add_argument(
+        "traces", nargs="*", metavar="TRACE", help="candidate trace inputs (with --policy)"
+    )
+    compare.add_argument("--baseline", required=True, metavar="REPORT", help="baseline JSON report")
+    compare.add_argument("--candidate", metavar="REPORT", help="candidate JSON report")
+    compare.add_argument("--policy", metavar="POLICY", help="policy to validate the traces with")
+    compare.add_argument(
+        "--format",
+        choices=FORMAT_CHOICES,
+        default=None,
+        help="input format of the traces (default: auto)",
+    )
+    compare.add_argument(
+        "--fail-under",
+        type=_fail_under,
+        default=None,
+        metavar="SCORE",
+        help="pass threshold for the validated traces (0-100, default 70)",
+    )
+    compare.add_argument(
+        "--fail-on",
+        choices=("regressions", "failures", "never"),
+        default="regressions",
+        help="regressions: new error findings, pass->fail, added failing traces (default); "
+        "failures: any failing candidate trace; never: report only",
+    )
+    compare.add_argument(
+        "--max-score-drop",
+        type=_score_drop,
+        default=None,
+        metavar="POINTS",
+        help="with --fail-on regressions, also fail when a trace's score drops by more than this",
+    )
+    compare.add_argument(
+        "--fail-on-drift",
+        action="store_true",
+        help="fail when baseline and candidate used different policies or harness versions",
+    )
+    compare.add_argument("--json-out", metavar="PATH", help="write the comparison as JSON")
+    compare.add_argument("--md-out", metavar="PATH", help="write the comparison as Markdown")
+    compare.add_argument(
+        "--candidate-json-out",
+        metavar="PATH",
+        help="save the candidate's validation report (with --policy)",
+    )
+    compare.add_argument("--quiet", action="store_true", help="do not print the console report")
+    compare.set_defaults(usage=compare.format_usage())
 
     rules = commands.add_parser(
         "rules",
@@ -133,60 +201,21 @@ def _error(message: str) -> None:
     _print(f"error: {terminal_safe(message)}\n", sys.stderr)
 
 
+def _report_error(error: InputError) -> None:
+    _error(str(error))
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from agent_reliability_harness.adapters import to_trace
-    from agent_reliability_harness.engine import Validator
-    from agent_reliability_harness.errors import InputError
-    from agent_reliability_harness.io import expand_inputs, read_documents, read_json_file
-    from agent_reliability_harness.model.policy import Policy
-    from agent_reliability_harness.model.report import RunReport, TraceReport
     from agent_reliability_harness.render import render_console, render_json
+    from agent_reliability_harness.runner import load_policy, run_validation
 
     try:
-        policy = Policy.from_dict(read_json_file(args.policy))
+        policy = load_policy(args.policy)
     except InputError as exc:
-        located = exc if exc.source else exc.located(args.policy)
-        _error(f"invalid policy: {located}")
+        _error(f"invalid policy: {exc}")
         return EXIT_FAILED
-    validator = Validator(policy, args.fail_under)
-    sources, errors = expand_inputs(args.traces)
-    for error in errors:
-        _error(str(error))
-    reports: dict[str, TraceReport] = {}
-    first_seen: dict[str, str] = {}
-    for source in sources:
-        for item in read_documents(source):
-            if isinstance(item, InputError):
-                errors.append(item)
-                _error(str(item))
-                continue
-            where = item.source if item.line is None else f"{item.source}:{item.line}"
-            try:
-                trace = to_trace(item.value, args.format)
-                if trace.trace_id in reports:
-                    raise InputError(
-                        f"duplicate trace_id {trace.trace_id!r}: already read from "
-                        f"{first_seen[trace.trace_id]}",
-                        pointer="/trace_id",
-                    )
-                report = validator.validate(
-                    trace,
-                    source_path=item.source if item.source != "<stdin>" else None,
-                    source_line=item.line,
-                )
-            except InputError as exc:
-                located = exc.located(item.source, item.line)
-                errors.append(located)
-                _error(str(located))
-                continue
-            reports[trace.trace_id] = report
-            first_seen[trace.trace_id] = where
-    run = RunReport(
-        tuple(reports.values()),  # in source order: sorted paths, then JSON Lines order
-        tuple(sorted(errors, key=lambda e: (e.source or "", e.line or 0))),
-        policy.policy_id,
-        policy.sha256,
-        __version__,
+    run = run_validation(
+        policy, args.traces, fmt=args.format, fail_under=args.fail_under, on_error=_report_error
     )
     if not args.quiet:
         _print(render_console(run), sys.stdout)
@@ -195,6 +224,95 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         if status:
             return status
     return EXIT_OK if run.passed else EXIT_FAILED
+
+
+def _compare_usage(args: argparse.Namespace) -> str | None:
+    """Check the combination of compare options before any file is read."""
+    validating = args.policy is not None or bool(args.traces)
+    if args.candidate is not None and validating:
+        return "pass either --candidate REPORT or --policy POLICY with trace files, not both"
+    if args.candidate is None and not validating:
+        return "nothing to compare: pass --candidate REPORT, or --policy POLICY with trace files"
+    if args.candidate is None and args.policy is None:
+        return "trace files need --policy (or compare a saved report with --candidate)"
+    if args.candidate is None and not args.traces:
+        return "--policy needs trace files to validate"
+    if args.candidate is not None:
+        for option, value in (
+            ("--format", args.format),
+            ("--fail-under", args.fail_under),
+            ("--candidate-json-out", args.candidate_json_out),
+        ):
+            if value is not None:
+                return f"{option} applies only when validating traces with --policy"
+    if args.max_score_drop is not None and args.fail_on != "regressions":
+        return "--max-score-drop applies only to --fail-on regressions"
+    if args.fail_on_drift and args.fail_on == "never":
+        return "--fail-on-drift does not apply to --fail-on never"
+    return None
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from agent_reliability_harness.regression import compare_reports, evaluate_gate
+    from agent_reliability_harness.render import render_json
+    from agent_reliability_harness.render.compare import (
+        render_compare_console,
+        render_compare_json,
+        render_compare_markdown,
+    )
+    from agent_reliability_harness.runner import load_policy, load_report, run_validation
+
+    problem = _compare_usage(args)
+    if problem:
+        _print(f"{args.usage}arh compare: error: {problem}\n", sys.stderr)
+        return EXIT_USAGE
+    try:
+        baseline = load_report(args.baseline)
+    except InputError as exc:
+        _error(f"invalid baseline: {exc}")
+        return EXIT_FAILED
+    input_errors = 0
+    if args.candidate is not None:
+        try:
+            candidate = load_report(args.candidate)
+        except InputError as exc:
+            _error(f"invalid candidate: {exc}")
+            return EXIT_FAILED
+    else:
+        try:
+            policy = load_policy(args.policy)
+        except InputError as exc:
+            _error(f"invalid policy: {exc}")
+            return EXIT_FAILED
+        candidate = run_validation(
+            policy,
+            args.traces,
+            fmt=args.format or "auto",
+            fail_under=70.0 if args.fail_under is None else args.fail_under,
+            on_error=_report_error,
+        )
+        input_errors = len(candidate.input_errors)
+        if args.candidate_json_out:
+            status = _write(
+                args.candidate_json_out, render_json(candidate), "Candidate report", args.quiet
+            )
+            if status:
+                return status
+    result = compare_reports(baseline, candidate)
+    gate = evaluate_gate(
+        result, args.fail_on, args.max_score_drop, fail_on_drift=args.fail_on_drift
+    )
+    if not args.quiet:
+        _print(render_compare_console(result, gate), sys.stdout)
+    for path, render, what in (
+        (args.json_out, render_compare_json, "Comparison JSON"),
+        (args.md_out, render_compare_markdown, "Comparison Markdown"),
+    ):
+        if path:
+            status = _write(path, render(result, gate), what, args.quiet)
+            if status:
+                return status
+    return EXIT_OK if gate.passed and not input_errors else EXIT_FAILED
 
 
 def _write(path: str, text: str, what: str, quiet: bool) -> int:
@@ -240,6 +358,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 _COMMANDS: Final[dict[str, Any]] = {
     "validate": _cmd_validate,
+    "compare": _cmd_compare,
     "rules": _cmd_rules,
     "explain": _cmd_explain,
 }

@@ -5,6 +5,7 @@ Only this module and :mod:`cli` touch the file system.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import tempfile
@@ -17,6 +18,7 @@ from agent_reliability_harness._json import decode_bytes, loads
 from agent_reliability_harness.errors import InputError
 
 __all__ = [
+    "STDIN_NAME",
     "Document",
     "Source",
     "expand_inputs",
@@ -26,6 +28,7 @@ __all__ = [
 ]
 
 STDIN: Final = "-"
+STDIN_NAME: Final = "<stdin>"
 _JSONL_SUFFIXES: Final = (".jsonl", ".ndjson")
 _TRACE_SUFFIXES: Final = (".json", *_JSONL_SUFFIXES)
 
@@ -79,7 +82,7 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
     errors: list[InputError] = []
     for arg in args:
         if arg == STDIN:
-            sources.setdefault("<stdin>", Source("<stdin>", None, jsonl=False))
+            sources.setdefault(STDIN_NAME, Source(STDIN_NAME, None, jsonl=False))
             continue
         path = Path(arg)
         name = _display(path)
@@ -115,14 +118,20 @@ def _read_bytes(source: Source) -> bytes:
 
 
 def _jsonl_records(name: str, stream: Iterable[bytes]) -> Iterator[Document | InputError]:
+    records = 0
     for number, raw in enumerate(stream, 1):
         try:
             text = decode_bytes(raw) if number == 1 else _decode_line(raw)
             if not text.strip():
                 continue
-            yield Document(name, number, loads(text))
+            records += 1
+            # without its line break, so that a syntax error's column is on this line
+            yield Document(name, number, loads(text.rstrip("\r\n")))
         except InputError as exc:
             yield exc.located(name, number)
+    if not records:
+        # an empty input must not let a CI gate pass with nothing checked
+        yield InputError("the JSON Lines input has no records", pointer=None, source=name)
 
 
 def _decode_line(raw: bytes) -> str:
@@ -170,7 +179,13 @@ def read_json_file(path: str) -> Any:
 def write_atomic(path: str, text: str) -> None:
     """Write ``text`` as UTF-8 to ``path`` through a temporary file and a rename."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # a part of the parent path is a file
+        blocker = next((p for p in target.parents if p.exists()), target.parent)
+        raise NotADirectoryError(
+            errno.ENOTDIR, f"{_display(blocker)} is a file, not a directory"
+        ) from None
     handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:

@@ -52,21 +52,6 @@ def is_finite(value: int | float) -> bool:
         return False
 
 
-def is_finite(value: int | float) -> bool:
-    """Whether a number is finite and fits in a float (an integer beyond about 1.8e308 does not)."""
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
-
-
-def number_text(value: int | float) -> str:
-    """A number for an error message (an integer too large for a float is not spelt out)."""
-    if type(value) is int and not is_finite(value):
-        return "an integer too large for a float"
-    return repr(value)
-
-
 def bad(pointer: str, message: str) -> InputError:
     """The error for a bad value at ``pointer`` (callers ``raise`` it)."""
     return InputError(message, pointer=pointer)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.errors import InputError, join_pointer
 
 __all__ = [
     "SEVERITIES",
@@ -64,6 +64,11 @@ class Finding:
             out["subject"] = self.subject
         return out
 
+    @classmethod
+    def from_dict(cls, data: object, *, pointer: str = "") -> Finding:
+        """Read a finding from a JSON report written by any arh version."""
+        return _finding_from_dict(data, pointer)
+
     def sort_key(self) -> tuple[int, int, str, str, str]:
         """Severity, then position in the trace (trace-level findings first), rule, subject."""
         index = -1 if self.step_index is None else self.step_index
@@ -113,6 +118,13 @@ class TraceReport:
     source_path: str | None = None
     categories: tuple[CategoryResult, ...] = ()
     source_line: int | None = None
+    # False when the score was read from a report that only holds the 2-decimal rounded score
+    score_is_exact: bool = field(default=True, compare=False)
+
+    @classmethod
+    def from_dict(cls, data: object, *, pointer: str = "") -> TraceReport:
+        """Read one trace report from a JSON report written by any arh version."""
+        return _trace_report_from_dict(data, pointer)
 
     @property
     def errors(self) -> int:
@@ -160,6 +172,11 @@ class RunReport:
     policy_sha256: str | None = None
     harness_version: str | None = None
 
+    @classmethod
+    def from_dict(cls, data: object) -> RunReport:
+        """Read a JSON validation report (a baseline) written by any arh version."""
+        return _run_report_from_dict(data)
+
     @property
     def passed(self) -> bool:
         """True when every trace passed and every input could be read."""
@@ -192,3 +209,164 @@ class RunReport:
             "policy": {"policy_id": self.policy_id, "sha256": self.policy_sha256},
             "input_errors": [e.to_dict() for e in self.input_errors],
         }
+
+
+# Reading reports back (baselines). Reports written by arh 0.2.x and 0.1.x are accepted: the keys
+# this version added are optional, and findings of 0.1.x have no rule_id. Everything that is read
+# is type-checked, so a hand-edited or foreign file is an InputError, never a crash later on.
+
+_NOT_A_REPORT: Final = (
+    "not a validation report: expected an object with a 'reports' array "
+    "(as written by `arh validate --json-out`)"
+)
+
+
+def _kind(value: object) -> str:
+    from agent_reliability_harness.model._checks import json_type
+
+    return json_type(value)
+
+
+def _get_str(data: Mapping[str, Any], key: str, pointer: str, *, required: bool = False) -> str:
+    if key not in data or data[key] is None:
+        if required:
+            raise InputError(f"missing required field {key!r}", pointer=pointer)
+        return ""
+    value = data[key]
+    if type(value) is not str:
+        raise InputError(
+            f"must be a string, got {_kind(value)}", pointer=join_pointer(pointer, key)
+        )
+    return value
+
+
+def _get_opt_str(data: Mapping[str, Any], key: str, pointer: str) -> str | None:
+    value = data.get(key)
+    if value is None or type(value) is str:
+        return value
+    raise InputError(
+        f"must be a string or null, got {_kind(value)}", pointer=join_pointer(pointer, key)
+    )
+
+
+def _get_number(
+    data: Mapping[str, Any], key: str, pointer: str, *, required: bool = False
+) -> float | None:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise InputError(f"missing required field {key!r}", pointer=pointer)
+        return None
+    if type(value) not in (int, float) or not math.isfinite(value):
+        shown = repr(value) if type(value) in (int, float) else _kind(value)
+        raise InputError(
+            f"must be a finite number, got {shown}", pointer=join_pointer(pointer, key)
+        )
+    return float(value)
+
+
+def _finding_from_dict(data: object, pointer: str) -> Finding:
+    if type(data) is not dict:
+        raise InputError(f"a finding must be an object, got {_kind(data)}", pointer=pointer)
+    severity = _get_str(data, "severity", pointer, required=True)
+    step_id = _get_opt_str(data, "step_id", pointer)
+    return Finding(
+        _get_str(data, "rule_id", pointer),
+        severity,  # type: ignore[arg-type]  # old reports may hold other severities
+        _get_str(data, "category", pointer),
+        _get_str(data, "message", pointer),
+        step_id,
+        _get_opt_str(data, "expected", pointer),
+        _get_opt_str(data, "observed", pointer),
+        _get_opt_str(data, "remediation", pointer),
+        _get_opt_str(data, "subject", pointer),
+    )
+
+
+def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
+    if type(data) is not dict:
+        raise InputError(f"a trace report must be an object, got {_kind(data)}", pointer=pointer)
+    trace_id = _get_str(data, "trace_id", pointer, required=True)
+    if not trace_id:
+        raise InputError("must not be empty", pointer=join_pointer(pointer, "trace_id"))
+    passed = data.get("passed")
+    if type(passed) is not bool:
+        raise InputError(
+            f"must be true or false, got {_kind(passed)}", pointer=join_pointer(pointer, "passed")
+        )
+    rounded = _get_number(data, "score", pointer, required=True)
+    exact = _get_number(data, "unrounded_score", pointer)
+    findings = data.get("findings")
+    if findings is None:
+        findings = []
+    if type(findings) is not list:
+        raise InputError(
+            f"must be an array, got {_kind(findings)}", pointer=join_pointer(pointer, "findings")
+        )
+    tokens = data.get("total_tokens")
+    line = data.get("source_line")
+    return TraceReport(
+        trace_id=trace_id,
+        agent_name=_get_str(data, "agent_name", pointer),
+        workflow=_get_str(data, "workflow", pointer),
+        policy_id=_get_str(data, "policy_id", pointer),
+        score=exact if exact is not None else rounded,  # type: ignore[arg-type]
+        passed=passed,
+        total_latency_ms=_get_number(data, "total_latency_ms", pointer) or 0.0,
+        total_cost_usd=_get_number(data, "total_cost_usd", pointer) or 0.0,
+        citation_coverage=_get_number(data, "citation_coverage", pointer),
+        findings=tuple(
+            _finding_from_dict(f, join_pointer(pointer, "findings", i))
+            for i, f in enumerate(findings)
+        ),
+        total_tokens=tokens if type(tokens) is int else None,
+        source_path=_get_opt_str(data, "source_path", pointer),
+        source_line=line if type(line) is int else None,
+        score_is_exact=exact is not None,
+    )
+
+
+def _input_error_from_dict(data: object) -> InputError:
+    if type(data) is not dict:
+        return InputError(str(data), pointer=None)
+    fields = {k: data.get(k) for k in ("source", "line", "column", "pointer", "message")}
+    return InputError(
+        str(fields["message"]),
+        pointer=fields["pointer"] if type(fields["pointer"]) is str else None,
+        source=fields["source"] if type(fields["source"]) is str else None,
+        line=fields["line"] if type(fields["line"]) is int else None,
+        column=fields["column"] if type(fields["column"]) is int else None,
+    )
+
+
+def _run_report_from_dict(data: object) -> RunReport:
+    if type(data) is not dict or "reports" not in data:
+        raise InputError(_NOT_A_REPORT, pointer="")
+    entries = data["reports"]
+    if type(entries) is not list:
+        raise InputError(f"must be an array, got {_kind(entries)}", pointer="/reports")
+    reports: list[TraceReport] = []
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        report = _trace_report_from_dict(entry, f"/reports/{index}")
+        if report.trace_id in seen:
+            raise InputError(
+                f"duplicate trace_id {report.trace_id!r} (first at /reports/"
+                f"{seen[report.trace_id]}); comparison needs unique trace ids",
+                pointer=f"/reports/{index}/trace_id",
+            )
+        seen[report.trace_id] = index
+        reports.append(report)
+    harness = data.get("harness")
+    policy = data.get("policy")
+    version = harness.get("version") if type(harness) is dict else None
+    policy_id = policy.get("policy_id") if type(policy) is dict else None
+    sha = policy.get("sha256") if type(policy) is dict else None
+    errors = data.get("input_errors")
+    return RunReport(
+        tuple(reports),
+        tuple(_input_error_from_dict(e) for e in errors) if type(errors) is list else (),
+        policy_id if type(policy_id) is str else None,
+        sha if type(sha) is str else None,
+        version if type(version) is str else None,
+    )

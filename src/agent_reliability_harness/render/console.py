@@ -15,6 +15,12 @@ _INDENT: Final = " " * 6
 _STEP_WIDTH: Final = 12  # longer step ids push the message to the right instead
 
 
+def _number(value: float) -> str:
+    """A measured amount without float noise or exponents: ``8160``, ``12.5``, ``1234567``."""
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
 def _step(finding: Finding) -> str:
     return "-" if finding.step_id is None else terminal_safe(finding.step_id)
 
@@ -35,7 +41,10 @@ def _trace_lines(report: TraceReport) -> list[str]:
     verdict = "PASS" if report.passed else "FAIL"
     who = terminal_safe(f"{report.agent_name} / {report.workflow}")
     lines = [f"{verdict}  {terminal_safe(report.trace_id)}  score {report.score:.2f}  ({who})"]
-    details = [f"latency {report.total_latency_ms:g} ms", f"cost ${report.total_cost_usd:.4f}"]
+    details = [
+        f"latency {_number(report.total_latency_ms)} ms",
+        f"cost ${report.total_cost_usd:.4f}",
+    ]
     if report.total_tokens is not None:
         details.append(f"tokens {report.total_tokens}")
     if report.citation_coverage is not None:

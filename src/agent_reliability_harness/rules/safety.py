@@ -31,7 +31,7 @@ UNSAFE_CONTENT = rule(
     "instructions, never echo secrets), or narrow the pattern if it flags legitimate text.",
 )
 
-# A scanned string: (text, is_key). Object keys are scanned but are not counted as checks.
+# A scanned string: (text, is_key). Object keys are scanned; only a matching key is a check.
 _Blob = tuple[str, bool]
 
 
@@ -114,12 +114,16 @@ def evaluate(
     for at, step in enumerate(facts.steps):
         hits: list[tuple[int, bool, str, str]] = []
         for index, (text, is_key) in enumerate(_blobs(step)):
-            if not is_key:
-                checks += 1
+            matched = False
             for pattern, search in searches:
                 match = search(text)
                 if match is not None:
+                    matched = True
                     hits.append((index, is_key, pattern, _excerpt(text, *match.span())))
+            # every string value is a check; a key only when it matches, so that clean keys
+            # do not dilute the score
+            if matched or not is_key:
+                checks += 1
         if not hits:
             continue
         violations += len(hits)

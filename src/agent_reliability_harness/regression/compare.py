@@ -1,0 +1,311 @@
+"""Comparing a candidate run with a baseline: what changed per trace, and which findings are new.
+
+Findings are matched by fingerprint, never by message (messages hold measured values). The
+fingerprint is (trace_id, rule_id, category, step_id, subject); matching is multiset matching in
+three passes, each only over what the previous left unmatched:
+
+1. equal fingerprints;
+2. equal fingerprints but for the subject, when one side has none (a report of arh 0.2.x);
+3. equal (trace_id, category, step_id) when one side has no rule_id (a report of arh 0.1.x):
+   two findings that both carry rule ids never match here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
+
+__all__ = ["CompareResult", "TraceDelta", "compare_reports"]
+
+StatusChange = Literal["added", "removed", "pass->fail", "fail->pass", "unchanged"]
+_ROUND_DELTA: Final = 6
+
+
+def _sort_key(finding: Finding) -> tuple[str, str, str, str, str]:
+    return (
+        finding.rule_id,
+        finding.category,
+        finding.step_id or "",
+        finding.subject or "",
+        finding.message,
+    )
+
+
+def _match(
+    new: list[Finding],
+    gone: list[Finding],
+    key: Callable[[Finding], Hashable],
+    allowed: Callable[[Finding, Finding], bool],
+) -> None:
+    """Remove matched pairs from ``new`` and ``gone`` (greedy, in list order)."""
+    waiting: dict[Hashable, list[int]] = {}
+    for index, finding in enumerate(gone):
+        waiting.setdefault(key(finding), []).append(index)
+    used: set[int] = set()
+    kept: list[Finding] = []
+    for finding in new:
+        candidates = waiting.get(key(finding), [])
+        pick = next((i for i in candidates if i not in used and allowed(finding, gone[i])), None)
+        if pick is None:
+            kept.append(finding)
+        else:
+            used.add(pick)
+    new[:] = kept
+    gone[:] = [f for i, f in enumerate(gone) if i not in used]
+
+
+def _always(_new: Finding, _old: Finding) -> bool:
+    return True
+
+
+def diff_findings(
+    baseline: Iterable[Finding], candidate: Iterable[Finding]
+) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
+    """Split two findings lists into (new in candidate, resolved from baseline)."""
+    new = sorted(candidate, key=_sort_key)
+    gone = sorted(baseline, key=_sort_key)
+
+    def exact(f: Finding) -> Hashable:
+        return (f.rule_id, f.category, f.step_id or "", f.subject or "")
+
+    _match(new, gone, exact, _always)
+    if new and gone:
+        _match(
+            new,
+            gone,
+            lambda f: (f.rule_id, f.category, f.step_id or ""),
+            lambda a, b: a.subject is None or b.subject is None,
+        )
+    if new and gone:
+        _match(
+            new,
+            gone,
+            lambda f: (f.category, f.step_id or ""),
+            lambda a, b: not a.rule_id or not b.rule_id,
+        )
+    return tuple(new), tuple(gone)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceDelta:
+    """How one trace differs between baseline and candidate."""
+
+    trace_id: str
+    status_change: StatusChange
+    baseline: TraceReport | None
+    candidate: TraceReport | None
+    new_findings: tuple[Finding, ...]
+    resolved_findings: tuple[Finding, ...]
+
+    @property
+    def score_delta(self) -> float | None:
+        """Candidate minus baseline score; unrounded when both reports carry exact scores."""
+        if self.baseline is None or self.candidate is None:
+            return None
+        if self.baseline.score_is_exact and self.candidate.score_is_exact:
+            return self.candidate.score - self.baseline.score
+        return round(self.candidate.score, 2) - round(self.baseline.score, 2)
+
+    @property
+    def latency_delta_ms(self) -> float | None:
+        if self.baseline is None or self.candidate is None:
+            return None
+        return round(self.candidate.total_latency_ms - self.baseline.total_latency_ms, _ROUND_DELTA)
+
+    @property
+    def cost_delta_usd(self) -> float | None:
+        if self.baseline is None or self.candidate is None:
+            return None
+        return round(self.candidate.total_cost_usd - self.baseline.total_cost_usd, _ROUND_DELTA)
+
+    @property
+    def changed(self) -> bool:
+        """A status change, or findings that appeared or went away."""
+        return (
+            self.status_change != "unchanged"
+            or bool(self.new_findings)
+            or bool(self.resolved_findings)
+        )
+
+    @property
+    def notable(self) -> bool:
+        """Changed, or the score moved."""
+        delta = self.score_delta
+        return self.changed or (delta is not None and round(delta, 2) != 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: the 0.2.x keys in their order (scores as the reports give them)."""
+        delta = self.score_delta
+        return {
+            "trace_id": self.trace_id,
+            "status_change": self.status_change,
+            "baseline_passed": None if self.baseline is None else self.baseline.passed,
+            "candidate_passed": None if self.candidate is None else self.candidate.passed,
+            "baseline_score": None if self.baseline is None else round(self.baseline.score, 2),
+            "candidate_score": None if self.candidate is None else round(self.candidate.score, 2),
+            "score_delta": None if delta is None else round(delta, 2),
+            "latency_delta_ms": self.latency_delta_ms,
+            "cost_delta_usd": self.cost_delta_usd,
+            "new_findings": [_ref(self.trace_id, f) for f in self.new_findings],
+            "resolved_findings": [_ref(self.trace_id, f) for f in self.resolved_findings],
+        }
+
+
+def _ref(trace_id: str, finding: Finding) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "trace_id": trace_id,
+        "severity": finding.severity,
+        "category": finding.category,
+        "message": finding.message,
+        "step_id": finding.step_id,
+        "rule_id": finding.rule_id,
+    }
+    if finding.subject is not None:
+        out["subject"] = finding.subject
+    return out
+
+
+def _policy_label(run: RunReport) -> str:
+    ids = {r.policy_id for r in run.reports}
+    if len(ids) == 1:
+        return next(iter(ids))
+    if not ids:
+        return run.policy_id or ""
+    return ",".join(sorted(i for i in ids if i))
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """What is known about how one side of a comparison was produced."""
+
+    policy_id: str
+    policy_sha256: str | None
+    harness_version: str | None
+    input_errors: int
+
+    @classmethod
+    def of(cls, run: RunReport) -> Side:
+        return cls(
+            _policy_label(run), run.policy_sha256, run.harness_version, len(run.input_errors)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "policy_id": self.policy_id,
+            "policy_sha256": self.policy_sha256,
+            "harness_version": self.harness_version,
+            "input_errors": self.input_errors,
+        }
+
+
+def _drift(base: Side, cand: Side) -> tuple[str, ...]:
+    warnings: list[str] = []
+    if base.policy_id != cand.policy_id:
+        warnings.append(
+            f"baseline and candidate were checked against different policies: "
+            f"{base.policy_id!r} and {cand.policy_id!r}"
+        )
+    elif base.policy_sha256 and cand.policy_sha256 and base.policy_sha256 != cand.policy_sha256:
+        warnings.append(
+            f"policy {base.policy_id!r} changed between baseline and candidate (sha256 "
+            f"{base.policy_sha256[:12]} and {cand.policy_sha256[:12]})"
+        )
+    if base.harness_version != cand.harness_version:
+
+        def name(version: str | None) -> str:
+            return (
+                f"arh {version}"
+                if version
+                else "an arh version that does not record it (0.2.x or older)"
+            )
+
+        warnings.append(
+            f"baseline was written by {name(base.harness_version)}, candidate by "
+            f"{name(cand.harness_version)}"
+        )
+    for label, side in (("baseline", base), ("candidate", cand)):
+        if side.input_errors:
+            plural = "s" if side.input_errors != 1 else ""
+            warnings.append(
+                f"the {label} report records {side.input_errors} input error{plural}: traces from "
+                "unreadable inputs are missing from it"
+            )
+    return tuple(warnings)
+
+
+@dataclass(frozen=True, slots=True)
+class CompareResult:
+    """The comparison of a candidate run with a baseline run."""
+
+    baseline: Side
+    candidate: Side
+    traces: tuple[TraceDelta, ...]
+    warnings: tuple[str, ...]
+
+    def _count(self, change: str) -> int:
+        return sum(1 for t in self.traces if t.status_change == change)
+
+    @property
+    def new_findings(self) -> list[tuple[str, Finding]]:
+        return [(t.trace_id, f) for t in self.traces for f in t.new_findings]
+
+    @property
+    def resolved_findings(self) -> list[tuple[str, Finding]]:
+        return [(t.trace_id, f) for t in self.traces for f in t.resolved_findings]
+
+    @property
+    def score_deltas(self) -> list[float]:
+        return [d for t in self.traces if (d := t.score_delta) is not None]
+
+    def summary(self) -> dict[str, Any]:
+        """The 0.2.x summary block."""
+        deltas = self.score_deltas
+        drops = [-d for d in deltas if d < 0]
+        new = self.new_findings
+        return {
+            "traces_compared": sum(
+                1 for t in self.traces if t.baseline is not None and t.candidate is not None
+            ),
+            "traces_added": self._count("added"),
+            "traces_removed": self._count("removed"),
+            "pass_to_fail": self._count("pass->fail"),
+            "fail_to_pass": self._count("fail->pass"),
+            "new_findings": len(new),
+            "new_error_findings": sum(1 for _, f in new if f.severity == "error"),
+            "resolved_findings": len(self.resolved_findings),
+            "average_score_delta": round(math.fsum(deltas) / len(deltas), 2) if deltas else 0.0,
+            "max_score_drop": round(max(drops), 2) if drops else 0.0,
+        }
+
+
+def _status(base: TraceReport | None, cand: TraceReport | None) -> StatusChange:
+    if base is None:
+        return "added"
+    if cand is None:
+        return "removed"
+    if base.passed and not cand.passed:
+        return "pass->fail"
+    if cand.passed and not base.passed:
+        return "fail->pass"
+    return "unchanged"
+
+
+def compare_reports(baseline: RunReport, candidate: RunReport) -> CompareResult:
+    """Compare two validation reports (from any arh version) trace by trace."""
+    base = {r.trace_id: r for r in baseline.reports}
+    cand = {r.trace_id: r for r in candidate.reports}
+    deltas: list[TraceDelta] = []
+    for trace_id in sorted(base.keys() | cand.keys()):
+        b, c = base.get(trace_id), cand.get(trace_id)
+        new, resolved = diff_findings(_findings(b), _findings(c))
+        deltas.append(TraceDelta(trace_id, _status(b, c), b, c, new, resolved))
+    sides = Side.of(baseline), Side.of(candidate)
+    return CompareResult(sides[0], sides[1], tuple(deltas), _drift(*sides))
+
+
+def _findings(report: TraceReport | None) -> Iterable[Finding]:
+    return () if report is None else report.findings

@@ -1,0 +1,122 @@
+"""The CI gate: decide from a comparison whether the candidate may land."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Final
+
+from agent_reliability_harness.errors import UsageError
+from agent_reliability_harness.regression.compare import CompareResult
+
+__all__ = ["FAIL_ON_MODES", "GateResult", "evaluate_gate"]
+
+FAIL_ON_MODES: Final = ("regressions", "failures", "never")
+_LISTED: Final = 10  # entries named in one reason line before "and N more"
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """The gate's verdict and, when it fails, one reason per line."""
+
+    passed: bool
+    reasons: tuple[str, ...]
+    fail_on: str
+    max_score_drop: float | None = None
+    fail_on_drift: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "reasons": list(self.reasons),
+            "fail_on": self.fail_on,
+            "max_score_drop": self.max_score_drop,
+            "fail_on_drift": self.fail_on_drift,
+        }
+
+
+def check_gate_options(
+    fail_on: str, max_score_drop: float | None, fail_on_drift: bool = False
+) -> None:
+    """Reject gate options that are invalid or that do not apply to the chosen mode."""
+    if fail_on not in FAIL_ON_MODES:
+        raise UsageError(
+            f"unknown fail_on {fail_on!r} (expected one of {', '.join(FAIL_ON_MODES)})"
+        )
+    if max_score_drop is not None:
+        if isinstance(max_score_drop, bool) or not isinstance(max_score_drop, int | float):
+            raise UsageError("max_score_drop must be a number")
+        if not (math.isfinite(max_score_drop) and max_score_drop >= 0):
+            raise UsageError(f"max_score_drop must be a finite number >= 0, got {max_score_drop!r}")
+        if fail_on != "regressions":
+            raise UsageError(
+                f"max_score_drop applies only to fail_on 'regressions', not {fail_on!r}"
+            )
+    if fail_on_drift and fail_on == "never":
+        raise UsageError("fail_on_drift does not apply to fail_on 'never'")
+
+
+def _listing(counts: Counter[str]) -> str:
+    items = [f"{key} (x{n})" if n > 1 else key for key, n in counts.items()]
+    shown = ", ".join(items[:_LISTED])
+    hidden = sum(list(counts.values())[_LISTED:])
+    return shown + (f", and {hidden} more" if hidden else "")
+
+
+def evaluate_gate(
+    result: CompareResult,
+    fail_on: str = "regressions",
+    max_score_drop: float | None = None,
+    *,
+    fail_on_drift: bool = False,
+) -> GateResult:
+    """Apply a gate mode to a comparison.
+
+    ``regressions`` fails on new error findings, traces that went from pass to fail, added traces
+    that fail, and (when ``max_score_drop`` is set) score drops larger than the limit.
+    ``failures`` fails when any candidate trace fails. ``never`` always passes. With
+    ``fail_on_drift``, drift warnings (different policy or harness version) fail it too.
+    """
+    check_gate_options(fail_on, max_score_drop, fail_on_drift)
+    limit = None if max_score_drop is None else float(max_score_drop)
+    reasons: list[str] = []
+    if fail_on == "regressions":
+        errors = Counter(
+            f"{trace_id}:{f.rule_id or f.category}"
+            for trace_id, f in result.new_findings
+            if f.severity == "error"
+        )
+        total = sum(errors.values())
+        if total:
+            noun = "finding" if total == 1 else "findings"
+            reasons.append(f"{total} new error {noun}: {_listing(errors)}")
+        reasons += [
+            f"trace {t.trace_id!r} regressed from pass to fail"
+            for t in result.traces
+            if t.status_change == "pass->fail"
+        ]
+        reasons += [
+            f"added trace {t.trace_id!r} fails"
+            for t in result.traces
+            if t.status_change == "added" and t.candidate is not None and not t.candidate.passed
+        ]
+        if limit is not None:
+            for t in result.traces:
+                delta = t.score_delta
+                if delta is not None and -delta > limit:
+                    reasons.append(
+                        f"trace {t.trace_id!r} score dropped {-delta:.2f} points "
+                        f"(limit {limit:.2f})"
+                    )
+    elif fail_on == "failures":
+        failing = [
+            t.trace_id for t in result.traces if t.candidate is not None and not t.candidate.passed
+        ]
+        if failing:
+            shown = Counter(failing)
+            noun = "trace" if len(failing) == 1 else "traces"
+            reasons.append(f"candidate has {len(failing)} failing {noun}: {_listing(shown)}")
+    if fail_on_drift:
+        reasons += [f"drift: {w}" for w in result.warnings]
+    return GateResult(not reasons, tuple(reasons), fail_on, limit, fail_on_drift)

@@ -1,0 +1,218 @@
+"""Renderers of a comparison and its gate: console, JSON and Markdown."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from agent_reliability_harness._version import __version__
+from agent_reliability_harness.model.report import Finding
+from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
+from agent_reliability_harness.regression.gate import GateResult
+from agent_reliability_harness.render._markdown import md_code, md_row, md_text
+from agent_reliability_harness.render._text import terminal_safe
+
+__all__ = [
+    "COMPARE_RENDERERS",
+    "render_compare_console",
+    "render_compare_json",
+    "render_compare_markdown",
+]
+
+_WIDTH: Final = 100
+_LABELS: Final = {
+    "pass->fail": "PASS->FAIL",
+    "fail->pass": "FAIL->PASS",
+    "added": "ADDED",
+    "removed": "REMOVED",
+    "unchanged": "CHANGED",
+}
+_ARROWS: Final = {
+    "pass->fail": "pass \u2192 fail",
+    "fail->pass": "fail \u2192 pass",
+    "added": "added",
+    "removed": "removed",
+    "unchanged": "unchanged",
+}
+
+
+def render_compare_json(result: CompareResult, gate: GateResult) -> str:
+    """The comparison as JSON: the 0.2.x keys, then the additions of this version."""
+    data = {
+        "schema_version": "1",
+        "baseline_policy_id": result.baseline.policy_id,
+        "candidate_policy_id": result.candidate.policy_id,
+        "summary": result.summary(),
+        "gate": gate.to_dict(),
+        "traces": [t.to_dict() for t in result.traces],
+        "warnings": list(result.warnings),
+        "baseline": result.baseline.to_dict(),
+        "candidate": result.candidate.to_dict(),
+        "harness": {"name": "agent-reliability-harness", "version": __version__},
+    }
+    return json.dumps(data, indent=2, ensure_ascii=True) + "\n"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _score(delta: TraceDelta) -> str:
+    base, cand, change = delta.baseline, delta.candidate, delta.score_delta
+    if base is not None and cand is not None and change is not None:
+        return f"{base.score:.2f} -> {cand.score:.2f} ({change:+.2f})"
+    report = cand or base
+    assert report is not None
+    return f"{report.score:.2f}"
+
+
+def _finding_line(sign: str, finding: Finding) -> list[str]:
+    step = "-" if finding.step_id is None else terminal_safe(finding.step_id)
+    rule = finding.rule_id or finding.category
+    head = f"      {sign} {finding.severity:<8}{rule}  {step}  "
+    return textwrap.wrap(
+        terminal_safe(finding.message),
+        width=_WIDTH,
+        initial_indent=head,
+        subsequent_indent=" " * 16,
+        break_long_words=True,
+        break_on_hyphens=False,
+    ) or [head.rstrip()]
+
+
+def render_compare_console(result: CompareResult, gate: GateResult) -> str:
+    """The comparison for a terminal: summary, the traces that changed, then the gate."""
+    s = result.summary()
+    dot = " \u00b7 "
+    lines = [
+        dot.join(
+            [
+                f"compared {_plural(s['traces_compared'], 'trace')}",
+                f"{s['traces_added']} added",
+                f"{s['traces_removed']} removed",
+            ]
+        ),
+        dot.join(
+            [
+                f"pass->fail {s['pass_to_fail']}",
+                f"fail->pass {s['fail_to_pass']}",
+                f"new findings {s['new_findings']} ({_plural(s['new_error_findings'], 'error')})",
+                f"resolved {s['resolved_findings']}",
+            ]
+        ),
+        dot.join(
+            [
+                f"average score delta {s['average_score_delta']:+.2f}",
+                f"largest score drop {s['max_score_drop']:.2f}",
+            ]
+        ),
+    ]
+    for delta in result.traces:
+        if not delta.notable:
+            continue
+        label = _LABELS[delta.status_change] if delta.changed else "SCORE"
+        verdict = (
+            "" if delta.candidate is None else ("PASS  " if delta.candidate.passed else "FAIL  ")
+        )
+        lines += [
+            "",
+            f"{label:<11} {terminal_safe(delta.trace_id)}  {verdict}score {_score(delta)}",
+        ]
+        for finding in delta.new_findings:
+            lines += _finding_line("+", finding)
+        for finding in delta.resolved_findings:
+            lines += _finding_line("-", finding)
+    if result.warnings:
+        lines.append("")
+        lines += [f"warning: {terminal_safe(w)}" for w in result.warnings]
+    lines += ["", f"GATE: {'PASS' if gate.passed else 'FAIL'} (fail-on {gate.fail_on})"]
+    lines += [f"  - {terminal_safe(reason)}" for reason in gate.reasons]
+    return "\n".join(lines) + "\n"
+
+
+def _md_findings(delta: TraceDelta) -> list[str]:
+    rows = [
+        "| Change | Severity | Rule | Step | Message |",
+        "|---|---|---|---|---|",
+    ]
+    for change, findings in (("new", delta.new_findings), ("resolved", delta.resolved_findings)):
+        rows += [
+            md_row(
+                [
+                    change,
+                    md_text(f.severity),
+                    md_code(f.rule_id or f.category),
+                    "-" if f.step_id is None else md_code(f.step_id),
+                    md_text(f.message),
+                ]
+            )
+            for f in findings
+        ]
+    return rows
+
+
+def render_compare_markdown(result: CompareResult, gate: GateResult) -> str:
+    """The comparison for a pull-request comment or a CI step summary."""
+    s = result.summary()
+    verdict = "PASS" if gate.passed else "FAIL"
+    out = [f"## arh regression gate: {verdict}", ""]
+    out.append(
+        f"Gate mode `{gate.fail_on}`"
+        + (
+            f", score drop limit {gate.max_score_drop:.2f}"
+            if gate.max_score_drop is not None
+            else ""
+        )
+        + "."
+    )
+    if gate.reasons:
+        out += [""] + [f"- {md_text(reason)}" for reason in gate.reasons]
+    if result.warnings:
+        out += [""] + [f"> **Warning:** {md_text(w)}" for w in result.warnings]
+    out += [
+        "",
+        "| Metric | Value |",
+        "|---|---|",
+        f"| Traces compared | {s['traces_compared']} |",
+        f"| Added / removed | {s['traces_added']} / {s['traces_removed']} |",
+        f"| Pass to fail | {s['pass_to_fail']} |",
+        f"| Fail to pass | {s['fail_to_pass']} |",
+        f"| New findings (errors) | {s['new_findings']} ({s['new_error_findings']}) |",
+        f"| Resolved findings | {s['resolved_findings']} |",
+        f"| Average score delta | {s['average_score_delta']:+.2f} |",
+        f"| Largest score drop | {s['max_score_drop']:.2f} |",
+    ]
+    notable = [d for d in result.traces if d.notable]
+    if notable:
+        out += [
+            "",
+            "### Changed traces",
+            "",
+            "| Trace | Change | Score | New findings | Resolved |",
+            "|---|---|---|---|---|",
+        ]
+        out += [
+            md_row(
+                [
+                    md_code(d.trace_id),
+                    _ARROWS[d.status_change] if d.changed else "score only",
+                    md_text(_score(d)),
+                    str(len(d.new_findings)),
+                    str(len(d.resolved_findings)),
+                ]
+            )
+            for d in notable
+        ]
+        for delta in notable:
+            if delta.new_findings or delta.resolved_findings:
+                out += ["", f"#### {md_text(delta.trace_id)}", "", *_md_findings(delta)]
+    return "\n".join(out) + "\n"
+
+
+COMPARE_RENDERERS: Final[Mapping[str, Callable[[CompareResult, GateResult], str]]] = {
+    "console": render_compare_console,
+    "json": render_compare_json,
+    "markdown": render_compare_markdown,
+}

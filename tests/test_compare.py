@@ -1,0 +1,623 @@
+"""`arh compare` and the regression gate, scenario by scenario, through ``main([...])``.
+
+The scenarios use the sample policy and traces. Expected outcomes follow from the gate rules: the
+gate fails on new error findings, pass->fail flips, added failing traces and (when asked) score
+drops over the limit; nothing else.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_reliability_harness import Finding, RunReport, TraceReport
+from agent_reliability_harness.errors import InputError, UsageError
+from agent_reliability_harness.regression import compare_reports, evaluate_gate
+from agent_reliability_harness.regression.compare import diff_findings
+
+from conftest import (
+    REFERENCE,
+    ROOT,
+    SAMPLES,
+    Run,
+    assert_markdown_is_inert,
+    load_json,
+    require_shared,
+)
+
+POLICY = SAMPLES / "policy_trajectory.json"
+TRACES = SAMPLES / "traces"
+PASS = TRACES / "rebook_pass.json"  # rebook-1001, passes
+DOUBLE = TRACES / "rebook_double_rebooking.json"  # rebook-1002, fails with ARH-FLW-003 at s5b
+
+Arh = Callable[..., Run]
+
+
+def _baseline(arh: Arh, tmp_path: Path, *traces: Path, name: str = "baseline.json") -> Path:
+    out = tmp_path / name
+    run = arh("validate", "--policy", POLICY, *traces, "--json-out", out, "--quiet")
+    assert run.err == ""
+    return out
+
+
+def _write(path: Path, doc: Any) -> Path:
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    return path
+
+
+def _compare(arh: Arh, baseline: Path, *args: str | Path) -> tuple[Run, dict[str, Any]]:
+    out = baseline.parent / "compare.json"
+    run = arh("compare", "--baseline", baseline, *args, "--json-out", out)
+    data = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    if out.exists():
+        out.unlink()
+    return run, data
+
+
+def test_identical_runs_pass(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, TRACES)
+    run, data = _compare(arh, base, "--policy", POLICY, TRACES)
+    assert run.status == 0, run.out + run.err
+    assert "GATE: PASS (fail-on regressions)" in run.out
+    assert data["gate"] == {
+        "passed": True,
+        "reasons": [],
+        "fail_on": "regressions",
+        "max_score_drop": None,
+        "fail_on_drift": False,
+    }
+    assert data["summary"]["new_findings"] == data["summary"]["resolved_findings"] == 0
+    assert data["summary"]["traces_compared"] == 6
+    assert data["warnings"] == []
+
+
+def test_a_seeded_new_error_fails(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS)
+    # the candidate run of rebook-1001 repeats its rebooking: a new FLW-003 error
+    regressed = load_json(DOUBLE)
+    regressed["trace_id"] = "rebook-1001"
+    candidate = _write(tmp_path / "rebook-1001.json", regressed)
+    run, data = _compare(arh, base, "--policy", POLICY, candidate)
+    assert run.status == 1
+    assert data["gate"]["reasons"] == [
+        "1 new error finding: rebook-1001:ARH-FLW-003",
+        "trace 'rebook-1001' regressed from pass to fail",
+    ]
+    (trace,) = data["traces"]
+    assert trace["status_change"] == "pass->fail"
+    assert [(f["rule_id"], f["step_id"]) for f in trace["new_findings"]] == [("ARH-FLW-003", "s5b")]
+    # rebook-1002's score is 98.16 (POLICY-SPEC works it out); the pass trace scores 100
+    assert trace["score_delta"] == -1.84
+
+
+def test_a_fix_passes_and_lists_the_resolved_finding(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, DOUBLE)
+    fixed = load_json(PASS)
+    fixed["trace_id"] = "rebook-1002"
+    candidate = _write(tmp_path / "fixed.json", fixed)
+    run, data = _compare(arh, base, "--policy", POLICY, candidate)
+    assert run.status == 0
+    (trace,) = data["traces"]
+    assert trace["status_change"] == "fail->pass"
+    assert [f["rule_id"] for f in trace["resolved_findings"]] == ["ARH-FLW-003"]
+    assert "FAIL->PASS  rebook-1002  PASS  score 98.16 -> 100.00 (+1.84)" in run.out
+    assert "      - error   ARH-FLW-003  s5b  duplicate side effect" in run.out
+
+
+def test_a_pre_existing_failure_does_not_alarm_again(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS, DOUBLE)
+    run, data = _compare(arh, base, "--policy", POLICY, PASS, DOUBLE)
+    assert run.status == 0
+    assert data["summary"]["new_findings"] == 0
+    assert [t["status_change"] for t in data["traces"]] == ["unchanged", "unchanged"]
+
+
+def test_an_added_failing_trace_fails(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS)
+    run, data = _compare(arh, base, "--policy", POLICY, PASS, DOUBLE)
+    assert run.status == 1
+    assert data["gate"]["reasons"] == [
+        "1 new error finding: rebook-1002:ARH-FLW-003",
+        "added trace 'rebook-1002' fails",
+    ]
+
+
+def test_a_removed_trace_passes(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS, DOUBLE)
+    run, data = _compare(arh, base, "--policy", POLICY, PASS)
+    assert run.status == 0
+    assert data["summary"]["traces_removed"] == 1
+    assert data["traces"][1]["status_change"] == "removed"
+    assert data["traces"][1]["candidate_score"] is None
+
+
+def _uncited_variant(tmp_path: Path) -> Path:
+    """rebook-1001 with its final answer uncited and grounding relaxed to warnings.
+
+    Policy: require_citations false, min_citation_coverage 0, so the uncited answer is only a
+    ARH-GRD-001 warning; grounding drops from 100 to 0 (coverage 0 of 1 grounded response).
+    The other categories stay at 100: the score is (155 - 15) x 100 / 155 = 90.3226 (a drop of
+    9.6774), and the trace still passes (no error, 90.32 >= 70).
+    """
+    policy = load_json(POLICY)
+    policy["grounding"] = {"require_citations": False, "min_citation_coverage": 0}
+    policy_path = _write(tmp_path / "relaxed.json", policy)
+    trace = load_json(PASS)
+    trace["steps"][-1]["citations"] = []
+    (tmp_path / "uncited").mkdir()
+    _write(tmp_path / "uncited" / "rebook-1001.json", trace)
+    return policy_path
+
+
+@pytest.mark.parametrize(("limit", "status"), [("9.6", 1), ("9.7", 0)])
+def test_score_drop_over_and_under_the_limit(
+    arh: Arh, tmp_path: Path, limit: str, status: int
+) -> None:
+    policy = _uncited_variant(tmp_path)
+    base = tmp_path / "base.json"
+    arh("validate", "--policy", policy, PASS, "--json-out", base, "--quiet")
+    run, data = _compare(
+        arh, base, "--policy", policy, tmp_path / "uncited", "--max-score-drop", limit
+    )
+    assert run.status == status
+    expected = (
+        []
+        if status == 0
+        else [f"trace 'rebook-1001' score dropped 9.68 points (limit {float(limit):.2f})"]
+    )
+    assert data["gate"]["reasons"] == expected
+    assert data["summary"]["max_score_drop"] == 9.68
+    # a new warning alone never fails the gate
+    assert [f["severity"] for f in data["traces"][0]["new_findings"]] == ["warning"]
+
+
+def test_fail_on_failures_and_never(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS, DOUBLE)
+    run, data = _compare(arh, base, "--policy", POLICY, PASS, DOUBLE, "--fail-on", "failures")
+    assert run.status == 1
+    assert data["gate"]["reasons"] == ["candidate has 1 failing trace: rebook-1002"]
+    base_only_pass = _baseline(arh, tmp_path, PASS, name="pass-only.json")
+    run, data = _compare(arh, base_only_pass, "--policy", POLICY, DOUBLE, "--fail-on", "never")
+    assert run.status == 0
+    assert data["gate"] == {
+        "passed": True,
+        "reasons": [],
+        "fail_on": "never",
+        "max_score_drop": None,
+        "fail_on_drift": False,
+    }
+    assert data["summary"]["new_error_findings"] == 1
+
+
+def _legacy(report: dict[str, Any], *, drop: tuple[str, ...]) -> dict[str, Any]:
+    """Strip what older harness versions did not write."""
+    old = copy.deepcopy(report)
+    for key in ("harness", "policy", "input_errors"):
+        old.pop(key)
+    old["summary"].pop("input_errors")
+    for entry in old["reports"]:
+        for key in ("unrounded_score", "categories", "source_line"):
+            entry.pop(key, None)
+        for finding in entry["findings"]:
+            for key in drop:
+                finding.pop(key, None)
+    return old
+
+
+def test_a_0_1_style_baseline_without_rule_ids(arh: Arh, tmp_path: Path) -> None:
+    ours = load_json(_baseline(arh, tmp_path, TRACES))
+    legacy = _write(tmp_path / "v01.json", _legacy(ours, drop=("rule_id", "subject")))
+    run, data = _compare(arh, legacy, "--policy", POLICY, TRACES)
+    assert run.status == 0, run.out
+    assert data["summary"]["new_findings"] == data["summary"]["resolved_findings"] == 0
+    assert any("does not record it" in w for w in data["warnings"])
+
+
+def test_a_real_0_2_report_as_baseline(arh: Arh, tmp_path: Path) -> None:
+    """A baseline in the exact 0.2.x layout, written by hand from the facts of that version.
+
+    The refund double-refund sample scores 84.52 and fails with SEQ-001, SEQ-004 (trace level),
+    SEQ-003 at s1 and FLW-003 at s3; the pass sample scores 100 with no findings.
+    """
+    samples = require_shared(REFERENCE / "samples")
+    policy = samples / "policy_trajectory.json"
+
+    def entry(
+        trace_id: str,
+        score: float,
+        passed: bool,
+        *,
+        totals: tuple[float, float],
+        findings: list[tuple[str, str, str | None]],
+    ) -> dict[str, Any]:
+        return {
+            "trace_id": trace_id,
+            "agent_name": "refund-copilot",
+            "workflow": "refund",
+            "policy_id": "refund-workflow-v1",
+            "score": score,
+            "passed": passed,
+            "total_latency_ms": totals[0],
+            "total_cost_usd": totals[1],
+            "citation_coverage": None,
+            "findings": [
+                {
+                    "severity": "error",
+                    "category": category,
+                    "message": "measured text differs",
+                    "step_id": step,
+                    "rule_id": rule,
+                }
+                for rule, category, step in findings
+            ],
+            "source_path": f"samples/traces/{trace_id}.json",
+        }
+
+    baseline = {
+        "schema_version": "1",
+        "summary": {
+            "total_traces": 2,
+            "passed_traces": 1,
+            "failed_traces": 1,
+            "average_score": 92.26,
+        },
+        "reports": [
+            entry("refund-workflow-1001", 100.0, True, totals=(1310.0, 0.009), findings=[]),
+            entry(
+                "refund-workflow-1002",
+                84.52,
+                False,
+                totals=(1300.0, 0.008),
+                findings=[
+                    ("ARH-SEQ-001", "sequence", None),
+                    ("ARH-SEQ-004", "sequence", None),
+                    ("ARH-SEQ-003", "sequence", "s1"),
+                    ("ARH-FLW-003", "flow", "s3"),
+                ],
+            ),
+        ],
+    }
+    base = _write(tmp_path / "v02.json", baseline)
+    traces = samples / "traces"
+    run, data = _compare(
+        arh,
+        base,
+        "--policy",
+        policy,
+        traces / "refund_workflow_pass.json",
+        traces / "refund_workflow_double_refund.json",
+    )
+    assert run.status == 0, run.out
+    assert data["summary"]["new_findings"] == data["summary"]["resolved_findings"] == 0
+    assert [t["score_delta"] for t in data["traces"]] == [0.0, 0.0]
+    assert data["baseline"]["harness_version"] is None
+
+
+def test_drift_warnings_and_fail_on_drift(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS)
+    other = load_json(POLICY)
+    other["policy_id"] = "airline-rebooking-v2"
+    other_path = _write(tmp_path / "v2.json", other)
+    md = tmp_path / "compare.md"
+    run, data = _compare(arh, base, "--policy", other_path, PASS, "--md-out", md)
+    warning = (
+        "baseline and candidate were checked against different policies: "
+        "'airline-rebooking-v1' and 'airline-rebooking-v2'"
+    )
+    assert run.status == 0
+    assert data["warnings"] == [warning]
+    assert f"warning: {warning}" in run.out
+    assert "> **Warning:** baseline and candidate were checked against different policies" in (
+        md.read_text(encoding="utf-8")
+    )
+    run, data = _compare(arh, base, "--policy", other_path, PASS, "--fail-on-drift")
+    assert run.status == 1
+    assert data["gate"]["reasons"] == [f"drift: {warning}"]
+    # the same policy id with different content is drift too
+    edited = load_json(POLICY)
+    edited["completion"]["max_steps"] = 30
+    edited_path = _write(tmp_path / "edited.json", edited)
+    _, data = _compare(arh, base, "--policy", edited_path, PASS)
+    assert len(data["warnings"]) == 1
+    assert data["warnings"][0].startswith("policy 'airline-rebooking-v1' changed between")
+
+
+def test_hostile_trace_ids_are_escaped_in_markdown(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS)
+    hostile = load_json(DOUBLE)
+    hostile["trace_id"] = "x|y <script>alert(1)</script> @octocat **bold** [l](https://e.test)\n#"
+    candidate = _write(tmp_path / "hostile.json", hostile)
+    md = tmp_path / "compare.md"
+    run = arh("compare", "--baseline", base, "--policy", POLICY, candidate, "--md-out", md)
+    assert run.status == 1
+    text = md.read_text(encoding="utf-8")
+    assert_markdown_is_inert(text)
+    heading = next(line for line in text.splitlines() if line.startswith("#### "))
+    assert heading == (
+        "#### x\\|y &lt;script&gt;alert(1)&lt;/script&gt; @&#8203;octocat \\*\\*bold\\*\\* "
+        "\\[l\\](https:&#8203;//e.test) #"
+    )
+
+
+def test_table_rows_keep_their_columns(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS)
+    hostile = load_json(DOUBLE)
+    hostile["trace_id"] = "a|b|c"
+    hostile["steps"][5]["step_id"] = "s|5b"
+    candidate = _write(tmp_path / "hostile.json", hostile)
+    md = tmp_path / "compare.md"
+    arh("compare", "--baseline", base, "--policy", POLICY, candidate, "--md-out", md)
+    for line in md.read_text(encoding="utf-8").splitlines():
+        if line.startswith("|"):
+            cells = line.replace("\\|", "").strip("|").split("|")
+            assert len(cells) in (2, 5), line
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--candidate", "c.json", "--policy", "p.json"], "not both"),
+        (["--candidate", "c.json", "t.json"], "not both"),
+        ([], "nothing to compare"),
+        (["t.json"], "trace files need --policy"),
+        (["--policy", "p.json"], "--policy needs trace files"),
+        (["--candidate", "c.json", "--format", "arh"], "--format applies only"),
+        (["--candidate", "c.json", "--fail-under", "50"], "--fail-under applies only"),
+        (["--candidate", "c.json", "--candidate-json-out", "x.json"], "--candidate-json-out"),
+        (
+            ["--candidate", "c.json", "--fail-on", "failures", "--max-score-drop", "1"],
+            "--max-score-drop applies only",
+        ),
+        (["--candidate", "c.json", "--fail-on", "never", "--fail-on-drift"], "--fail-on-drift"),
+        (["--candidate", "c.json", "--max-score-drop", "-1"], "must be a finite number >= 0"),
+        (["--candidate", "c.json", "--max-score-drop", "nan"], "must be a finite number >= 0"),
+        (["--candidate", "c.json", "--max-score-drop", "abc"], "not a number"),
+    ],
+)
+def test_usage_errors_come_before_reading_files(
+    arh: Arh, tmp_path: Path, args: list[str], message: str
+) -> None:
+    # the baseline does not exist: a usage error must still win (exit 2, not 1)
+    run = arh("compare", "--baseline", tmp_path / "missing.json", *args)
+    assert run.status == 2, run.err
+    assert message in run.err
+    assert "missing.json" not in run.err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"trace_id": "t", "steps": []}', "not a validation report"),
+        ("[]", "not a validation report"),
+        ('{"reports": {}}', "/reports: must be an array"),
+        (
+            (
+                '{"reports": [{"trace_id": "a", "passed": true, "score": 1},'
+                ' {"trace_id": "a", "passed": true, "score": 2}]}'
+            ),
+            "/reports/1/trace_id: duplicate",
+        ),
+        (
+            '{"reports": [{"trace_id": "a", "passed": true, "score": "high"}]}',
+            "/reports/0/score: must be a finite number",
+        ),
+        ('{"reports": [{"trace_id": "a", "passed": 1, "score": 5}]}', "/reports/0/passed"),
+        ("{", "invalid JSON"),
+    ],
+)
+def test_malformed_baselines_are_input_errors(
+    arh: Arh, tmp_path: Path, content: str, message: str
+) -> None:
+    base = tmp_path / "baseline.json"
+    base.write_text(content, encoding="utf-8")
+    run = arh("compare", "--baseline", base, "--policy", POLICY, PASS)
+    assert run.status == 1
+    assert run.err.startswith(f"error: invalid baseline: {base.as_posix()}")
+    assert message in run.err
+    assert "Traceback" not in run.err
+
+
+def test_candidate_report_and_saved_candidate(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS)
+    saved = tmp_path / "candidate.json"
+    run = arh(
+        "compare",
+        "--baseline",
+        base,
+        "--policy",
+        POLICY,
+        PASS,
+        DOUBLE,
+        "--candidate-json-out",
+        saved,
+    )
+    assert run.status == 1
+    assert f"Candidate report written to {saved}" in run.out
+    again = arh("compare", "--baseline", base, "--candidate", saved)
+    assert again.status == 1
+    assert again.out.split("\n\n", 1)[1] == run.out.split("\n\n", 1)[1]
+
+
+def test_outputs_are_byte_identical(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS)
+    outputs = []
+    for _ in range(2):
+        js, md = tmp_path / "c.json", tmp_path / "c.md"
+        run = arh(
+            "compare",
+            "--baseline",
+            base,
+            "--policy",
+            POLICY,
+            TRACES,
+            "--json-out",
+            js,
+            "--md-out",
+            md,
+        )
+        outputs.append((run.out, js.read_bytes(), md.read_bytes()))
+    assert outputs[0] == outputs[1]
+
+
+def test_input_errors_in_the_candidate_fail_the_run(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{", encoding="utf-8")
+    run = arh("compare", "--baseline", base, "--policy", POLICY, PASS, broken, "--fail-on", "never")
+    assert run.status == 1
+    assert f"error: {broken.as_posix()}:1:2: invalid JSON" in run.err
+
+
+# -- the library API ---------------------------------------------------------------------------
+
+
+def _finding(
+    rule: str, step: str | None, subject: str | None = None, sev: str = "error"
+) -> Finding:
+    return Finding(rule, sev, "sequence", f"m {rule}", step, subject=subject)  # type: ignore[arg-type]
+
+
+def test_subjects_keep_different_findings_apart() -> None:
+    base = [_finding("ARH-SEQ-001", None, "lookup")]
+    cand = [_finding("ARH-SEQ-001", None, "refund")]
+    new, resolved = diff_findings(base, cand)
+    assert ([f.subject for f in new], [f.subject for f in resolved]) == (["refund"], ["lookup"])
+
+
+def test_a_finding_without_subject_matches_one_with() -> None:
+    new, resolved = diff_findings(
+        [_finding("ARH-SEQ-001", None)], [_finding("ARH-SEQ-001", None, "x")]
+    )
+    assert new == resolved == ()
+
+
+def test_legacy_pass_never_matches_two_different_rule_ids() -> None:
+    new, resolved = diff_findings([_finding("ARH-SEQ-001", "s1")], [_finding("ARH-SEQ-002", "s1")])
+    assert (len(new), len(resolved)) == (1, 1)
+    new, resolved = diff_findings([_finding("", "s1")], [_finding("ARH-SEQ-002", "s1")])
+    assert new == resolved == ()
+
+
+def test_findings_match_as_multisets() -> None:
+    base = [_finding("ARH-FLW-003", "s3")]
+    cand = [_finding("ARH-FLW-003", "s3"), _finding("ARH-FLW-003", "s3")]
+    new, resolved = diff_findings(base, cand)
+    assert (len(new), len(resolved)) == (1, 0)
+
+
+def test_reason_line_counts_what_it_lists() -> None:
+    def report(trace_id: str, findings: list[Finding], passed: bool) -> TraceReport:
+        return TraceReport(trace_id, "a", "w", "p", 50.0, passed, 0.0, 0.0, None, tuple(findings))
+
+    baseline = RunReport((report("t1", [], True), report("t2", [], False)))
+    candidate = RunReport(
+        (
+            report(
+                "t1",
+                [
+                    _finding("ARH-FLW-003", "s1"),
+                    _finding("ARH-FLW-003", "s2"),
+                    _finding("ARH-SEQ-001", None, "x"),
+                ],
+                False,
+            ),
+            report(
+                "t2",
+                [_finding("ARH-FLW-001", "s9"), _finding("ARH-SCH-005", "s9", sev="warning")],
+                False,
+            ),
+        )
+    )
+    gate = evaluate_gate(compare_reports(baseline, candidate))
+    assert gate.reasons[0] == (
+        "4 new error findings: t1:ARH-FLW-003 (x2), t1:ARH-SEQ-001, t2:ARH-FLW-001"
+    )
+
+
+@pytest.mark.parametrize(
+    ("fail_on", "drop", "drift"),
+    [
+        ("bogus", None, False),
+        ("regressions", -0.5, False),
+        ("regressions", float("nan"), False),
+        ("regressions", float("inf"), False),
+        ("regressions", True, False),
+        ("failures", 1.0, False),
+        ("never", None, True),
+    ],
+)
+def test_gate_api_rejects_options_that_do_not_apply(fail_on: str, drop: Any, drift: bool) -> None:
+    result = compare_reports(RunReport(()), RunReport(()))
+    with pytest.raises(UsageError):
+        evaluate_gate(result, fail_on, drop, fail_on_drift=drift)
+
+
+def test_report_reader_names_the_bad_field() -> None:
+    with pytest.raises(InputError) as caught:
+        RunReport.from_dict(
+            {
+                "reports": [
+                    {"trace_id": "t", "passed": True, "score": 1, "findings": [{"severity": 3}]}
+                ]
+            }
+        )
+    assert caught.value.pointer == "/reports/0/findings/0/severity"
+
+
+_ids = st.text(alphabet="abcs-01", min_size=1, max_size=4)
+_findings = st.builds(
+    Finding,
+    st.sampled_from(["ARH-SCH-001", "ARH-SEQ-003", "ARH-FLW-003", ""]),
+    st.sampled_from(["error", "warning"]),
+    st.sampled_from(["schema", "sequence", "flow"]),
+    st.text(max_size=5),
+    st.none() | _ids,
+    subject=st.none() | _ids,
+)
+_reports = st.builds(
+    TraceReport,
+    _ids,
+    st.just("a"),
+    st.just("w"),
+    st.just("p"),
+    st.floats(0, 100),
+    st.booleans(),
+    st.just(0.0),
+    st.just(0.0),
+    st.none(),
+    st.lists(_findings, max_size=6).map(tuple),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_reports, max_size=6, unique_by=lambda r: r.trace_id))
+def test_a_report_compared_with_itself_always_passes(reports: list[TraceReport]) -> None:
+    run = RunReport(tuple(reports))
+    result = compare_reports(run, run)
+    assert result.new_findings == result.resolved_findings == []
+    for mode in ("regressions", "never"):
+        assert evaluate_gate(result, mode).passed
+    assert evaluate_gate(result, "regressions", 0.0).passed
+    assert all(t.status_change == "unchanged" for t in result.traces)
+
+
+def test_comparison_json_matches_its_schema(arh: Arh, tmp_path: Path) -> None:
+    from jsonschema import Draft202012Validator
+
+    schema = load_json(ROOT / "schemas" / "compare.schema.json")
+    Draft202012Validator.check_schema(schema)
+    validator = Draft202012Validator(schema)
+    base = _baseline(arh, tmp_path, PASS, DOUBLE)
+    legacy = _write(tmp_path / "legacy.json", _legacy(load_json(base), drop=("rule_id", "subject")))
+    for baseline, extra in ((base, ["--max-score-drop", "1"]), (legacy, ["--fail-on-drift"])):
+        _, data = _compare(arh, baseline, "--policy", POLICY, TRACES, *extra)
+        errors = [e.message for e in validator.iter_errors(data)]
+        assert not errors, errors
+    assert not validator.is_valid({"schema_version": "1"})  # the schema can fail
