@@ -12,6 +12,7 @@ __all__ = [
     "bad",
     "is_finite",
     "json_type",
+    "number_text",
     "opt_bool",
     "opt_nonneg_int",
     "opt_nonneg_number",
@@ -50,6 +51,13 @@ def is_finite(value: int | float) -> bool:
         return math.isfinite(value)
     except OverflowError:
         return False
+
+
+def number_text(value: int | float) -> str:
+    """A number for an error message; an integer too large for a float is not spelt out."""
+    if type(value) is int and not is_finite(value):
+        return f"an integer of {len(str(abs(value)))} digits"
+    return repr(value)
 
 
 def bad(pointer: str, message: str) -> InputError:
@@ -108,7 +116,9 @@ def opt_nonneg_number(data: Mapping[str, Any], key: str, base: str) -> int | flo
     if kind is not int and kind is not float:
         raise bad(join_pointer(base, key), f"must be a number, got {json_type(value)}")
     if not (value >= 0 and is_finite(value)):
-        raise bad(join_pointer(base, key), f"must be a finite number >= 0, got {value!r}")
+        raise bad(
+            join_pointer(base, key), f"must be a finite number >= 0, got {number_text(value)}"
+        )
     return value  # type: ignore[no-any-return]
 
 

@@ -19,6 +19,7 @@ from agent_reliability_harness.model._checks import (
     bad,
     is_finite,
     json_type,
+    number_text,
     opt_bool,
     opt_nonneg_int,
     opt_nonneg_number,
@@ -100,7 +101,7 @@ def _finite(value: object, pointer: str) -> int | float:
         raise bad(pointer, f"must be a finite number, got {json_type(value)}")
     assert isinstance(value, int | float)
     if not is_finite(value):
-        raise bad(pointer, f"must be a finite number, got {value!r}")
+        raise bad(pointer, f"must be a finite number, got {number_text(value)}")
     return value
 
 

@@ -16,6 +16,7 @@ from agent_reliability_harness.model._checks import (
     bad,
     is_finite,
     json_type,
+    number_text,
     opt_nonneg_int,
     opt_str,
     parse_schema_version,
@@ -62,7 +63,7 @@ def _metric(data: Mapping[str, Any], key: str, base: str) -> int | float | None:
         return value  # type: ignore[no-any-return]
     if kind is not int and kind is not float:
         raise bad(join_pointer(base, key), f"must be a number, got {json_type(value)}")
-    raise bad(join_pointer(base, key), f"must be a finite number >= 0, got {value!r}")
+    raise bad(join_pointer(base, key), f"must be a finite number >= 0, got {number_text(value)}")
 
 
 def _citations(value: object, base: str) -> tuple[Mapping[str, Any], ...]:

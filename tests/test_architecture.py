@@ -1,0 +1,400 @@
+"""The package's shape, checked from its source with ``ast``: dependencies, layers, side effects.
+
+Layers, lowest first; a module may import from its own layer and the layers below it:
+
+    0  errors, _json, _version            the error type and strict JSON decoding
+    1  model (model/*)                    traces, policies, reports
+    2  rules (rules/*) | adapters (adapters/*)   siblings: they must not import each other
+    3  engine, scoring                    validation and the verdict
+    4  regression (regression/*)          comparing reports
+    5  render (render/*)                  text from reports
+    6  io, cli, runner, __init__, __main__   files, streams, the command line
+
+Below layer 6 the code is pure: no printing, no file access, no exiting, no clock and no
+randomness, so a report depends only on its inputs.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = "agent_reliability_harness"
+SOURCE = ROOT / "src" / PACKAGE
+
+# top-level module or sub-package -> (layer, group); modules of one layer but different groups
+# must not import each other
+LAYERS: dict[str, tuple[int, str]] = {
+    "errors": (0, "base"),
+    "_json": (0, "base"),
+    "_version": (0, "base"),
+    "model": (1, "model"),
+    "rules": (2, "rules"),
+    "adapters": (2, "adapters"),
+    "engine": (3, "engine"),
+    "scoring": (3, "engine"),
+    "regression": (4, "regression"),
+    "render": (5, "render"),
+    "io": (6, "app"),
+    "cli": (6, "app"),
+    # runner.py reads files through io and drives the engine for the commands: it is app code
+    "runner": (6, "app"),
+    "__init__": (6, "app"),
+    "__main__": (6, "app"),
+}
+PURE_BELOW = 6
+
+FORBIDDEN_NAMES = {
+    "print": "prints",
+    "open": "opens a file",
+    "input": "reads the terminal",
+    "exit": "exits the process",
+    "quit": "exits the process",
+    "breakpoint": "stops in a debugger",
+    "__import__": "imports dynamically",
+}
+CLOCKS = {
+    "time",
+    "time_ns",
+    "monotonic",
+    "monotonic_ns",
+    "perf_counter",
+    "perf_counter_ns",
+    "process_time",
+    "process_time_ns",
+    "thread_time",
+    "thread_time_ns",
+    "localtime",
+    "gmtime",
+    "ctime",
+    "asctime",
+}
+FORBIDDEN_ATTRIBUTES = {
+    ("sys", "exit"): "exits the process",
+    ("os", "_exit"): "exits the process",
+    ("os", "urandom"): "reads randomness",
+    ("os", "open"): "opens a file",
+    ("io", "open"): "opens a file",
+    ("uuid", "uuid1"): "reads the clock",
+    ("uuid", "uuid4"): "reads randomness",
+    ("importlib", "import_module"): "imports dynamically",
+    **{("time", name): "reads the clock" for name in CLOCKS},
+}
+# methods that read or write files whatever object they are called on (Path and friends)
+FILE_METHODS = {"open", "read_text", "read_bytes", "write_text", "write_bytes", "touch", "unlink"}
+# datetime.now(), datetime.datetime.utcnow(), date.today(), ...
+DATE_CLOCKS = {"now", "utcnow", "today"}
+DATE_TYPES = {"datetime", "date"}
+RANDOM_MODULES = {"random", "secrets"}
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str  # dotted, relative to the package: "model.trace", "rules", "__init__"
+    path: Path
+    tree: ast.Module
+
+    @property
+    def top(self) -> str:
+        return self.name.split(".")[0]
+
+    @property
+    def is_package(self) -> bool:
+        return self.path.name == "__init__.py"
+
+    def where(self, node: ast.AST) -> str:
+        return f"{self.path.relative_to(SOURCE).as_posix()}:{getattr(node, 'lineno', '?')}"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SOURCE).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(parts)
+
+
+def load_modules() -> list[Module]:
+    modules = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        modules.append(Module(_module_name(path), path, tree))
+    return modules
+
+
+MODULES = load_modules()
+
+
+def _exists(dotted: str) -> bool:
+    """Whether ``dotted`` (relative to the package) is a module or sub-package of it."""
+    base = SOURCE.joinpath(*dotted.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _resolve_relative(module: Module, level: int, name: str | None) -> str:
+    package = module.name.split(".") if module.is_package else module.name.split(".")[:-1]
+    if module.name in {"__init__", "__main__"}:
+        package = []
+    base = package[: len(package) - (level - 1)] if level > 1 else package
+    return ".".join([*base, *([name] if name else [])])
+
+
+def imports(module: Module) -> Iterator[tuple[ast.AST, str]]:
+    """(node, absolute module name) for every import in the module, nested ones included.
+
+    ``from package import name`` counts as importing ``package.name`` when that is a module,
+    otherwise as importing ``package`` itself.
+    """
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = _resolve_relative(module, node.level, node.module)
+                absolute = f"{PACKAGE}.{base}" if base else PACKAGE
+            else:
+                absolute = node.module or ""
+            if absolute == PACKAGE or absolute.startswith(PACKAGE + "."):
+                inner = absolute.removeprefix(PACKAGE).lstrip(".")
+                for alias in node.names:
+                    candidate = f"{inner}.{alias.name}" if inner else alias.name
+                    if _exists(candidate):
+                        yield node, f"{PACKAGE}.{candidate}"
+                    else:
+                        yield node, absolute
+            else:
+                yield node, absolute
+
+
+def _layer_of(inner: str) -> tuple[int, str] | None:
+    """The layer of a module given relative to the package (``""`` is the package itself)."""
+    return LAYERS.get(inner.split(".", 1)[0] if inner else "__init__")
+
+
+def dependency_violations(module: Module) -> list[str]:
+    """Imports outside the standard library, and imports that go up or sideways in the layers."""
+    problems: list[str] = []
+    own = _layer_of(module.name)
+    if own is None:
+        return [f"{module.where(module.tree)}: module {module.name!r} has no layer in LAYERS"]
+    for node, target in imports(module):
+        top = target.split(".")[0]
+        if top != PACKAGE:
+            if top not in sys.stdlib_module_names:
+                problems.append(f"{module.where(node)}: imports {target!r}, not in the stdlib")
+            continue
+        inner = target.removeprefix(PACKAGE).lstrip(".")
+        theirs = _layer_of(inner)
+        if theirs is None:
+            problems.append(f"{module.where(node)}: imports {target!r}, which has no layer")
+            continue
+        if theirs[0] > own[0]:
+            problems.append(
+                f"{module.where(node)}: {module.name} (layer {own[0]} {own[1]!r}) imports "
+                f"{target} (layer {theirs[0]} {theirs[1]!r}): upward"
+            )
+        elif theirs[0] == own[0] and theirs[1] != own[1]:
+            problems.append(
+                f"{module.where(node)}: {module.name} ({own[1]!r}) imports {target} "
+                f"({theirs[1]!r}): siblings in layer {own[0]} must not depend on each other"
+            )
+    return problems
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""
+
+
+def effect_violations(module: Module) -> list[str]:
+    """Printing, file access, exiting, clocks and randomness in a module of a pure layer."""
+    problems: list[str] = []
+    clock_names: set[str] = set()  # names bound by "from time import monotonic" and the like
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            problems.extend(
+                f"{module.where(node)}: imports {alias.name} (randomness)"
+                for alias in node.names
+                if alias.name.split(".", 1)[0] in RANDOM_MODULES
+            )
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            source = (node.module or "").split(".")[0]
+            if source in RANDOM_MODULES:
+                problems.append(f"{module.where(node)}: imports from {node.module} (randomness)")
+            if source == "time":
+                clock_names.update(a.asname or a.name for a in node.names if a.name in CLOCKS)
+    for node in ast.walk(module.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        dotted = _dotted(func)
+        what = ""
+        if isinstance(func, ast.Name):
+            if func.id in FORBIDDEN_NAMES:
+                what = FORBIDDEN_NAMES[func.id]
+            elif func.id in clock_names:
+                what = "reads the clock"
+        elif isinstance(func, ast.Attribute):
+            owner = dotted.rsplit(".", 1)[0].split(".")[-1] if "." in dotted else ""
+            if (owner, func.attr) in FORBIDDEN_ATTRIBUTES:
+                what = FORBIDDEN_ATTRIBUTES[(owner, func.attr)]
+            elif func.attr in DATE_CLOCKS and owner in DATE_TYPES:
+                what = "reads the clock"
+            elif func.attr in FILE_METHODS:
+                what = "touches a file"
+        if what:
+            shown = dotted or ast.unparse(func)
+            problems.append(f"{module.where(node)}: calls {shown}() in layer <6: {what}")
+    return problems
+
+
+def _report(problems: list[str]) -> str:
+    return "\n" + "\n".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# The checks on the real package
+
+
+def test_the_package_was_found() -> None:
+    names = {m.name for m in MODULES}
+    assert {"errors", "model.trace", "rules.registry", "engine", "cli", "__init__"} <= names
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = sorted(m.name for m in MODULES if _layer_of(m.name) is None)
+    assert not missing, f"assign a layer in LAYERS to: {', '.join(missing)}"
+
+
+def test_only_the_standard_library_and_the_package_are_imported() -> None:
+    problems = [
+        problem
+        for module in MODULES
+        for problem in dependency_violations(module)
+        if "not in the stdlib" in problem
+    ]
+    assert not problems, _report(problems)
+
+
+def test_imports_respect_the_layers() -> None:
+    problems = [
+        problem
+        for module in MODULES
+        for problem in dependency_violations(module)
+        if "not in the stdlib" not in problem
+    ]
+    assert not problems, _report(problems)
+
+
+def test_no_side_effects_below_the_io_layer() -> None:
+    problems = [
+        problem
+        for module in MODULES
+        if (_layer_of(module.name) or (PURE_BELOW, ""))[0] < PURE_BELOW
+        for problem in effect_violations(module)
+    ]
+    assert not problems, _report(problems)
+
+
+def test_nothing_calls_sys_exit() -> None:
+    # main() returns the exit status; only __main__ turns it into SystemExit
+    problems = [
+        problem
+        for module in MODULES
+        for problem in effect_violations(module)
+        if "sys.exit" in problem or "os._exit" in problem
+    ]
+    assert not problems, _report(problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# The checkers catch what they are meant to catch
+
+
+def _fake(name: str, source: str) -> Module:
+    parts = name.split(".")
+    is_package = name in {"model", "rules", "adapters", "regression", "render"}
+    relative = Path(*parts, "__init__.py") if is_package else Path(*parts).with_suffix(".py")
+    return Module(name, SOURCE / relative, ast.parse(source))
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "expected"),
+    [
+        ("model.trace", "import requests", "'requests', not in the stdlib"),
+        ("errors", "from yaml import safe_load", "'yaml', not in the stdlib"),
+        ("model.trace", f"from {PACKAGE}.engine import Validator", "upward"),
+        ("model.trace", "from ..engine import Validator", "upward"),
+        ("rules.schema", f"from {PACKAGE}.adapters import to_trace", "siblings"),
+        ("adapters", "from ..rules import RULES", "siblings"),
+        ("scoring", f"from {PACKAGE}.render import render_json", "upward"),
+        ("render.console", f"from {PACKAGE} import io", "upward"),
+        ("render.console", f"from {PACKAGE} import Trace", "upward"),  # the package __init__
+        ("engine", "def f():\n    from agent_reliability_harness.cli import main", "upward"),
+        ("_json", f"import {PACKAGE}.model.trace", "upward"),
+        ("brand_new", "import json", "has no layer"),
+    ],
+)
+def test_dependency_checker_catches(name: str, source: str, expected: str) -> None:
+    problems = dependency_violations(_fake(name, source))
+    assert any(expected in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("name", "source"),
+    [
+        ("engine", f"from {PACKAGE}.scoring import passes"),
+        ("scoring", f"from {PACKAGE}.rules.registry import CATEGORY_BY_NAME"),
+        ("rules.schema", "from .registry import rule"),
+        ("render.console", f"from {PACKAGE}.model.report import RunReport"),
+        ("cli", f"from {PACKAGE}.render import render_json"),
+        ("model.trace", "from __future__ import annotations\nimport math, json"),
+    ],
+)
+def test_dependency_checker_allows(name: str, source: str) -> None:
+    assert dependency_violations(_fake(name, source)) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("print('x')", "print()"),
+        ("open('f')", "open()"),
+        ("import sys\nsys.exit(1)", "sys.exit()"),
+        ("import time\nt = time.time()", "time.time()"),
+        ("import time\nt = time.monotonic()", "time.monotonic()"),
+        ("from time import perf_counter as pc\nt = pc()", "pc()"),
+        ("import datetime\nd = datetime.datetime.now()", "datetime.datetime.now()"),
+        ("from datetime import date\nd = date.today()", "date.today()"),
+        ("import random", "randomness"),
+        ("from random import choice", "randomness"),
+        ("from pathlib import Path\nPath('x').write_text('y')", "touches a file"),
+        ("import importlib\nimportlib.import_module('x')", "imports dynamically"),
+    ],
+)
+def test_effect_checker_catches(source: str, expected: str) -> None:
+    problems = effect_violations(_fake("rules.schema", source))
+    assert any(expected in p for p in problems), problems
+
+
+def test_effect_checker_allows_pure_code() -> None:
+    source = (
+        "import json, math, re\n"
+        "from datetime import datetime\n"
+        "x = json.dumps({'a': 1}); y = re.compile('a').search('a')\n"
+        "z = datetime.fromisoformat('2024-01-01')\n"
+    )
+    assert effect_violations(_fake("rules.schema", source)) == []

@@ -1,0 +1,604 @@
+"""Every kind of bad input ends in one clear ``error:`` line and an exit status, never a traceback.
+
+Each test runs ``arh validate`` in-process on files written to a temporary directory. Line and
+column numbers in the expected messages were counted by hand from the bytes written (the
+comments say how); they are 1-based, as editors show them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Run
+
+POLICY = {"policy_id": "inputs-v1", "allow_unlisted_tools": True}
+STRICT_POLICY = {"policy_id": "strict-v1", "allowed_tools": {"search": {}}}
+
+
+def trace(trace_id: str = "t1", **extra: Any) -> dict[str, Any]:
+    doc = {
+        "trace_id": trace_id,
+        "agent_name": "agent",
+        "workflow": "flow",
+        "steps": [{"step_id": "s1", "type": "model_response", "text": "done"}],
+    }
+    doc.update(extra)
+    return doc
+
+
+def write(path: Path, content: str | bytes | dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, dict):
+        content = json.dumps(content)
+    if isinstance(content, str):
+        content = content.encode("utf-8")
+    path.write_bytes(content)
+    return path
+
+
+@pytest.fixture
+def policy(tmp_path: Path) -> Path:
+    return write(tmp_path / "policy.json", POLICY)
+
+
+def assert_no_traceback(run: Run) -> None:
+    assert "Traceback" not in run.err
+    assert "Traceback" not in run.out
+
+
+def assert_one_error(run: Run, path: Path | str | None, *fragments: str) -> str:
+    """Exactly one ``error:`` line on stderr; it starts with ``path`` and has ``fragments``."""
+    assert_no_traceback(run)
+    lines = run.err.splitlines()
+    assert len(lines) == 1, run.err
+    line = lines[0]
+    assert line.startswith("error: "), line
+    if path is not None:
+        assert line.startswith(f"error: {Path(path).as_posix()}"), line
+    for fragment in fragments:
+        assert fragment in line, f"{fragment!r} not in {line!r}"
+    return line
+
+
+def report_of(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# Bytes and JSON syntax
+
+
+def test_truncated_json(arh: Callable[..., Run], policy: Path, tmp_path: Path) -> None:
+    text = '{"trace_id": "t1", "agent_name": "a",'
+    bad = write(tmp_path / "trunc.json", text)
+    run = arh("validate", "--policy", policy, bad)
+    assert run.status == 1
+    # the decoder stops after the final comma: column = len(text) + 1 = 38
+    assert len(text) + 1 == 38
+    assert_one_error(run, bad, f"{bad.as_posix()}:1:38: invalid JSON")
+
+
+def test_invalid_utf8(arh: Callable[..., Run], policy: Path, tmp_path: Path) -> None:
+    # b'{"trace_id": "t' is 15 bytes, so the bad byte is at offset 15, column 16
+    bad = write(tmp_path / "latin1.json", b'{"trace_id": "t\xff1"}')
+    run = arh("validate", "--policy", policy, bad)
+    assert run.status == 1
+    assert_one_error(run, bad, ":1:16:", "not valid UTF-8", "0xff", "offset 15")
+
+
+def test_invalid_utf8_column_counts_characters(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    # line 2 is '"é\xff"': the quote is column 1, é (two bytes) column 2, the bad byte column 3;
+    # the byte offset in the whole file is 2 ('{' and '\n') + 1 + 2 = 5
+    bad = write(tmp_path / "mixed.json", b'{\n"\xc3\xa9\xff": 1}')
+    run = arh("validate", "--policy", policy, bad)
+    assert run.status == 1
+    assert_one_error(run, bad, f"{bad.as_posix()}:2:3: not valid UTF-8", "offset 5")
+
+
+def test_utf8_bom_is_accepted(arh: Callable[..., Run], policy: Path, tmp_path: Path) -> None:
+    good = write(tmp_path / "bom.json", b"\xef\xbb\xbf" + json.dumps(trace("bom")).encode())
+    run = arh("validate", "--policy", policy, good)
+    assert run.status == 0, run.err
+    assert run.err == ""
+    assert "PASS  bom" in run.out
+
+
+@pytest.mark.parametrize(
+    ("encoding", "expected"),
+    [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16"), ("utf-16-be", "UTF-16"), ("utf-32", "UTF-32")],
+)
+def test_utf16_and_utf32_files_are_named(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, encoding: str, expected: str
+) -> None:
+    # "utf-16" writes a byte-order mark; "-le"/"-be" do not, and are recognised by their NULs
+    bad = write(tmp_path / "wide.json", json.dumps(trace()).encode(encoding))
+    run = arh("validate", "--policy", policy, bad)
+    assert run.status == 1
+    assert_one_error(run, bad, expected, "UTF-8")
+
+
+def test_crlf_line_ends_are_accepted(arh: Callable[..., Run], policy: Path, tmp_path: Path) -> None:
+    pretty = json.dumps(trace("crlf-json"), indent=2).replace("\n", "\r\n") + "\r\n"
+    lines = [json.dumps(trace(f"crlf-{i}")) for i in range(3)]
+    one = write(tmp_path / "crlf.json", pretty)
+    many = write(tmp_path / "crlf.jsonl", "\r\n".join(lines) + "\r\n")
+    out = tmp_path / "report.json"
+    run = arh("validate", "--policy", policy, one, many, "--json-out", out)
+    assert run.status == 0, run.err
+    assert run.err == ""
+    reports = report_of(out)["reports"]
+    assert sorted(r["trace_id"] for r in reports) == ["crlf-0", "crlf-1", "crlf-2", "crlf-json"]
+    assert [r.get("source_line") for r in reports if r["trace_id"] != "crlf-json"] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        # '{"x": ' is 6 characters, so NaN starts in column 7
+        ('{"x": NaN}', ":1:7: invalid JSON: NaN is not"),
+        # third line is '  "x": Infinity': two spaces, '"x":' and a space, so column 8
+        ('{\n  "trace_id": "t",\n  "x": Infinity\n}', ":3:8: invalid JSON: Infinity is not"),
+        # the same words inside strings are text, not numbers: the value starts at column 27
+        ('{"note": "Infinity", "x": -Infinity}', ":1:27: invalid JSON: -Infinity is not"),
+    ],
+)
+def test_nan_and_infinity_are_rejected_with_position(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, text: str, where: str
+) -> None:
+    bad = write(tmp_path / "constants.json", text)
+    run = arh("validate", "--policy", policy, bad)
+    assert run.status == 1
+    assert_one_error(run, bad, f"{bad.as_posix()}{where} a JSON number")
+
+
+@pytest.mark.parametrize("kind", ["array", "object"])
+def test_ten_thousand_levels_of_nesting(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, kind: str
+) -> None:
+    depth = 10_000
+    text = "[" * depth + "]" * depth if kind == "array" else '{"a":' * depth + "1" + "}" * depth
+    bad = write(tmp_path / "deep.json", text)
+    run = arh("validate", "--policy", policy, bad)
+    assert run.status == 1
+    assert_one_error(run, bad, "nested too deeply")
+
+
+def test_deep_nesting_inside_a_valid_trace(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    # deep enough for the decoder to fail: the error is about the file, cleanly
+    text = json.dumps(trace()).replace('"text": "done"', '"output": ' + "[" * 5000 + "]" * 5000)
+    bad = write(tmp_path / "deep_output.json", text)
+    run = arh("validate", "--policy", policy, bad)
+    assert run.status == 1
+    assert_one_error(run, bad, "nested too deeply")
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer"),
+    [
+        ('{"trace_id": "t", "steps": [{"a": 1, "a": 2}]}', "/steps/0"),
+        ('{"trace_id": "t", "trace_id": "u"}', ""),
+        ('{"x": {"a/b": {"k": 1, "k": 1}}}', "/x/a~1b"),
+    ],
+)
+def test_duplicate_keys_name_the_object(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, text: str, pointer: str
+) -> None:
+    bad = write(tmp_path / "dup.json", text)
+    run = arh("validate", "--policy", policy, bad)
+    assert run.status == 1
+    line = assert_one_error(run, bad, "duplicate key")
+    if pointer:
+        assert f"{bad.as_posix()}: {pointer}: duplicate key" in line
+    else:  # the whole document: no pointer is printed
+        assert line.startswith(f"error: {bad.as_posix()}: duplicate key")
+
+
+def test_integer_with_5000_digits(arh: Callable[..., Run], policy: Path, tmp_path: Path) -> None:
+    # '{"trace_id": "t", "steps": [], "n": ' is 36 characters: the number starts in column 37
+    prefix = '{"trace_id": "t", "steps": [], "n": '
+    assert len(prefix) == 36
+    bad = write(tmp_path / "bigint.json", prefix + "7" * 5000 + "}")
+    run = arh("validate", "--policy", policy, bad)
+    assert run.status == 1
+    assert_one_error(run, bad, ":1:37:", "more than 4300 digits")
+
+
+@pytest.mark.parametrize("content", ["", "   \n\t\n", "\ufeff"])
+def test_empty_file(arh: Callable[..., Run], policy: Path, tmp_path: Path, content: str) -> None:
+    bad = write(tmp_path / "empty.json", content)
+    run = arh("validate", "--policy", policy, bad)
+    assert run.status == 1
+    assert_one_error(run, bad, "empty")
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths: directories, missing files, JSON Lines, standard input
+
+
+def test_directory_is_searched_recursively_in_sorted_order(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "traces"
+    write(root / "b.json", trace("dup"))
+    write(root / "a" / "z.json", trace("dup"))  # "traces/a/z.json" sorts before "traces/b.json"
+    write(root / "c.jsonl", json.dumps(trace("from-jsonl")) + "\n")
+    write(root / "d.NDJSON", json.dumps(trace("from-ndjson")) + "\n")
+    write(root / "notes.txt", "not a trace")
+    write(root / "e.json.bak", "{")
+    write(root / ".hidden.json", "{")  # dot-files are skipped
+    write(root / ".git" / "x.json", "{")  # and so are dot-directories
+    out = tmp_path / "report.json"
+    run = arh("validate", "--policy", policy, root, "--json-out", out)
+    assert run.status == 1  # the second "dup" is an input error
+    first, second = (root / "a" / "z.json").as_posix(), (root / "b.json").as_posix()
+    assert_one_error(run, second, "duplicate trace_id 'dup'", f"already read from {first}")
+    report = report_of(out)
+    assert sorted(r["trace_id"] for r in report["reports"]) == ["dup", "from-jsonl", "from-ndjson"]
+    sources = [r["source_path"] for r in report["reports"]]
+    assert sources == sorted(sources)
+    assert first in sources
+    assert [e["source"] for e in report["input_errors"]] == [second]
+
+
+@pytest.mark.parametrize("contents", [{}, {"notes.txt": "x", ".hidden.json": "{}"}])
+def test_directory_without_traces_is_an_error(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, contents: dict[str, str]
+) -> None:
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    for name, text in contents.items():
+        write(empty / name, text)
+    run = arh("validate", "--policy", policy, empty)
+    assert run.status == 1
+    assert_one_error(run, empty, "no .json, .jsonl or .ndjson files")
+
+
+def test_nonexistent_path(arh: Callable[..., Run], policy: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.json"
+    run = arh("validate", "--policy", policy, missing)
+    assert run.status == 1
+    assert_one_error(run, missing, "no such file or directory")
+
+
+def test_jsonl_bad_line_in_the_middle(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    bad_record = '{"trace_id": '  # 13 characters: the value is missing at column 14
+    text = "\n".join([json.dumps(trace("first")), bad_record, json.dumps(trace("third"))]) + "\n"
+    stream = write(tmp_path / "runs.jsonl", text)
+    out = tmp_path / "report.json"
+    run = arh("validate", "--policy", policy, stream, "--json-out", out)
+    assert run.status == 1
+    assert_one_error(run, stream, f"{stream.as_posix()}:2:14: invalid JSON")
+    assert "PASS  first" in run.out
+    assert "PASS  third" in run.out
+    report = report_of(out)
+    assert [(r["trace_id"], r["source_line"]) for r in report["reports"]] == [
+        ("first", 1),
+        ("third", 3),
+    ]
+    [error] = report["input_errors"]
+    assert (error["source"], error["line"], error["column"]) == (stream.as_posix(), 2, 14)
+
+
+def test_jsonl_invalid_trace_on_a_line(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    text = "\n".join([json.dumps(trace("ok")), json.dumps(trace("bad", steps={}))]) + "\n"
+    stream = write(tmp_path / "runs.jsonl", text)
+    run = arh("validate", "--policy", policy, stream)
+    assert run.status == 1
+    assert_one_error(run, stream, f"{stream.as_posix()}:2: /steps: must be an array")
+
+
+def test_jsonl_blank_lines_are_skipped(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    text = "\n" + json.dumps(trace("a")) + "\n   \n\t\n" + json.dumps(trace("b")) + "\n\n"
+    stream = write(tmp_path / "runs.jsonl", text)
+    out = tmp_path / "report.json"
+    run = arh("validate", "--policy", policy, stream, "--json-out", out)
+    assert run.status == 0, run.err
+    assert run.err == ""
+    # line numbers are physical lines of the file, blank ones included
+    lines = [(r["trace_id"], r["source_line"]) for r in report_of(out)["reports"]]
+    assert lines == [("a", 2), ("b", 5)]
+
+
+def test_stdin_with_one_document(arh: Callable[..., Run], policy: Path) -> None:
+    # a pretty-printed document spans many lines; it is still one document
+    run = arh(
+        "validate", "--policy", policy, "-", stdin=json.dumps(trace("piped"), indent=2).encode()
+    )
+    assert run.status == 0, run.err
+    assert "PASS  piped" in run.out
+    assert "1 of 1 trace passed" in run.out
+
+
+def test_stdin_with_json_lines(arh: Callable[..., Run], policy: Path, tmp_path: Path) -> None:
+    data = "\n".join(json.dumps(trace(f"p{i}")) for i in range(3)) + "\n"
+    out = tmp_path / "report.json"
+    run = arh("validate", "--policy", policy, "-", "--json-out", out, stdin=data.encode())
+    assert run.status == 0, run.err
+    report = report_of(out)
+    assert [r["trace_id"] for r in report["reports"]] == ["p0", "p1", "p2"]
+    assert all("source_path" not in r for r in report["reports"])
+
+
+def test_stdin_json_lines_with_a_bad_record(arh: Callable[..., Run], policy: Path) -> None:
+    data = json.dumps(trace("p1")) + "\n{bad\n" + json.dumps(trace("p3")) + "\n"
+    run = arh("validate", "--policy", policy, "-", stdin=data.encode())
+    assert run.status == 1
+    # '{bad': the decoder wants a quoted name at column 2 of line 2
+    assert_one_error(run, "<stdin>", "<stdin>:2:2: invalid JSON")
+    assert "PASS  p1" in run.out
+    assert "PASS  p3" in run.out
+
+
+def test_empty_stdin(arh: Callable[..., Run], policy: Path) -> None:
+    run = arh("validate", "--policy", policy, "-", stdin=b"")
+    assert run.status == 1
+    assert_one_error(run, "<stdin>", "empty")
+
+
+def test_duplicate_trace_ids_follow_sorted_source_order(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    first = write(tmp_path / "a_first.json", trace("same"))
+    second = write(tmp_path / "b_second.json", trace("same"))
+    for args in ((first, second), (second, first)):
+        out = tmp_path / "report.json"
+        run = arh("validate", "--policy", policy, *args, "--json-out", out)
+        assert run.status == 1
+        assert_one_error(
+            run,
+            second,
+            "/trace_id: duplicate trace_id 'same'",
+            f"already read from {first.as_posix()}",
+        )
+        report = report_of(out)
+        assert [r["source_path"] for r in report["reports"]] == [first.as_posix()]
+        assert [e["source"] for e in report["input_errors"]] == [second.as_posix()]
+
+
+def test_duplicate_trace_id_within_a_jsonl_file_names_the_line(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    stream = write(tmp_path / "runs.jsonl", (json.dumps(trace("same")) + "\n") * 2)
+    run = arh("validate", "--policy", policy, stream)
+    assert run.status == 1
+    assert_one_error(run, stream, f"{stream.as_posix()}:2: /trace_id", f"{stream.as_posix()}:1")
+
+
+# ---------------------------------------------------------------------------------------------
+# The policy is checked before any trace is read
+
+
+@pytest.mark.parametrize(
+    ("content", "fragments"),
+    [
+        ('{"policy_id": "p",', (":1:19: invalid JSON",)),  # 18 characters, then the end
+        (
+            {"policy_id": "p", "allow_unlisted_tool": True},
+            ("/allow_unlisted_tool: unknown key", "did you mean 'allow_unlisted_tools'?"),
+        ),
+        (
+            {"policy_id": "p", "completion": {"max_step": 3}},
+            ("/completion/max_step: unknown key", "did you mean 'max_steps'?"),
+        ),
+        (
+            {"policy_id": "p", "unsafe_patterns": ["ok", "(unclosed"]},
+            ("/unsafe_patterns/1: invalid regular expression '(unclosed'",),
+        ),
+        (
+            {
+                "policy_id": "p",
+                "allowed_tools": {"t": {"required_arguments": {"a": {"pattern": "[z-a]"}}}},
+            },
+            ("/allowed_tools/t/required_arguments/a/pattern: invalid regular expression",),
+        ),
+        (
+            {"policy_id": "p", "completion": {"max_steps": "5"}},
+            ("/completion/max_steps: must be an integer >= 1, got string",),
+        ),
+        ({"policy_id": 7}, ("/policy_id: must be a string, got number",)),
+        ({"policy_id": "p", "allow_unlisted_tools": "false"}, ("must be true or false",)),
+        ([], ("a policy must be a JSON object, got array",)),
+    ],
+)
+def test_bad_policy_stops_before_traces_are_read(
+    arh: Callable[..., Run], tmp_path: Path, content: Any, fragments: tuple[str, ...]
+) -> None:
+    bad = tmp_path / "policy.json"
+    write(bad, content if isinstance(content, str) else json.dumps(content))
+    missing = tmp_path / "no-such-trace.json"
+    run = arh("validate", "--policy", bad, missing)
+    assert run.status == 1
+    assert_no_traceback(run)
+    lines = run.err.splitlines()
+    assert len(lines) == 1, run.err
+    assert lines[0].startswith(f"error: invalid policy: {bad.as_posix()}"), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    assert "no-such-trace" not in run.err  # the traces were never looked at
+    assert run.out == ""
+
+
+def test_missing_policy_file(arh: Callable[..., Run], tmp_path: Path) -> None:
+    missing = tmp_path / "nope.json"
+    run = arh("validate", "--policy", missing, tmp_path / "trace.json")
+    assert run.status == 1
+    assert_no_traceback(run)
+    assert run.err.splitlines() == [
+        f"error: invalid policy: {missing.as_posix()}: cannot read: No such file or directory"
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Trace content
+
+
+def test_unknown_step_type(arh: Callable[..., Run], policy: Path, tmp_path: Path) -> None:
+    doc = trace(steps=[{"step_id": "s1", "type": "thought", "text": "hmm"}])
+    bad = write(tmp_path / "thought.json", doc)
+    run = arh("validate", "--policy", policy, bad)
+    assert run.status == 1
+    assert_one_error(
+        run,
+        bad,
+        "/steps/0/type: unknown step type 'thought'",
+        "expected 'tool_call' or 'model_response'",
+    )
+
+
+def test_lone_surrogates_are_escaped_and_reported(arh: Callable[..., Run], tmp_path: Path) -> None:
+    policy = write(tmp_path / "policy.json", STRICT_POLICY)
+    doc = trace(
+        "run\udc80id",
+        steps=[
+            {"step_id": "s1", "type": "tool_call", "tool_name": "se\ud800arch", "arguments": {}},
+            {"step_id": "s2", "type": "model_response", "text": "done"},
+        ],
+    )
+    # json.dumps writes the lone surrogates as \udc80 / \ud800 escapes, which is valid JSON
+    path = write(tmp_path / "surrogates.json", json.dumps(doc))
+    out = tmp_path / "report.json"
+    run = arh("validate", "--policy", policy, path, "--json-out", out)
+    assert run.status == 1  # the unlisted tool is an error finding
+    assert_no_traceback(run)
+    assert run.err == ""
+    assert "run\\udc80id" in run.out
+    assert "se\\ud800arch" in run.out
+    assert "ARH-SCH-001" in run.out
+    text = out.read_text(encoding="ascii")  # the report is ASCII: surrogates are escaped
+    report = json.loads(text)
+    [entry] = report["reports"]
+    assert entry["trace_id"] == "run\udc80id"
+    # the message quotes the name with repr(), so the surrogate appears as an escape in it
+    assert "'se\\ud800arch'" in entry["findings"][0]["message"]
+
+
+def test_control_characters_and_ansi_sequences_are_escaped(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    policy = write(tmp_path / "policy.json", STRICT_POLICY)
+    doc = trace(
+        "evil\x1b[31mRED\x1b[0m\x07",
+        agent_name="a\x1b]0;title\x07",
+        workflow="w\r\nforged line",
+        steps=[
+            {
+                "step_id": "s\x1b[2J1",
+                "type": "tool_call",
+                "tool_name": "bad\x1b[1mtool",
+                "arguments": {},
+            }
+        ],
+    )
+    path = write(tmp_path / "ansi.json", json.dumps(doc))
+    run = arh("validate", "--policy", policy, path)
+    assert run.status == 1
+    assert_no_traceback(run)
+    for stream in (run.out, run.err):
+        assert "\x1b" not in stream
+        assert "\x07" not in stream
+        assert "\r" not in stream
+    assert "evil\\x1b[31mRED\\x1b[0m\\x07" in run.out
+    assert "w\\r\\nforged line" in run.out
+    assert "s\\x1b[2J1" in run.out
+    assert "\nforged line" not in run.out
+
+
+def test_control_characters_in_an_error_message_are_escaped(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    doc = trace(steps=[{"step_id": "s1", "type": "\x1b[31mtool\x1b[0m"}])
+    bad = write(tmp_path / "ansi_type.json", json.dumps(doc))
+    run = arh("validate", "--policy", policy, bad)
+    assert run.status == 1
+    assert "\x1b" not in run.err
+    assert_one_error(run, bad, "unknown step type")
+
+
+# ---------------------------------------------------------------------------------------------
+# Options and output
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "101", "nan", "inf", "-inf", "1e309", ""])
+def test_invalid_fail_under_is_a_usage_error(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, value: str
+) -> None:
+    good = write(tmp_path / "good.json", trace())
+    run = arh("validate", "--policy", policy, f"--fail-under={value}", good)
+    assert run.status == 2
+    assert_no_traceback(run)
+    assert "argument --fail-under" in run.err
+    assert run.out == ""
+
+
+@pytest.mark.parametrize("value", ["0", "100", "70.5", " 50 "])
+def test_valid_fail_under(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, value: str
+) -> None:
+    good = write(tmp_path / "good.json", trace())
+    run = arh("validate", "--policy", policy, f"--fail-under={value}", good)
+    assert run.status == 0, run.err
+
+
+@pytest.mark.parametrize("below", [("report.json",), ("sub", "report.json")])
+def test_json_out_below_a_file(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, below: tuple[str, ...]
+) -> None:
+    good = write(tmp_path / "good.json", trace())
+    blocker = write(tmp_path / "not-a-dir", "x")
+    target = blocker.joinpath(*below)
+    run = arh("validate", "--policy", policy, good, "--json-out", target)
+    assert run.status == 1
+    assert "PASS  t1" in run.out  # the console report came first
+    line = assert_one_error(run, None, f"cannot write {target}")
+    assert f"{blocker.as_posix()} is a file, not a directory" in line
+    assert blocker.read_text() == "x"  # left alone
+
+
+def test_json_out_onto_a_directory(arh: Callable[..., Run], policy: Path, tmp_path: Path) -> None:
+    good = write(tmp_path / "good.json", trace())
+    target = tmp_path / "existing-dir"
+    target.mkdir()
+    run = arh("validate", "--policy", policy, good, "--json-out", target)
+    assert run.status == 1
+    assert_one_error(run, None, f"cannot write {target}")
+    assert list(target.iterdir()) == []  # no temporary file is left behind
+
+
+def test_one_bad_file_among_good_ones(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    write(tmp_path / "in" / "a.json", trace("a"))
+    bad = write(tmp_path / "in" / "b.json", '{"trace_id": ')
+    write(tmp_path / "in" / "c.json", trace("c"))
+    out = tmp_path / "report.json"
+    run = arh("validate", "--policy", policy, tmp_path / "in", "--json-out", out)
+    assert run.status == 1
+    assert_one_error(run, bad, "invalid JSON")
+    assert "PASS  a" in run.out
+    assert "PASS  c" in run.out
+    assert "2 of 2 traces passed" in run.out
+    assert "1 input error" in run.out
+    report = report_of(out)
+    assert [r["trace_id"] for r in report["reports"]] == ["a", "c"]
+    assert report["summary"]["input_errors"] == 1
+    [error] = report["input_errors"]
+    assert error["source"] == bad.as_posix()
+    assert (error["line"], error["column"]) == (1, 14)  # '{"trace_id": ' is 13 characters
+    assert error["message"].startswith("invalid JSON")
+    assert error["pointer"] is None
