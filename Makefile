@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint typecheck unit docs docs-check clean
+.PHONY: demo test lint typecheck unit docs goldens clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "arh needs Python >= 3.11")'
@@ -35,6 +35,9 @@ unit: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck unit
+
+goldens: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q tests/test_report_formats.py --update-goldens
 
 docs: $(VENV)/.installed
 	$(BIN)/arh rules --format markdown > docs/rules.md

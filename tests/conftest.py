@@ -74,7 +74,7 @@ def render_markdown(text: str) -> str:
 
 def assert_markdown_is_inert(text: str) -> None:
     """Check rendered Markdown for what untrusted trace text must never produce: HTML, links,
-    emphasis (only our own "Warning:" label is bold), @-mentions and issue references."""
+    emphasis (only the reports' own labels are bold), @-mentions and issue references."""
     import re
 
     html = render_markdown(text)
@@ -83,7 +83,16 @@ def assert_markdown_is_inert(text: str) -> None:
     assert "<a " not in html, f"a link was created:\n{html}"
     assert "<em>" not in html, html
     assert "<del>" not in html, html
-    assert set(re.findall(r"<strong>(.*?)</strong>", html)) <= {"Warning:"}, html
+    ours = re.compile(r"Warning:|FAIL|\d+ input errors?")
+    assert all(ours.fullmatch(t) for t in re.findall(r"<strong>(.*?)</strong>", html)), html
     outside_code = re.sub(r"<code>.*?</code>", "", html)
     assert not re.search(r"(?<![\w&])@\w", outside_code), f"an @-mention survived:\n{outside_code}"
     assert not re.search(r"(?<![\w&])#\d", outside_code), f"an issue reference:\n{outside_code}"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="rewrite the golden report files under tests/goldens instead of comparing with them",
+    )

@@ -27,7 +27,8 @@ from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import SEVERITIES, RunReport
 from agent_reliability_harness.model.trace import Step, Trace
-from agent_reliability_harness.render import render_console, render_json
+from agent_reliability_harness.render.console import render_console
+from agent_reliability_harness.render.json_report import render_json
 from agent_reliability_harness.rules import RULES
 
 from conftest import REFERENCE, SAMPLES, require_shared

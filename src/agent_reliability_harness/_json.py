@@ -195,3 +195,49 @@ def decode_bytes(data: bytes) -> str:
             line=line,
             column=column,
         ) from None
+
+
+_TOKEN: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+', re.DOTALL)
+
+
+def member_array_lines(text: str, key: str) -> list[int]:
+    """The line on which each element of the top-level object's array ``key`` starts.
+
+    Used to point reports at the line of a step in a trace file. The text must be valid JSON
+    (it is only called for documents that parsed); for anything else the result is partial.
+    """
+    depth = 0
+    line, position = 1, 0
+    at_key = False  # the next string in the top-level object is a member name
+    member: str | None = None
+    target: int | None = None  # depth of the array once we are inside it
+    element_start = False
+    lines: list[int] = []
+    for match in _TOKEN.finditer(text):
+        start = match.start()
+        line += text.count("\n", position, start)
+        position = start
+        tok = match.group()
+        if target is not None and depth == target and element_start and tok not in ",]":
+            lines.append(line)
+            element_start = False
+        if tok in "{[":
+            depth += 1
+            if depth == 1:
+                at_key = tok == "{"
+            elif depth == 2 and member == key and tok == "[":
+                target, element_start = 2, True
+        elif tok in "}]":
+            if target is not None and depth == target:
+                return lines
+            depth -= 1
+        elif tok == ",":
+            if depth == 1:
+                at_key = True
+            elif target is not None and depth == target:
+                element_start = True
+        elif tok == ":":
+            at_key = False
+        elif depth == 1 and at_key and tok.startswith('"'):
+            member = json.loads(tok)
+    return lines

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import sys
 from collections.abc import Sequence
 from typing import IO, Any, Final, NoReturn
@@ -101,6 +102,15 @@ def _build_parser() -> _Parser:
         help="a trace fails when its score is below this (0-100, default 70)",
     )
     validate.add_argument("--json-out", metavar="PATH", help="write the JSON report here")
+    validate.add_argument("--md-out", metavar="PATH", help="write a Markdown report here")
+    validate.add_argument("--junit-out", metavar="PATH", help="write a JUnit XML report here")
+    validate.add_argument("--sarif-out", metavar="PATH", help="write a SARIF 2.1.0 report here")
+    validate.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the console report (default: auto, on a terminal unless NO_COLOR is set)",
+    )
     validate.add_argument("--quiet", action="store_true", help="do not print the console report")
 
     compare = commands.add_parser(
@@ -205,9 +215,26 @@ def _report_error(error: InputError) -> None:
     _error(str(error))
 
 
+def _use_color(choice: str, stream: IO[str]) -> bool:
+    if choice != "auto":
+        return choice == "always"
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+
+
+# (option attribute, renderer name, what the "written to" line calls it), in writing order
+_VALIDATE_OUTPUTS: Final = (
+    ("json_out", "json", "JSON report"),
+    ("md_out", "markdown", "Markdown report"),
+    ("junit_out", "junit", "JUnit report"),
+    ("sarif_out", "sarif", "SARIF report"),
+)
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from agent_reliability_harness.render import render_console, render_json
-    from agent_reliability_harness.runner import load_policy, run_validation
+    from agent_reliability_harness.render import render
+    from agent_reliability_harness.render.console import render_console
+    from agent_reliability_harness.runner import load_policy, run_validation, step_lines
 
     try:
         policy = load_policy(args.policy)
@@ -218,9 +245,18 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         policy, args.traces, fmt=args.format, fail_under=args.fail_under, on_error=_report_error
     )
     if not args.quiet:
-        _print(render_console(run), sys.stdout)
-    if args.json_out:
-        status = _write(args.json_out, render_json(run), "JSON report", args.quiet)
+        _print(render_console(run, color=_use_color(args.color, sys.stdout)), sys.stdout)
+    for attribute, name, what in _VALIDATE_OUTPUTS:
+        path = getattr(args, attribute)
+        if not path:
+            continue
+        if name == "sarif":
+            from agent_reliability_harness.render.sarif import render_sarif
+
+            text = render_sarif(run, step_lines(run))
+        else:
+            text = render(name, run)
+        status = _write(path, text, what, args.quiet)
         if status:
             return status
     return EXIT_OK if run.passed else EXIT_FAILED
@@ -254,12 +290,12 @@ def _compare_usage(args: argparse.Namespace) -> str | None:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from agent_reliability_harness.regression import compare_reports, evaluate_gate
-    from agent_reliability_harness.render import render_json
     from agent_reliability_harness.render.compare import (
         render_compare_console,
         render_compare_json,
         render_compare_markdown,
     )
+    from agent_reliability_harness.render.json_report import render_json
     from agent_reliability_harness.runner import load_policy, load_report, run_validation
 
     problem = _compare_usage(args)

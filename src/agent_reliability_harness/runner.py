@@ -93,3 +93,28 @@ def run_validation(
         policy.sha256,
         __version__,
     )
+
+
+def step_lines(run: RunReport) -> dict[str, list[int]]:
+    """For each trace read from a whole JSON file, the line on which each of its steps starts.
+
+    SARIF results point at these lines. Files are read again here, only when a SARIF report is
+    written; a file that cannot be read (or changed meanwhile) just gives no lines.
+    """
+    from pathlib import Path
+
+    from agent_reliability_harness._json import decode_bytes, member_array_lines
+
+    by_path: dict[str, list[int]] = {}
+    lines: dict[str, list[int]] = {}
+    for report in run.reports:
+        path = report.source_path
+        if path is None or report.source_line is not None:
+            continue
+        if path not in by_path:
+            try:
+                by_path[path] = member_array_lines(decode_bytes(Path(path).read_bytes()), "steps")
+            except (OSError, InputError):
+                by_path[path] = []
+        lines[report.trace_id] = by_path[path]
+    return lines

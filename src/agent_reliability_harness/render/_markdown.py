@@ -16,7 +16,9 @@ __all__ = ["md_code", "md_row", "md_text"]
 _ZWSP: Final = "&#8203;"  # a zero-width space: invisible, but it breaks mentions and autolinks
 _MARK: Final = "\x00"  # stands for _ZWSP while escaping; _flatten removes real NULs first
 _NEWLINES: Final = re.compile(r"\r\n|[\r\n\u2028\u2029\x85]")
-_CONTROL: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+_CONTROL: Final = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\ufffe\uffff]"
+)
 _PUNCTUATION: Final = re.compile(r"([\\`*_\[\]|~])")
 _MENTION: Final = re.compile(r"([@#])(?=\w)")
 _AUTOLINK: Final = re.compile(r"(?i)(www)(?=\.)|(?<=:)(?=//)")
@@ -41,9 +43,15 @@ def md_text(text: str) -> str:
     return _PUNCTUATION.sub(r"\\\1", text).replace(_MARK, _ZWSP)
 
 
-def md_code(text: str) -> str:
-    """Show text as inline code (safe in a table cell); empty text becomes an empty code span."""
-    text = _flatten(text).replace("|", "\\|")
+def md_code(text: str, *, in_table: bool = True) -> str:
+    """Show text as inline code; empty text becomes an empty code span.
+
+    In a table cell a ``|`` must be escaped even inside code (GitHub then shows it plainly);
+    elsewhere the backslash would show, so ``in_table=False`` leaves it alone.
+    """
+    text = _flatten(text)
+    if in_table:
+        text = text.replace("|", "\\|")
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""

@@ -7,10 +7,10 @@ from typing import Final
 
 __all__ = ["terminal_safe"]
 
-# C0 and C1 controls, DEL, lone surrogates, and the bidirectional overrides that can make a
-# terminal show text in a different order than it is stored ("Trojan Source").
+# C0 and C1 controls, DEL, lone surrogates, noncharacters, and the bidirectional overrides that
+# can make a terminal show text in a different order than it is stored ("Trojan Source").
 _UNSAFE: Final = re.compile(
-    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff\ufffe\uffff]"
 )
 _NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 

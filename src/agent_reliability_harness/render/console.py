@@ -61,8 +61,26 @@ def _trace_lines(report: TraceReport) -> list[str]:
     return lines
 
 
-def render_console(run: RunReport) -> str:
-    """The human-readable report, ending with a newline."""
+_COLORS: Final = {
+    "PASS": "\x1b[1;32m", "FAIL": "\x1b[1;31m", "error": "\x1b[31m", "warning": "\x1b[33m",
+    "info": "\x1b[36m",
+}  # fmt: skip
+_RESET: Final = "\x1b[0m"
+
+
+def _paint(line: str) -> str:
+    """Colour a verdict at the start of a line, or a severity in a finding's first line."""
+    for word, code in _COLORS.items():
+        if line.startswith(word + " "):
+            return f"{code}{word}{_RESET}{line[len(word) :]}"
+        if line.startswith(_INDENT + word + " "):
+            start = len(_INDENT)
+            return f"{line[:start]}{code}{word}{_RESET}{line[start + len(word) :]}"
+    return line
+
+
+def render_console(run: RunReport, *, color: bool = False) -> str:
+    """The human-readable report, ending with a newline; ``color`` adds ANSI colours."""
     lines: list[str] = []
     for report in run.reports:
         lines.extend(_trace_lines(report))
@@ -79,4 +97,6 @@ def render_console(run: RunReport) -> str:
         count = len(run.input_errors)
         summary += f" \u00b7 {count} input error{'s' if count != 1 else ''}"
     lines.append(summary)
+    if color:
+        lines = [_paint(line) for line in lines]
     return "\n".join(lines) + "\n"

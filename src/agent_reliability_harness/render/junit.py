@@ -1,0 +1,118 @@
+"""The JUnit XML report: one test case per trace, for any CI system's test reporter.
+
+The dialect is the common one that pytest, Jenkins and GitLab write and read: ``testsuites`` >
+``testsuite`` > ``testcase`` with ``failure`` for a failing trace and ``error`` for an input that
+could not be read. Characters that XML 1.0 cannot carry are shown as escapes, never dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Final
+
+from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
+
+__all__ = ["render_junit", "xml_safe"]
+
+# Everything outside XML 1.0's Char production (C0 controls but TAB/LF/CR, lone surrogates,
+# U+FFFE and U+FFFF), and the bidirectional overrides that make viewers show text reordered.
+_NOT_XML: Final = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def xml_safe(text: str) -> str:
+    """Replace characters XML 1.0 forbids with a visible escape such as ``\\x1b``."""
+    return _NOT_XML.sub(
+        lambda m: (
+            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
+        ),
+        text,
+    )
+
+
+def _finding_line(finding: Finding) -> str:
+    step = "-" if finding.step_id is None else finding.step_id
+    line = f"[{finding.severity.upper()}] {finding.rule_id or finding.category} (step {step}): "
+    line += finding.message
+    if finding.expected is not None or finding.observed is not None:
+        line += f"\n    expected: {finding.expected or '-'}; observed: {finding.observed or '-'}"
+    return line
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _testcase(parent: ET.Element, report: TraceReport) -> None:
+    attrs = {
+        "classname": xml_safe(f"{report.agent_name}.{report.workflow}"),
+        "name": xml_safe(report.trace_id),
+        "time": f"{report.total_latency_ms / 1000:.3f}",
+    }
+    if report.source_path is not None:
+        attrs["file"] = xml_safe(report.source_path)
+    case = ET.SubElement(parent, "testcase", attrs)
+    body = xml_safe("\n".join(_finding_line(f) for f in report.findings))
+    if not report.passed:
+        errors = sum(1 for f in report.findings if f.severity == "error")
+        failure = ET.SubElement(
+            case,
+            "failure",
+            {
+                "message": f"score {report.score:.2f}/100; {_plural(errors, 'error finding')}",
+                "type": "arh.PolicyViolation",
+            },
+        )
+        failure.text = body
+    elif body:
+        ET.SubElement(case, "system-out").text = body
+
+
+def render_junit(run: RunReport) -> str:
+    """The report as JUnit XML, with an XML declaration and a trailing newline."""
+    tests = len(run.reports) + len(run.input_errors)
+    failures = len(run.reports) - run.passed_traces
+    errors = len(run.input_errors)
+    time = f"{sum(r.total_latency_ms for r in run.reports) / 1000:.3f}"
+    counts = {
+        "tests": str(tests), "failures": str(failures), "errors": str(errors), "skipped": "0",
+        "time": time,
+    }  # fmt: skip
+    root = ET.Element("testsuites", {"name": "arh", **counts})
+    suite_name = "arh" if run.policy_id is None else f"arh: {run.policy_id}"
+    suite = ET.SubElement(root, "testsuite", {"name": xml_safe(suite_name), **counts})
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("policy_id", run.policy_id),
+        ("policy_sha256", run.policy_sha256),
+        ("harness_version", run.harness_version),
+    ):
+        if value is not None:
+            ET.SubElement(properties, "property", {"name": name, "value": xml_safe(value)})
+    for report in run.reports:
+        _testcase(suite, report)
+    for error in run.input_errors:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {
+                "classname": "arh.inputs",
+                "name": xml_safe(error.location() or "input"),
+                "time": "0.000",
+            },
+        )
+        element = ET.SubElement(
+            case,
+            "error",
+            {
+                "message": xml_safe(error.message),
+                "type": "arh.InputError",
+            },
+        )
+        element.text = xml_safe(str(error))
+    if not len(properties):
+        suite.remove(properties)
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,139 @@
+"""The Markdown validation report: for a pull-request comment or a CI job's step summary.
+
+Every value that comes from a trace is escaped (``md_text``) or shown as inline code
+(``md_code``), so a trace cannot add markup, links, HTML, mentions or break a table. The report is
+kept under the size GitHub accepts for a comment: when it would be longer, the per-trace sections
+that do not fit are left out and a line says how many.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
+from agent_reliability_harness.render._markdown import md_code, md_row, md_text
+
+__all__ = ["MAX_CHARS", "render_markdown"]
+
+MAX_CHARS: Final = 60_000  # GitHub refuses comments longer than 65,536 characters
+_MESSAGE_CHARS: Final = 600
+_ALL_ROWS: Final = 50  # larger runs list only their failing traces in the summary table
+
+
+def _verdict(report: TraceReport) -> str:
+    return "PASS" if report.passed else "**FAIL**"
+
+
+def _count(findings: tuple[Finding, ...], severity: str) -> int:
+    return sum(1 for f in findings if f.severity == severity)
+
+
+def _message(finding: Finding) -> str:
+    text = finding.message
+    if len(text) > _MESSAGE_CHARS:
+        text = text[: _MESSAGE_CHARS - 1] + "\u2026"
+    return md_text(text)
+
+
+def _trace_section(report: TraceReport) -> list[str]:
+    lines = [
+        "",
+        f"### {md_text(report.trace_id)}",
+        "",
+        f"Score {report.score:.2f} \u00b7 {md_text(report.agent_name)} / "
+        f"{md_text(report.workflow)}"
+        + (
+            ""
+            if report.source_path is None
+            else f" \u00b7 {md_code(report.source_path, in_table=False)}"
+        ),
+        "",
+        "| Severity | Rule | Step | Finding | Expected | Observed |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        md_row(
+            [
+                f.severity,
+                md_code(f.rule_id or f.category),
+                "-" if f.step_id is None else md_code(f.step_id),
+                _message(f),
+                "" if f.expected is None else md_text(f.expected),
+                "" if f.observed is None else md_text(f.observed),
+            ]
+        )
+        for f in report.findings
+    ]
+    return lines
+
+
+def render_markdown(run: RunReport) -> str:
+    """The report as GitHub-flavoured Markdown, ending with a newline."""
+    total = len(run.reports)
+    failed = total - run.passed_traces
+    if failed:
+        title = f"{failed} of {total} trace{'s' if total != 1 else ''} failed"
+    else:
+        title = f"all {total} trace{'s' if total != 1 else ''} passed"
+    head = [f"## arh validation: {title}", ""]
+    facts = [f"average score {run.average_score:.2f}"]
+    if run.policy_id is not None:
+        facts.insert(0, f"policy {md_code(run.policy_id, in_table=False)}")
+    if run.harness_version is not None:
+        facts.append(f"arh {md_text(run.harness_version)}")
+    if run.input_errors:
+        count = len(run.input_errors)
+        facts.append(f"**{count} input error{'s' if count != 1 else ''}**")
+    head.append(" \u00b7 ".join(facts) + ".")
+    failing = [r for r in run.reports if not r.passed]
+    listed = run.reports if total <= _ALL_ROWS else tuple(failing)
+    if listed:
+        head += [
+            "",
+            "| Trace | Verdict | Score | Errors | Warnings | Agent / workflow |",
+            "|---|---|---|---|---|---|",
+        ]
+        size = sum(len(line) + 1 for line in head)
+        for shown, r in enumerate(listed):
+            row = md_row(
+                [
+                    md_code(r.trace_id),
+                    _verdict(r),
+                    f"{r.score:.2f}",
+                    str(_count(r.findings, "error")),
+                    str(_count(r.findings, "warning")),
+                    f"{md_text(r.agent_name)} / {md_text(r.workflow)}",
+                ]
+            )
+            if size + len(row) > MAX_CHARS // 2:
+                head += ["", f"{len(listed) - shown} more traces are not listed here."]
+                break
+            head.append(row)
+            size += len(row) + 1
+    if len(listed) < total:
+        passing = total - len(failing)
+        head += ["", f"{passing} passing trace{'s are' if passing != 1 else ' is'} not listed."]
+    tail: list[str] = []
+    if run.input_errors:
+        tail += ["", "### Input errors", ""]
+        tail += [f"- {md_text(str(error))}" for error in run.input_errors]
+    body: list[str] = []
+    size = sum(len(line) + 1 for line in head + tail)
+    if failing:
+        body += ["", "## Findings of the failing traces"]
+    for index, report in enumerate(failing):
+        section = _trace_section(report)
+        section_size = sum(len(line) + 1 for line in section)
+        if size + section_size > MAX_CHARS - 200:
+            left = len(failing) - index
+            body += [
+                "",
+                (
+                    f"{left} more failing trace{'s are' if left != 1 else ' is'} not shown "
+                    "here to keep this report within GitHub's size limit; see the JSON report."
+                ),
+            ]
+            break
+        body += section
+        size += section_size
+    return "\n".join(head + body + tail) + "\n"

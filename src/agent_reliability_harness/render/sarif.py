@@ -1,0 +1,196 @@
+"""The SARIF 2.1.0 report, for GitHub code scanning and other SARIF viewers.
+
+Rules come from the registry (all of them, in ID order, so a rule's index never changes). Each
+finding is one result with a physical location (the trace file, relative to the repository root,
+and the line of the step when it is known) and a logical one (trace / step). Results are
+identified across runs by ``partialFingerprints``: a hash of the finding's fingerprint (trace,
+rule, category, step, subject) plus an occurrence number, so they are unique within a run and
+stable between runs. GitHub's upload limits are respected: at most 25,000 results per run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+from urllib.parse import quote
+
+from agent_reliability_harness._version import RULES_DOC_URL, __version__
+from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
+from agent_reliability_harness.rules import RULES, Rule
+
+__all__ = ["MAX_RESULTS", "SARIF_SCHEMA_URI", "render_sarif"]
+
+SARIF_SCHEMA_URI: Final = "https://json.schemastore.org/sarif-2.1.0.json"
+MAX_RESULTS: Final = 25_000  # GitHub rejects runs with more results
+ROOT_BASE: Final = "%SRCROOT%"
+_LEVELS: Final = {"error": "error", "warning": "warning", "info": "note"}
+_FINGERPRINT_KEY: Final = "arhFinding/v1"
+
+
+def _level(severity: str) -> str:
+    return _LEVELS.get(severity, "warning")
+
+
+def _rule_name(rule: Rule) -> str:
+    return "".join(word.capitalize() for word in re.findall(r"[A-Za-z0-9]+", rule.title))
+
+
+def _rule(rule: Rule) -> dict[str, Any]:
+    help_text = f"Fires when: {rule.trigger}\nFix: {rule.remediation}"
+    help_markdown = f"**Fires when:** {rule.trigger}\n\n**Fix:** {rule.remediation}"
+    if rule.severity_note:
+        help_text += f"\nSeverity: {rule.severity_note}"
+        help_markdown += f"\n\n**Severity:** {rule.severity_note}"
+    return {
+        "id": rule.rule_id,
+        "name": _rule_name(rule),
+        "shortDescription": {"text": rule.title},
+        "fullDescription": {"text": rule.trigger},
+        "help": {"text": help_text, "markdown": help_markdown},
+        "helpUri": f"{RULES_DOC_URL}#{rule.anchor_id}",
+        "defaultConfiguration": {"level": _level(rule.severity), "enabled": rule.emitted},
+        "properties": {
+            "category": rule.category,
+            "tags": ["agent-reliability", rule.category],
+            "precision": "very-high",
+        },
+    }
+
+
+def _uri(path: str) -> tuple[str, str | None]:
+    """A percent-encoded URI: relative to the repository root, or file: for absolute paths."""
+    if path.startswith("/") or re.match(r"^[A-Za-z]:[/\\]", path):
+        return "file://" + ("" if path.startswith("/") else "/") + quote(
+            path.replace("\\", "/")
+        ), None
+    return quote(path.replace("\\", "/")), ROOT_BASE
+
+
+def _location(
+    report: TraceReport, finding: Finding, step_lines: Sequence[int] | None
+) -> dict[str, Any]:
+    if report.source_path is None:
+        artifact: dict[str, Any] = {"uri": "stdin"}
+    else:
+        uri, base = _uri(report.source_path)
+        artifact = {"uri": uri} if base is None else {"uri": uri, "uriBaseId": base}
+    physical: dict[str, Any] = {"artifactLocation": artifact}
+    line = report.source_line
+    index = finding.step_index
+    if line is None and step_lines is not None and index is not None and index < len(step_lines):
+        line = step_lines[index]
+    if line is not None:
+        physical["region"] = {"startLine": line}
+    if finding.step_id is None:
+        logical = {"name": report.trace_id, "fullyQualifiedName": report.trace_id, "kind": "module"}
+    else:
+        logical = {
+            "name": finding.step_id,
+            "fullyQualifiedName": f"{report.trace_id}/{finding.step_id}",
+            "kind": "member",
+        }
+    return {"physicalLocation": physical, "logicalLocations": [logical]}
+
+
+def _fingerprint(report: TraceReport, finding: Finding, seen: dict[str, int]) -> str:
+    key = "\x1f".join(
+        (
+            report.trace_id,
+            finding.rule_id,
+            finding.category,
+            finding.step_id or "",
+            finding.subject or "",
+        )
+    )
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    seen[digest] = seen.get(digest, 0) + 1
+    return f"{digest}:{seen[digest]}"
+
+
+def render_sarif(run: RunReport, step_lines: Mapping[str, Sequence[int]] | None = None) -> str:
+    """The report as SARIF 2.1.0 JSON (ASCII, indented, with a trailing newline).
+
+    ``step_lines`` maps a trace id to the line of each of its steps in the source file; when it
+    is given, results point at the line of their step.
+    """
+    rules = sorted(RULES.values(), key=lambda r: r.rule_id)
+    index = {rule.rule_id: i for i, rule in enumerate(rules)}
+    results: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    total = sum(len(r.findings) for r in run.reports)
+    for report in run.reports:
+        lines = None if step_lines is None else step_lines.get(report.trace_id)
+        for finding in report.findings:
+            if len(results) == MAX_RESULTS:
+                break
+            where = f"trace '{report.trace_id}'"
+            if finding.step_id is not None:
+                where += f", step '{finding.step_id}'"
+            result: dict[str, Any] = {"ruleId": finding.rule_id}
+            if finding.rule_id in index:
+                result["ruleIndex"] = index[finding.rule_id]
+            result |= {
+                "level": _level(finding.severity),
+                "message": {"text": f"{finding.message} ({where})"},
+                "locations": [_location(report, finding, lines)],
+                "partialFingerprints": {_FINGERPRINT_KEY: _fingerprint(report, finding, seen)},
+                "properties": {"trace_id": report.trace_id, "category": finding.category},
+            }
+            if finding.subject is not None:
+                result["properties"]["subject"] = finding.subject
+            results.append(result)
+    notifications: list[dict[str, Any]] = [
+        {"level": "error", "message": {"text": f"input error: {error}"}}
+        for error in run.input_errors
+    ]
+    if total > len(results):
+        notifications.append(
+            {
+                "level": "warning",
+                "message": {
+                    "text": f"{total - len(results)} of {total} findings were left out: "
+                    f"code scanning accepts at most {MAX_RESULTS} results per run"
+                },
+            }
+        )
+    driver = {
+        "name": "arh",
+        "fullName": "agent-reliability-harness",
+        "version": __version__,
+        "semanticVersion": __version__,
+        "informationUri": RULES_DOC_URL.rsplit("/blob/", 1)[0],
+        "rules": [_rule(rule) for rule in rules],
+    }
+    sarif_run: dict[str, Any] = {
+        "tool": {"driver": driver},
+        "automationDetails": {"id": f"arh/{run.policy_id or 'policy'}/"},
+        "invocations": [
+            {
+                "executionSuccessful": not run.input_errors,
+                "toolExecutionNotifications": notifications,
+            }
+        ],
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    }
+    if run.policy_id is not None:
+        sarif_run["properties"] = {"policy_id": run.policy_id, "policy_sha256": run.policy_sha256}
+    document = {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [sarif_run]}
+    return json.dumps(_unicode_safe(document), indent=2, ensure_ascii=True) + "\n"
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _unicode_safe(value: Any) -> Any:
+    """Show lone surrogates (which no UTF-8 consumer accepts) as escapes such as ``\\ud800``."""
+    if isinstance(value, str):
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+    if isinstance(value, dict):
+        return {_unicode_safe(k): _unicode_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unicode_safe(v) for v in value]
+    return value

@@ -1,0 +1,292 @@
+"""The report formats: golden files, what CI systems accept, and hostile content.
+
+Golden files are written only by `make goldens` (pytest --update-goldens) and compared byte for
+byte. SARIF is validated against the official SARIF 2.1.0 schema and GitHub's upload limits;
+JUnit is read back with junitparser; Markdown is rendered and checked for injected markup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agent_reliability_harness import Finding, RunReport, TraceReport
+from agent_reliability_harness.io import write_atomic
+from agent_reliability_harness.render.markdown import MAX_CHARS, render_markdown
+from agent_reliability_harness.render.sarif import MAX_RESULTS, render_sarif
+from agent_reliability_harness.rules import RULES
+
+from conftest import (
+    ROOT,
+    SAMPLES,
+    SARIF_SCHEMA,
+    Run,
+    assert_markdown_is_inert,
+    load_json,
+    require_shared,
+)
+
+GOLDENS = ROOT / "tests" / "goldens"
+HOSTILE = GOLDENS / "inputs" / "hostile"
+CASES = {
+    "samples": (SAMPLES / "policy_trajectory.json", [SAMPLES / "traces"]),
+    "hostile": (HOSTILE / "policy.json", [HOSTILE / "traces"]),
+}
+FILES = ("console.txt", "report.json", "report.md", "report.xml", "report.sarif")
+
+Arh = Callable[..., Run]
+
+
+def _produce(arh: Arh, case: str, out: Path) -> dict[str, bytes]:
+    """Run arh on a case from the repository root, with relative paths, into ``out``."""
+    policy, inputs = CASES[case]
+    old = Path.cwd()
+    os.chdir(ROOT)
+    try:
+        rel = [p.relative_to(ROOT).as_posix() for p in (policy, *inputs)]
+        run = arh(
+            "validate", "--policy", rel[0], *rel[1:], "--color", "never",
+            "--json-out", out / "report.json", "--md-out", out / "report.md",
+            "--junit-out", out / "report.xml", "--sarif-out", out / "report.sarif",
+        )  # fmt: skip
+    finally:
+        os.chdir(old)
+    console = "\n".join(
+        line for line in (run.out + run.err).splitlines() if " written to " not in line
+    )
+    (out / "console.txt").write_text(console + "\n", encoding="utf-8", errors="surrogateescape")
+    return {name: (out / name).read_bytes() for name in FILES}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_goldens(case: str, arh: Arh, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    produced = _produce(arh, case, tmp_path)
+    target = GOLDENS / case
+    if request.config.getoption("--update-goldens"):
+        target.mkdir(parents=True, exist_ok=True)
+        for name, data in produced.items():
+            (target / name).write_bytes(data)
+    for name, data in produced.items():
+        golden = target / name
+        assert golden.exists(), f"missing golden {golden}: run `make goldens`"
+        assert data == golden.read_bytes(), f"{case}/{name} differs from its golden: `make goldens`"
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, bytes]]:
+    return {case: {n: (GOLDENS / case / n).read_bytes() for n in FILES} for case in CASES}
+
+
+# -- SARIF ---------------------------------------------------------------------------------------
+
+
+def _sarif(case: str) -> dict:  # type: ignore[type-arg]
+    return json.loads((GOLDENS / case / "report.sarif").read_text(encoding="ascii"))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_sarif_is_valid_against_the_official_schema(case: str) -> None:
+    from jsonschema import Draft7Validator
+
+    schema = load_json(require_shared(SARIF_SCHEMA))
+    errors = sorted(e.message for e in Draft7Validator(schema).iter_errors(_sarif(case)))
+    assert not errors, errors[:5]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_sarif_rules_results_and_fingerprints(case: str) -> None:
+    run = _sarif(case)["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == sorted(RULES)
+    for rule in rules:
+        assert rule["help"]["text"]
+        assert rule["helpUri"].endswith("docs/rules.md#" + rule["id"].lower())
+        assert len(rule["properties"]["tags"]) <= 20  # GitHub's limit
+    fingerprints = [r["partialFingerprints"]["arhFinding/v1"] for r in run["results"]]
+    assert len(fingerprints) == len(set(fingerprints))
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        location = result["locations"][0]["physicalLocation"]
+        assert not location["artifactLocation"]["uri"].startswith(("/", "file:"))
+        assert location["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
+    assert len(run["results"]) <= MAX_RESULTS
+
+
+def test_sarif_points_at_the_line_of_the_step() -> None:
+    run = _sarif("samples")["runs"][0]
+    by_step = {
+        (r["properties"]["trace_id"], r["locations"][0]["logicalLocations"][0]["name"]): r
+        for r in run["results"]
+    }
+    result = by_step[("rebook-1002", "s5b")]
+    location = result["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "samples/traces/rebook_double_rebooking.json"
+    lines = (SAMPLES / "traces" / "rebook_double_rebooking.json").read_text().splitlines()
+    start = location["region"]["startLine"]
+    # the step object opens on that line and its step_id follows on the next one
+    assert lines[start - 1].strip() == "{"
+    assert lines[start].strip() == '"step_id": "s5b",'
+    jsonl = by_step[("rebook-2042", "s3")]["locations"][0]["physicalLocation"]
+    assert jsonl["region"] == {"startLine": 2}
+
+
+def test_sarif_fingerprints_are_stable_across_runs(arh: Arh, tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    assert (
+        _produce(arh, "samples", first)["report.sarif"]
+        == _produce(arh, "samples", second)["report.sarif"]
+    )
+
+
+def test_sarif_respects_the_result_limit() -> None:
+    finding = Finding("ARH-SAF-001", "error", "safety", "m", "s1", subject="x")
+    report = TraceReport("t", "a", "w", "p", 0.0, False, 0.0, 0.0, None, (finding,) * 25_003)
+    data = json.loads(render_sarif(RunReport((report,))))
+    run = data["runs"][0]
+    assert len(run["results"]) == MAX_RESULTS
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert "3 of 25003 findings were left out" in notes[-1]["message"]["text"]
+    fingerprints = {r["partialFingerprints"]["arhFinding/v1"] for r in run["results"]}
+    assert len(fingerprints) == MAX_RESULTS  # occurrence numbers keep equal findings apart
+
+
+def test_sarif_uris_are_percent_encoded_and_absolute_paths_are_file_uris() -> None:
+    finding = Finding("ARH-SCH-001", "error", "schema", "m", "s1")
+    reports = (
+        TraceReport("a", "a", "w", "p", 0.0, False, 0.0, 0.0, None, (finding,),
+                    source_path="runs/my trace#1.json"),
+        TraceReport("b", "a", "w", "p", 0.0, False, 0.0, 0.0, None, (finding,),
+                    source_path="/abs/dir/t.json"),
+    )  # fmt: skip
+    results = json.loads(render_sarif(RunReport(reports)))["runs"][0]["results"]
+    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in results]
+    assert uris == [
+        {"uri": "runs/my%20trace%231.json", "uriBaseId": "%SRCROOT%"},
+        {"uri": "file:///abs/dir/t.json"},
+    ]
+
+
+# -- JUnit ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_junit_reads_back_with_junitparser(case: str) -> None:
+    from junitparser import Error, Failure, JUnitXml
+
+    report = load_json(GOLDENS / case / "report.json")
+    xml = JUnitXml.fromfile(str(GOLDENS / case / "report.xml"))
+    cases = [c for suite in xml for c in suite]
+    failures = sum(1 for c in cases for r in c.result if isinstance(r, Failure))
+    errors = sum(1 for c in cases for r in c.result if isinstance(r, Error))
+    assert len(cases) == report["summary"]["total_traces"] + len(report["input_errors"])
+    assert failures == report["summary"]["failed_traces"]
+    assert errors == len(report["input_errors"])
+    assert sum(1 for c in cases if c.is_skipped) == 0
+    suite = next(iter(xml))
+    assert (suite.tests, suite.failures, suite.errors) == (len(cases), failures, errors)
+    names = [c.name for c in cases if c.classname != "arh.inputs"]
+    assert (
+        names == [r["trace_id"].replace("\x1b", "\\x1b") for r in report["reports"]]
+        or case == "hostile"
+    )
+
+
+def test_junit_replaces_characters_xml_forbids() -> None:
+    text = (GOLDENS / "hostile" / "report.xml").read_text(encoding="utf-8")
+    ET.fromstring(text.split("\n", 1)[1])  # noqa: S314 - our own output: is it well-formed?
+    for escape in ("\\x1b", "\\ud800", "\\x00", "\\ufffe", "\\u202e"):
+        assert escape in text
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]", text)
+
+
+# -- Markdown ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_markdown_is_inert_and_tables_keep_their_columns(case: str) -> None:
+    text = (GOLDENS / case / "report.md").read_text(encoding="utf-8")
+    assert_markdown_is_inert(text)
+    for line in text.splitlines():
+        if line.startswith("|"):
+            cells = line.replace("\\|", "").strip("|").split("|")
+            assert len(cells) == 6, line
+
+
+def test_markdown_stays_within_github_comment_limits() -> None:
+    finding = Finding("ARH-SAF-001", "error", "safety", "m" * 2000, "s1")
+    reports = tuple(
+        TraceReport(f"t{i}", "a", "w", "p", 0.0, False, 0.0, 0.0, None, (finding,) * 20)
+        for i in range(300)
+    )
+    text = render_markdown(RunReport(reports))
+    assert len(text) <= MAX_CHARS < 65_536
+    assert "more failing traces are not shown" in text
+    assert_markdown_is_inert(text)
+
+
+# -- Console -------------------------------------------------------------------------------------
+
+
+def test_console_colour(arh: Arh, monkeypatch: pytest.MonkeyPatch) -> None:
+    args = ("validate", "--policy", SAMPLES / "policy_trajectory.json", SAMPLES / "traces")
+    assert "\x1b[" in arh(*args, "--color", "always").out
+    assert "\x1b[" not in arh(*args, "--color", "never").out
+    assert "\x1b[" not in arh(*args).out  # not a terminal
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    class Terminal:
+        def isatty(self) -> bool:
+            return True
+
+    from agent_reliability_harness.cli import _use_color
+
+    assert _use_color("auto", Terminal()) is False  # type: ignore[arg-type]
+    monkeypatch.delenv("NO_COLOR")
+    assert _use_color("auto", Terminal()) is True  # type: ignore[arg-type]
+
+
+def test_console_lines_fit_100_columns() -> None:
+    text = (GOLDENS / "samples" / "console.txt").read_text(encoding="utf-8")
+    wide = [line for line in text.splitlines() if len(line) > 100 and "latency" not in line]
+    assert not wide
+
+
+def test_console_escapes_hostile_text() -> None:
+    text = (GOLDENS / "hostile" / "console.txt").read_text(encoding="utf-8")
+    assert "\x1b" not in text
+    assert "\u202e" not in text
+    assert "evil|id <b>bold</b> @octocat #12 \\x1b[31mred\\u202e\\ud800" in text
+
+
+# -- Writing -------------------------------------------------------------------------------------
+
+
+def test_every_format_in_one_run_and_byte_identical(arh: Arh, tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    assert _produce(arh, "hostile", one) == _produce(arh, "hostile", two)
+
+
+def test_an_interrupted_write_leaves_the_old_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "report.json"
+    target.write_text("old", encoding="utf-8")
+
+    def interrupted(src: str, dst: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(str(target), "new")
+    assert target.read_text(encoding="utf-8") == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
