@@ -599,3 +599,61 @@ def test_d43_compare_console_layout(tmp_path: Path, arh: Callable[..., Run]) -> 
     run = arh("compare", "--baseline", base, "--candidate", base)
     assert run.out.splitlines()[0] == "compared 1 trace · 0 added · 0 removed"
     assert run.out.rstrip().endswith("GATE: PASS (fail-on regressions)")
+
+
+# -- report formats ------------------------------------------------------------------------------
+
+
+def _formats(tmp_path: Path, arh: Callable[..., Run], trace: dict[str, Any]) -> dict[str, str]:
+    policy = _write(tmp_path / "p.json", _policy(allowed_tools={"t": {}}))
+    source = _write(tmp_path / "t.json", trace)
+    out = {name: tmp_path / f"r.{name}" for name in ("md", "xml", "sarif")}
+    arh("validate", "--policy", policy, source, "--md-out", out["md"], "--junit-out", out["xml"],
+        "--sarif-out", out["sarif"], "--quiet")  # fmt: skip
+    return {name: path.read_text(encoding="utf-8") for name, path in out.items()}
+
+
+_HOSTILE = _trace(_call("s1", "evil\ud800<b>@x</b>\ufffe"), trace_id="id|<i>\x1b\ud800")
+
+
+def test_d44_markdown_escapes_everything_from_a_trace(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    from conftest import assert_markdown_is_inert
+
+    md = _formats(tmp_path, arh, _HOSTILE)["md"]
+    assert md.startswith("## arh validation: 1 of 1 trace failed\n")
+    assert_markdown_is_inert(md)
+
+
+def test_d45_junit_escapes_what_xml_forbids(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    xml = _formats(tmp_path, arh, _HOSTILE)["xml"]
+    assert "\\ud800" in xml
+    assert "\\ufffe" in xml
+    assert "\\x1b" in xml
+    assert '<property name="policy_id" value="p" />' in xml
+
+
+def test_d46_sarif_has_every_rule_relative_uris_and_unique_fingerprints(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    trace = _trace(_call("s1", "nope"), _call("s2", "nope"), _call("s2", "nope"))
+    run = json.loads(_formats(tmp_path, arh, trace)["sarif"])["runs"][0]
+    assert len(run["tool"]["driver"]["rules"]) == len(RULES)
+    fingerprints = [r["partialFingerprints"]["arhFinding/v1"] for r in run["results"]]
+    assert len(fingerprints) == len(set(fingerprints)) == 4  # 3 x SCH-001 and 1 x SCH-010
+    uri = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri.startswith("file:///")  # the test passes an absolute path
+
+
+def test_d47_console_colour_only_when_asked(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    policy = _write(tmp_path / "p.json", _policy())
+    trace = _write(tmp_path / "t.json", _trace(_say("s1")))
+    assert "\x1b[1;32mPASS" in arh("validate", "--policy", policy, trace, "--color", "always").out
+    assert "\x1b" not in arh("validate", "--policy", policy, trace).out
+
+
+def test_d48_no_writer_crashes_on_lone_surrogates(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    outputs = _formats(tmp_path, arh, _HOSTILE)
+    assert all(outputs.values())
+    json.loads(outputs["sarif"])
