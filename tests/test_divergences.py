@@ -657,3 +657,10 @@ def test_d48_no_writer_crashes_on_lone_surrogates(tmp_path: Path, arh: Callable[
     outputs = _formats(tmp_path, arh, _HOSTILE)
     assert all(outputs.values())
     json.loads(outputs["sarif"])
+
+
+def test_d49_exponential_patterns_are_refused() -> None:
+    error = _policy_error(_policy(unsafe_patterns=["(a+)+$"]))
+    assert error.pointer == "/unsafe_patterns/0"
+    policy = Policy.from_dict(_policy(unsafe_patterns=["(a+)+$"]), allow_risky_patterns=True)
+    assert policy.warnings

@@ -13,10 +13,13 @@ import math
 import os
 import sys
 from collections.abc import Sequence
-from typing import IO, Any, Final, NoReturn
+from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
 
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.errors import InputError
+
+if TYPE_CHECKING:
+    from agent_reliability_harness.model.policy import Policy
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -61,6 +64,11 @@ def _score_drop(text: str) -> float:
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
     return value
+
+
+_RISKY_HELP: Final = (
+    "accept policy regexes that can backtrack exponentially (a warning instead of an error)"
+)
 
 
 def _build_parser() -> _Parser:
@@ -112,6 +120,7 @@ def _build_parser() -> _Parser:
         help="colour the console report (default: auto, on a terminal unless NO_COLOR is set)",
     )
     validate.add_argument("--quiet", action="store_true", help="do not print the console report")
+    validate.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
 
     compare = commands.add_parser(
         "compare",
@@ -167,6 +176,7 @@ def _build_parser() -> _Parser:
         help="save the candidate's validation report (with --policy)",
     )
     compare.add_argument("--quiet", action="store_true", help="do not print the console report")
+    compare.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
     compare.set_defaults(usage=compare.format_usage())
 
     rules = commands.add_parser(
@@ -231,15 +241,28 @@ _VALIDATE_OUTPUTS: Final = (
 )
 
 
+def _policy(path: str, allow_risky_patterns: bool) -> Policy | None:
+    """Load the policy, printing its error (then None) or its accepted warnings."""
+    from agent_reliability_harness.render._text import terminal_safe
+    from agent_reliability_harness.runner import load_policy
+
+    try:
+        policy = load_policy(path, allow_risky_patterns=allow_risky_patterns)
+    except InputError as exc:
+        _error(f"invalid policy: {exc}")
+        return None
+    for warning in policy.warnings:
+        _print(f"warning: {terminal_safe(path)}: {terminal_safe(warning)}\n", sys.stderr)
+    return policy
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     from agent_reliability_harness.render import render
     from agent_reliability_harness.render.console import render_console
-    from agent_reliability_harness.runner import load_policy, run_validation, step_lines
+    from agent_reliability_harness.runner import run_validation, step_lines
 
-    try:
-        policy = load_policy(args.policy)
-    except InputError as exc:
-        _error(f"invalid policy: {exc}")
+    policy = _policy(args.policy, args.allow_risky_patterns)
+    if policy is None:
         return EXIT_FAILED
     run = run_validation(
         policy, args.traces, fmt=args.format, fail_under=args.fail_under, on_error=_report_error
@@ -296,7 +319,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         render_compare_markdown,
     )
     from agent_reliability_harness.render.json_report import render_json
-    from agent_reliability_harness.runner import load_policy, load_report, run_validation
+    from agent_reliability_harness.runner import load_report, run_validation
 
     problem = _compare_usage(args)
     if problem:
@@ -315,10 +338,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             _error(f"invalid candidate: {exc}")
             return EXIT_FAILED
     else:
-        try:
-            policy = load_policy(args.policy)
-        except InputError as exc:
-            _error(f"invalid policy: {exc}")
+        policy = _policy(args.policy, args.allow_risky_patterns)
+        if policy is None:
             return EXIT_FAILED
         candidate = run_validation(
             policy,

@@ -24,10 +24,10 @@ from agent_reliability_harness.model.report import RunReport, TraceReport
 __all__ = ["load_policy", "load_report", "run_validation"]
 
 
-def load_policy(path: str) -> Policy:
+def load_policy(path: str, *, allow_risky_patterns: bool = False) -> Policy:
     """Read and parse a policy file; errors name the file."""
     try:
-        return Policy.from_dict(read_json_file(path))
+        return Policy.from_dict(read_json_file(path), allow_risky_patterns=allow_risky_patterns)
     except InputError as exc:
         raise (exc if exc.source else exc.located(path)) from None
 

@@ -431,6 +431,34 @@ class UnsafePattern:
     regex: re.Pattern[str] = field(compare=False, repr=False)
 
 
+def _risky_patterns(
+    tools: Mapping[str, ToolSchema], patterns: list[UnsafePattern], allow: bool
+) -> tuple[str, ...]:
+    from agent_reliability_harness.model._regex import risky_repetition
+
+    located: list[tuple[str, str, int]] = [
+        (f"/unsafe_patterns/{i}", p.pattern, re.IGNORECASE) for i, p in enumerate(patterns)
+    ]
+    for name, tool in tools.items():
+        for key in ("required_arguments", "optional_arguments"):
+            for arg, spec in getattr(tool, key).items():
+                if spec.pattern is not None:
+                    pointer = join_pointer("/allowed_tools", name, key, arg, "pattern")
+                    located.append((pointer, spec.pattern, 0))
+    warnings: list[str] = []
+    for pointer, pattern, flags in located:
+        if not risky_repetition(pattern, flags):
+            continue
+        message = (
+            f"pattern {pattern!r} nests an unbounded repetition inside another (as in '(a+)+'), "
+            "so matching can take exponential time on some texts"
+        )
+        if not allow:
+            raise bad(pointer, f"{message}; rewrite it, or accept it with --allow-risky-patterns")
+        warnings.append(f"{pointer}: {message}")
+    return tuple(warnings)
+
+
 _POLICY_KEYS: Final = (
     "$schema",
     "schema_version",
@@ -462,10 +490,16 @@ class Policy:
     sequence: Sequence = field(default_factory=Sequence)
     error_handling: ErrorHandling = field(default_factory=ErrorHandling)
     completion: Completion = field(default_factory=Completion)
+    # problems accepted on request (such as risky patterns): "<pointer>: <message>"
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
-    def from_dict(cls, data: object) -> Policy:
-        """Parse a policy; raise :class:`InputError` naming the bad key's JSON pointer."""
+    def from_dict(cls, data: object, *, allow_risky_patterns: bool = False) -> Policy:
+        """Parse a policy; raise :class:`InputError` naming the bad key's JSON pointer.
+
+        A regular expression in the exponential-backtracking shape (see ``_regex``) is an error,
+        or, with ``allow_risky_patterns``, a warning kept in :attr:`warnings`.
+        """
         if type(data) is not dict:
             raise bad("", f"a policy must be a JSON object, got {json_type(data)}")
         version = parse_schema_version(data.get("schema_version"), "/schema_version", "policy")
@@ -510,6 +544,7 @@ class Policy:
                             f"tool {name!r} is not in allowed_tools, so every call to it would be "
                             "rejected; add it to allowed_tools or set allow_unlisted_tools",
                         )
+        warnings = _risky_patterns(tools, patterns, allow_risky_patterns)
         return cls(
             policy_id,
             version,
@@ -522,6 +557,7 @@ class Policy:
             sequence,
             ErrorHandling.from_section(_section(data, "error_handling")),
             Completion.from_section(_section(data, "completion")),
+            warnings,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,0 +1,91 @@
+"""The guard against policy regexes that can backtrack exponentially.
+
+Expected verdicts come from how a backtracking matcher behaves: a pattern is exponential when
+text can be split between iterations of an outer unbounded repetition and an inner one in many
+ways; a mandatory separator the inner repetition cannot match forces a single split.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agent_reliability_harness import InputError, Policy
+from agent_reliability_harness.model._regex import risky_repetition
+
+from conftest import SAMPLES, Run
+
+RISKY = [
+    r"(a+)+",
+    r"(.*)*",
+    r"(\w+\s?)+",
+    r"(a+b*)+x",
+    r"((ab)*)*",
+    r"(a*b?)*",
+    r"(x+x+)+y",
+    r"^(([a-z])+.)+[A-Z]([a-z])+$",
+    r"(a|b+)*",
+    r"(\w+\.?)+",
+    r"(?:(?:a+))+",
+]
+SAFE = [
+    r"(\d+\.)+",
+    r"(\w+\s)+",
+    r"([a-z]+\d)+",
+    r"(\s*,\s*\w+)+",
+    r"(?:x(a+))+",
+    r"(a++)+",
+    r"(?>a+)+",
+    r"(a|aa)+",  # overlapping alternatives: slow too, but not this guard's shape (SECURITY.md)
+    r"\bpassword\s*[:=]",
+    r"ignore (all|any|the) (previous|prior|above) instructions",
+    r"\b(?:\d{4}[ -]){3}\d{4}\b",
+    r"[A-Z]{2}\d{1,4}",
+    r"(ab){2,5}",
+]
+
+
+@pytest.mark.parametrize("pattern", RISKY)
+def test_risky_shapes_are_flagged(pattern: str) -> None:
+    assert risky_repetition(pattern)
+
+
+@pytest.mark.parametrize("pattern", SAFE)
+def test_safe_shapes_are_not_flagged(pattern: str) -> None:
+    assert not risky_repetition(pattern)
+
+
+def test_policy_rejects_a_risky_pattern_with_its_pointer() -> None:
+    with pytest.raises(InputError) as caught:
+        Policy.from_dict({"policy_id": "p", "unsafe_patterns": ["ok", "(a+)+"]})
+    assert caught.value.pointer == "/unsafe_patterns/1"
+    assert "--allow-risky-patterns" in caught.value.message
+    spec = {"t": {"optional_arguments": {"x a/b": {"type": "str", "pattern": "(.*)*"}}}}
+    with pytest.raises(InputError) as caught:
+        Policy.from_dict({"policy_id": "p", "allowed_tools": spec})
+    assert caught.value.pointer == "/allowed_tools/t/optional_arguments/x a~1b/pattern"
+
+
+def test_allowing_risky_patterns_keeps_a_warning() -> None:
+    policy = Policy.from_dict(
+        {"policy_id": "p", "unsafe_patterns": ["(a+)+"]}, allow_risky_patterns=True
+    )
+    assert len(policy.warnings) == 1
+    assert policy.warnings[0].startswith("/unsafe_patterns/0: pattern '(a+)+' nests")
+
+
+def test_cli_flag(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    policy = tmp_path / "p.json"
+    # "(#+)+%" has the risky shape but matches nothing in the sample trace
+    doc = {"policy_id": "p", "allow_unlisted_tools": True, "unsafe_patterns": ["(#+)+%"]}
+    policy.write_text(json.dumps(doc), "utf-8")
+    trace = SAMPLES / "traces" / "rebook_pass.json"
+    refused = arh("validate", "--policy", policy, trace, "--quiet")
+    assert refused.status == 1
+    assert "exponential time" in refused.err
+    accepted = arh("validate", "--policy", policy, trace, "--quiet", "--allow-risky-patterns")
+    assert accepted.status == 0
+    assert accepted.err.startswith(f"warning: {policy}: /unsafe_patterns/0: pattern")
