@@ -401,6 +401,7 @@ INVALID_TRACES = {
     "step-number-id": step_with(step_id=1),
     "step-no-type": step_with(type=ABSENT),
     "step-bad-type": step_with(type="tool"),
+    "step-user-type-misspelt": step_with(type="user"),
     "step-null-type": step_with(type=None),
     "tool-name-number": step_with(tool_name=3),
     "text-array": step_with(text=["a"]),
@@ -453,6 +454,10 @@ VALID_TRACES = {
         tool_name=None, arguments=None, text=None, requires_grounding=None, metadata=None
     ),
     "any-output": step_with(output=[1, "x", None, {"a": []}]),
+    "user-message-step": trace_with(
+        schema_version="1.1",
+        steps=[{"step_id": "u1", "type": "user_message", "text": "hi"}, TRACE["steps"][1]],
+    ),
     "duplicate-step-ids": trace_with(
         steps=[{"step_id": "s", "type": "model_response"}, {"step_id": "s", "type": "tool_call"}]
     ),
@@ -722,7 +727,7 @@ TRACE_FIELDS: Pools = {
 }
 STEP_FIELDS: Pools = {
     "step_id": (["s1"], [ABSENT, "", None, 1]),
-    "type": (["tool_call", "model_response"], [ABSENT, None, "Tool_call", "", 1]),
+    "type": (["tool_call", "model_response", "user_message"], [ABSENT, None, "Tool_call", "", 1]),
     "tool_name": TEXTS,
     "arguments": OBJECTS,
     "output": (ANYTHING, []),

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
 
 from agent_reliability_harness._version import __version__
+from agent_reliability_harness.adapters import FORMATS
 from agent_reliability_harness.errors import InputError
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
-FORMAT_CHOICES: Final = ("auto", "arh")
+FORMAT_CHOICES: Final = ("auto", *FORMATS)
 
 
 class _ExitRequestError(Exception):
@@ -54,6 +55,42 @@ def _fail_under(text: str) -> float:
     if not (math.isfinite(value) and 0 <= value <= 100):
         raise argparse.ArgumentTypeError(f"must be a number from 0 to 100, got {text!r}")
     return value
+
+
+def _pointer(text: str) -> str:
+    from agent_reliability_harness.adapters._access import check_pointer
+    from agent_reliability_harness.errors import UsageError
+
+    try:
+        return check_pointer(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _record_options(parser: argparse.ArgumentParser) -> None:
+    """The options that say how to read wrapped transcript logs."""
+    parser.add_argument(
+        "--messages-at",
+        type=_pointer,
+        metavar="POINTER",
+        help="JSON pointer to the message list inside each record (default: the record itself "
+        "if it is an array, else its messages, traj or history member)",
+    )
+    parser.add_argument(
+        "--trace-id-at",
+        type=_pointer,
+        action="append",
+        default=[],
+        metavar="POINTER",
+        help="JSON pointer to the trace id inside each record; repeat it to join several parts "
+        "with '-' (default: the record's trace_id, else the file's relative path)",
+    )
+
+
+def _record_usage(args: argparse.Namespace) -> str | None:
+    if args.format == "arh" and (args.messages_at is not None or args.trace_id_at):
+        return "--messages-at and --trace-id-at apply to transcripts, not to --format arh"
+    return None
 
 
 def _score_drop(text: str) -> float:
@@ -102,6 +139,8 @@ def _build_parser() -> _Parser:
         choices=FORMAT_CHOICES,
         help="input format (default: auto)",
     )
+    _record_options(validate)
+    validate.set_defaults(usage=validate.format_usage())
     validate.add_argument(
         "--fail-under",
         type=_fail_under,
@@ -142,6 +181,7 @@ def _build_parser() -> _Parser:
         default=None,
         help="input format of the traces (default: auto)",
     )
+    _record_options(compare)
     compare.add_argument(
         "--fail-under",
         type=_fail_under,
@@ -178,6 +218,29 @@ def _build_parser() -> _Parser:
     compare.add_argument("--quiet", action="store_true", help="do not print the console report")
     compare.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
     compare.set_defaults(usage=compare.format_usage())
+
+    convert = commands.add_parser(
+        "convert",
+        help="convert transcripts to canonical traces",
+        allow_abbrev=False,
+        description="Write the canonical traces the adapters build from the inputs: one trace "
+        "as JSON, several as JSON Lines. Exit status: 0 all converted, 1 an input was bad, "
+        "2 usage error.",
+    )
+    convert.add_argument(
+        "traces",
+        nargs="+",
+        metavar="INPUT",
+        help="transcript or trace files, directories, JSON Lines files, or - for standard input",
+    )
+    convert.add_argument(
+        "--format", default="auto", choices=FORMAT_CHOICES, help="input format (default: auto)"
+    )
+    _record_options(convert)
+    convert.add_argument(
+        "-o", "--output", metavar="PATH", help="write here instead of standard output"
+    )
+    convert.set_defaults(usage=convert.format_usage())
 
     rules = commands.add_parser(
         "rules",
@@ -261,11 +324,21 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from agent_reliability_harness.render.console import render_console
     from agent_reliability_harness.runner import run_validation, step_lines
 
+    problem = _record_usage(args)
+    if problem:
+        _print(f"{args.usage}arh validate: error: {problem}\n", sys.stderr)
+        return EXIT_USAGE
     policy = _policy(args.policy, args.allow_risky_patterns)
     if policy is None:
         return EXIT_FAILED
     run = run_validation(
-        policy, args.traces, fmt=args.format, fail_under=args.fail_under, on_error=_report_error
+        policy,
+        args.traces,
+        fmt=args.format,
+        fail_under=args.fail_under,
+        on_error=_report_error,
+        messages_at=args.messages_at,
+        trace_id_at=args.trace_id_at,
     )
     if not args.quiet:
         _print(render_console(run, color=_use_color(args.color, sys.stdout)), sys.stdout)
@@ -301,9 +374,15 @@ def _compare_usage(args: argparse.Namespace) -> str | None:
             ("--format", args.format),
             ("--fail-under", args.fail_under),
             ("--candidate-json-out", args.candidate_json_out),
+            ("--messages-at", args.messages_at),
+            ("--trace-id-at", args.trace_id_at or None),
         ):
             if value is not None:
                 return f"{option} applies only when validating traces with --policy"
+    else:
+        problem = _record_usage(args)
+        if problem:
+            return problem
     if args.max_score_drop is not None and args.fail_on != "regressions":
         return "--max-score-drop applies only to --fail-on regressions"
     if args.fail_on_drift and args.fail_on == "never":
@@ -347,6 +426,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             fmt=args.format or "auto",
             fail_under=70.0 if args.fail_under is None else args.fail_under,
             on_error=_report_error,
+            messages_at=args.messages_at,
+            trace_id_at=args.trace_id_at,
         )
         input_errors = len(candidate.input_errors)
         if args.candidate_json_out:
@@ -385,6 +466,62 @@ def _write(path: str, text: str, what: str, quiet: bool) -> int:
     return 0
 
 
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from agent_reliability_harness.render.traces import render_trace
+    from agent_reliability_harness.runner import TraceIds, read_traces
+
+    problem = _record_usage(args)
+    if problem:
+        _print(f"{args.usage}arh convert: error: {problem}\n", sys.stderr)
+        return EXIT_USAGE
+    errors = 0
+
+    def fail(error: InputError) -> None:
+        nonlocal errors
+        errors += 1
+        _report_error(error)
+
+    converted = []
+    ids = TraceIds()
+    for trace, item, pointer in read_traces(
+        args.traces,
+        fail,
+        fmt=args.format,
+        messages_at=args.messages_at,
+        trace_id_at=args.trace_id_at,
+    ):
+        try:
+            ids.check(trace, item, pointer)
+        except InputError as exc:
+            fail(exc)
+            continue
+        ids.add(trace, item, pointer)
+        converted.append((trace, item))
+    texts = []
+    for trace, item in converted:
+        try:
+            texts.append(render_trace(trace, indent=len(converted) == 1))
+        except RecursionError:
+            fail(
+                InputError(
+                    f"trace {trace.trace_id!r} holds a value nested too deeply to write",
+                    pointer=None,
+                ).located(item.source, item.line)
+            )
+    if texts:
+        text = "".join(texts)
+        if args.output is None:
+            _print(text, sys.stdout)
+        else:
+            what = "Canonical trace"
+            if len(converted) > 1:
+                what = f"{len(texts)} canonical traces (JSON Lines)"
+            status = _write(args.output, text, what, quiet=False)
+            if status:
+                return status
+    return EXIT_FAILED if errors or not texts else EXIT_OK
+
+
 def _cmd_rules(args: argparse.Namespace) -> int:
     from agent_reliability_harness.render import rules_doc
 
@@ -416,6 +553,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 _COMMANDS: Final[dict[str, Any]] = {
     "validate": _cmd_validate,
     "compare": _cmd_compare,
+    "convert": _cmd_convert,
     "rules": _cmd_rules,
     "explain": _cmd_explain,
 }

@@ -35,11 +35,16 @@ _TRACE_SUFFIXES: Final = (".json", *_JSONL_SUFFIXES)
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """One input: a file path (shown as given, with ``/`` separators) or standard input."""
+    """One input: a file path (shown as given, with ``/`` separators) or standard input.
+
+    ``relative`` is the path relative to the command-line argument it was found under (the file
+    name when the argument is the file itself); traces that carry no id are named after it.
+    """
 
     name: str
     path: Path | None
     jsonl: bool
+    relative: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +85,19 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
     """
     sources: dict[str, Source] = {}
     errors: list[InputError] = []
+
+    def add(source: Source) -> None:
+        # a file reached from two arguments keeps its longest relative path, whatever the order
+        known = sources.get(source.name)
+        if known is None or (len(source.relative), source.relative) > (
+            len(known.relative),
+            known.relative,
+        ):
+            sources[source.name] = source
+
     for arg in args:
         if arg == STDIN:
-            sources.setdefault(STDIN_NAME, Source(STDIN_NAME, None, jsonl=False))
+            add(Source(STDIN_NAME, None, jsonl=False, relative="stdin"))
             continue
         path = Path(arg)
         name = _display(path)
@@ -99,9 +114,10 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                     )
                 for file in files:
                     file_name = _display(file)
-                    sources.setdefault(file_name, Source(file_name, file, _is_jsonl(file)))
+                    relative = _display(file.relative_to(path))
+                    add(Source(file_name, file, _is_jsonl(file), relative))
             elif path.exists():
-                sources.setdefault(name, Source(name, path, _is_jsonl(path)))
+                add(Source(name, path, _is_jsonl(path), path.name))
             else:
                 errors.append(InputError("no such file or directory", pointer=None, source=name))
         except OSError as exc:

@@ -1,42 +1,86 @@
-"""Turning input documents into canonical traces, by format name or by detection."""
+"""Turning input documents into canonical traces, by format name or by detection.
+
+``FORMATS`` maps each ``--format`` name to its adapter. Every adapter is total: for any decoded
+JSON value it returns a :class:`Trace` or raises :class:`InputError`; what it cannot map is kept
+as notes under ``metadata.adapter.notes`` (see docs/adapters.md).
+
+A document is one record, or an array of records (each a canonical trace or a transcript record
+such as ``{"task_id": 3, "traj": [...]}``); :func:`to_traces` yields one result per record.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
+from agent_reliability_harness.adapters import anthropic_messages, cohere_chat, openai_chat
+from agent_reliability_harness.adapters._build import MESSAGE_KEYS, RecordOptions
+from agent_reliability_harness.adapters.detect import detect_format
 from agent_reliability_harness.errors import InputError
-from agent_reliability_harness.model._checks import json_type
 from agent_reliability_harness.model.trace import Trace
 
-__all__ = ["FORMATS", "detect_format", "to_trace"]
+__all__ = ["FORMATS", "RecordOptions", "detect_format", "to_trace", "to_traces"]
+
+Adapter = Callable[[Any, RecordOptions], Trace]
 
 
-def _canonical(value: Any) -> Trace:
+def _canonical(value: Any, options: RecordOptions | None = None) -> Trace:  # noqa: ARG001
+    """A canonical trace is parsed as it is; the record options apply to transcripts only."""
     return Trace.from_dict(value)
 
 
-# Format name -> adapter. Every adapter is total: it returns a Trace or raises InputError.
-FORMATS: Final[Mapping[str, Callable[[Any], Trace]]] = {"arh": _canonical}
+# Format name -> adapter, in the order `--format` lists them.
+FORMATS: Final[Mapping[str, Adapter]] = {
+    "arh": _canonical,
+    openai_chat.FORMAT: openai_chat.convert,
+    anthropic_messages.FORMAT: anthropic_messages.convert,
+    cohere_chat.FORMAT: cohere_chat.convert,
+}
 
 
-def detect_format(value: Any) -> str:
-    """Name the format of a decoded document, or raise InputError when none fits."""
-    if type(value) is dict and "steps" in value:
-        return "arh"
-    if type(value) is dict:
+def to_trace(value: Any, fmt: str = "auto", options: RecordOptions | None = None) -> Trace:
+    """Build a canonical trace from one record in format ``fmt`` (or ``auto``)."""
+    options = options or RecordOptions()
+    name = detect_format(value, options) if fmt == "auto" else fmt
+    adapter = FORMATS.get(name)
+    if adapter is None:
         raise InputError(
-            "cannot tell the trace format: a canonical trace is an object with 'steps'", pointer=""
+            f"unknown trace format {name!r} (expected one of {', '.join(FORMATS)})", pointer=None
         )
-    raise InputError(
-        f"cannot tell the trace format: expected a trace object, got {json_type(value)}", pointer=""
+    return adapter(value, options)
+
+
+def _is_record_array(document: list[Any], options: RecordOptions) -> bool:
+    """An array of records, rather than one message list?"""
+    if options.messages_at is not None:
+        return options.messages_at != ""
+    return (
+        bool(document)
+        and all(type(item) is dict and "role" not in item for item in document)
+        and any(key in item for item in document for key in ("steps", *MESSAGE_KEYS))
     )
 
 
-def to_trace(value: Any, fmt: str = "auto") -> Trace:
-    """Build a canonical trace from a decoded document in format ``fmt`` (or ``auto``)."""
-    name = detect_format(value) if fmt == "auto" else fmt
-    adapter = FORMATS.get(name)
-    if adapter is None:
-        raise InputError(f"unknown trace format {name!r}", pointer=None)
-    return adapter(value)
+def to_traces(
+    document: Any, fmt: str = "auto", options: RecordOptions | None = None
+) -> Iterator[tuple[str, Trace | InputError]]:
+    """One ``(pointer, trace or error)`` per record of a document, in document order.
+
+    ``pointer`` locates the record in the document (``""`` for the document itself, ``/3`` for
+    the fourth record of an array); an error's pointer already includes it. A record without an
+    id of its own is named ``options.default_id``, followed by ``#<index>`` in an array.
+    """
+    options = options or RecordOptions()
+    if type(document) is list and _is_record_array(document, options):
+        for index, record in enumerate(document):
+            named = dataclasses.replace(options, default_id=f"{options.default_id}#{index}")
+            try:
+                yield f"/{index}", to_trace(record, fmt, named)
+            except InputError as exc:
+                yield f"/{index}", exc.nested(index)
+        return
+    try:
+        yield "", to_trace(document, fmt, options)
+    except InputError as exc:
+        yield "", exc

@@ -25,8 +25,9 @@ from agent_reliability_harness.model._checks import (
 
 __all__ = ["STEP_TYPES", "Step", "StepType", "Trace"]
 
-StepType = Literal["tool_call", "model_response"]
-STEP_TYPES: Final = ("tool_call", "model_response")
+StepType = Literal["tool_call", "model_response", "user_message"]
+# user_message (schema version 1.1) records a user turn of a converted transcript; no rule reads it
+STEP_TYPES: Final = ("tool_call", "model_response", "user_message")
 StepStatus = Literal["ok", "error"]
 
 _STEP_KEYS: Final = frozenset(
@@ -92,7 +93,11 @@ def _object(data: Mapping[str, Any], key: str, base: str) -> Mapping[str, Any] |
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One thing the agent did: a tool call or a model response."""
+    """One step of a run: a tool call or a model response (what the agent did), or a user turn.
+
+    ``user_message`` steps (schema version 1.1) keep the user's side of a converted transcript;
+    every rule skips them.
+    """
 
     step_id: str
     type: StepType
@@ -124,7 +129,8 @@ class Step:
             shown = repr(kind) if type(kind) is str else json_type(kind)
             raise bad(
                 join_pointer(pointer, "type"),
-                f"unknown step type {shown} (expected 'tool_call' or 'model_response')",
+                f"unknown step type {shown} (expected 'tool_call' or 'model_response', or "
+                "'user_message' for a user turn)",
             )
         get = data.get
         tool_name = get("tool_name")

@@ -19,9 +19,12 @@ class TraceFacts:
 
     Positions are indexes into ``steps``. ``calls_by_tool`` lists, per tool name, the positions
     of its tool_call steps in order; its keys are in order of each tool's first call.
+    ``agent_steps`` lists the positions of the steps that are not ``user_message``: user turns
+    are kept in the trace but no rule reads them, and they add nothing to the totals.
     """
 
     __slots__ = (
+        "agent_steps",
         "calls_by_tool",
         "cost_total",
         "grounded",
@@ -38,6 +41,7 @@ class TraceFacts:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.steps: tuple[Step, ...] = trace.steps
+        agent_steps: list[int] = []
         tool_calls: list[int] = []
         named_calls: list[int] = []
         calls_by_tool: dict[str, list[int]] = {}
@@ -46,7 +50,11 @@ class TraceFacts:
         costs: list[float] = []
         tokens: int | None = None
         for index, step in enumerate(self.steps):
-            if step.type == "tool_call":
+            kind = step.type
+            if kind == "user_message":
+                continue
+            agent_steps.append(index)
+            if kind == "tool_call":
                 tool_calls.append(index)
                 name = step.tool_name
                 if name:
@@ -56,7 +64,7 @@ class TraceFacts:
                         calls_by_tool[name] = [index]
                     else:
                         positions.append(index)
-            elif step.requires_grounding:
+            elif step.requires_grounding:  # a model_response
                 grounded.append(index)
             if step.latency_ms is not None:
                 latencies.append(step.latency_ms)
@@ -64,6 +72,7 @@ class TraceFacts:
                 costs.append(step.cost_usd)
             if step.input_tokens is not None or step.output_tokens is not None:
                 tokens = (tokens or 0) + (step.input_tokens or 0) + (step.output_tokens or 0)
+        self.agent_steps = agent_steps
         self.tool_calls = tool_calls
         self.named_calls = named_calls
         self.calls_by_tool = calls_by_tool

@@ -20,7 +20,8 @@ STEP_LATENCY = rule(
     severity="error",
     title="Step latency exceeds the per-step budget",
     trigger="max_step_latency_ms is set and a step's latency_ms is strictly greater. Each step "
-    "that records latency is one check; steps without it are not checked.",
+    "that records latency is one check; steps without it are not checked. user_message steps "
+    "are never checked, and no budget counts their latency, cost or tokens.",
     scoring="Each step that records latency_ms is one budget check; a slow step fails its check.",
     anchor="the slow step",
     remediation="Find out why the step is slow (tool timeouts, oversized prompts), or raise "
@@ -120,7 +121,9 @@ def evaluate(facts: TraceFacts, budgets: Budgets, out: list[Finding]) -> Categor
             )
         else:
             if step_limit is not None:
-                for at, step in enumerate(facts.steps):
+                steps = facts.steps
+                for at in facts.agent_steps:
+                    step = steps[at]
                     latency = step.latency_ms
                     if latency is None:
                         continue

@@ -15,9 +15,10 @@ NO_FINAL_RESPONSE = rule(
     severity="error",
     title="Trace does not end with a successful final response",
     trigger="completion.require_final_response is true and the last step is not a "
-    "model_response with status ok and non-blank text (or the trace has no steps).",
+    "model_response with status ok and non-blank text (or the trace has no steps). "
+    "user_message steps are skipped: the last step is the last one that is not a user turn.",
     scoring="One failed completion check.",
-    anchor="the last step (the trace, when it has no steps)",
+    anchor="the last step that is not a user_message (the trace, when there is none)",
     remediation="Make the agent finish with an answer to the user; look for early exits, "
     "crashes and step limits that cut the run short.",
 )
@@ -26,7 +27,8 @@ TOO_MANY_STEPS = rule(
     category=CATEGORY,
     severity="error",
     title="Trace has more steps than max_steps",
-    trigger="completion.max_steps is set and the trace has more steps than that.",
+    trigger="completion.max_steps is set and the trace has more steps than that; "
+    "user_message steps are not counted.",
     scoring="One failed completion check.",
     anchor="the trace",
     remediation="Find the loop or detour that makes the run long, or raise max_steps.",
@@ -38,9 +40,9 @@ def prepare(policy: Policy) -> Completion:
 
 
 def _final_problem(facts: TraceFacts) -> str:
-    if not facts.steps:
-        return "the trace has no steps"
-    last = facts.steps[-1]
+    if not facts.agent_steps:
+        return "the trace has only user messages" if facts.steps else "the trace has no steps"
+    last = facts.steps[facts.agent_steps[-1]]
     if last.type != "model_response":
         return f"the last step is a {last.type}"
     if last.status != "ok":
@@ -57,7 +59,7 @@ def evaluate(facts: TraceFacts, completion: Completion, out: list[Finding]) -> C
         problem = _final_problem(facts)
         if problem:
             failed += 1
-            at = len(facts.steps) - 1 if facts.steps else None
+            at = facts.agent_steps[-1] if facts.agent_steps else None
             out.append(
                 NO_FINAL_RESPONSE.finding(
                     "trace does not end with a successful, non-empty model_response",
@@ -70,12 +72,14 @@ def evaluate(facts: TraceFacts, completion: Completion, out: list[Finding]) -> C
     limit = completion.max_steps
     if limit is not None:
         checks += 1
-        count = len(facts.steps)
+        count = len(facts.agent_steps)
         if count > limit:
             failed += 1
+            skipped = len(facts.steps) - count
+            aside = f" ({skipped} user_message steps not counted)" if skipped else ""
             out.append(
                 TOO_MANY_STEPS.finding(
-                    f"trace has {count} steps, more than max_steps {limit}",
+                    f"trace has {count} steps, more than max_steps {limit}{aside}",
                     expected=f"<= {limit} steps",
                     observed=f"{count} steps",
                 )

@@ -11,8 +11,9 @@ DUPLICATE_STEP_ID = rule(
     category="schema",
     severity="warning",
     title="Step id is used more than once",
-    trigger="Two or more steps share a step_id. Not scored; findings anchored at that id "
-    "become ambiguous.",
+    trigger="Two or more steps share a step_id (steps of every type count, user_message "
+    "included, because ids name positions of the whole trace). Not scored; findings anchored "
+    "at that id become ambiguous.",
     scoring="None: structure lint findings are not scored.",
     anchor="the first step with that id",
     remediation="Give every step a unique step_id when recording the trace.",

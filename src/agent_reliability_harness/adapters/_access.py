@@ -1,0 +1,131 @@
+"""Typed access to decoded JSON for the adapters: JSON pointers, and getters that fail with an
+:class:`~agent_reliability_harness.errors.InputError` at the pointer of the offending value.
+
+Pointers follow RFC 6901 with one extension: on an array, a token ``-1``, ``-2``, ... counts from
+the end (``/train_messages/-1`` is the last element). RFC 6901 gives such tokens no meaning on
+arrays, so no standard pointer changes meaning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from agent_reliability_harness.errors import InputError, UsageError, join_pointer
+from agent_reliability_harness.model._checks import json_type
+
+__all__ = [
+    "check_pointer",
+    "id_part",
+    "opt_object",
+    "opt_text",
+    "parse_pointer",
+    "resolve",
+]
+
+_BAD_ESCAPE: Final = re.compile(r"~(?![01])")
+_INDEX: Final = re.compile(r"(?:0|[1-9][0-9]*)")
+_FROM_END: Final = re.compile(r"-[1-9][0-9]*")
+
+
+def parse_pointer(text: str) -> tuple[str, ...]:
+    """Split a JSON pointer into unescaped reference tokens; UsageError when it is malformed."""
+    if text == "":
+        return ()
+    if not text.startswith("/"):
+        raise UsageError(f"a JSON pointer is empty or starts with '/', got {text!r}")
+    tokens = text[1:].split("/")
+    for token in tokens:
+        if _BAD_ESCAPE.search(token):
+            raise UsageError(
+                f"invalid JSON pointer {text!r}: '~' must be followed by 0 or 1 (~0 is '~', "
+                "~1 is '/')"
+            )
+    return tuple(t.replace("~1", "/").replace("~0", "~") for t in tokens)
+
+
+def check_pointer(text: str) -> str:
+    """Return ``text`` if it is a valid pointer (raise UsageError otherwise)."""
+    parse_pointer(text)
+    return text
+
+
+def _index(token: str, length: int) -> int | None:
+    if _INDEX.fullmatch(token):
+        index = int(token)
+    elif _FROM_END.fullmatch(token):
+        index = length + int(token)
+    else:
+        return None
+    return index if 0 <= index < length else None
+
+
+def resolve(value: Any, pointer: str) -> tuple[Any, str]:
+    """The value at ``pointer`` inside ``value`` and its normalised pointer (indexes counted
+    from the start). A missing member is an InputError at the deepest pointer that exists."""
+    current = value
+    where = ""
+    for token in parse_pointer(pointer):
+        kind = type(current)
+        if kind is dict:
+            if token not in current:
+                raise InputError(f"no member {token!r} here (looking for {pointer})", pointer=where)
+            current = current[token]
+            where = join_pointer(where, token)
+        elif kind is list:
+            index = _index(token, len(current))
+            if index is None:
+                raise InputError(
+                    f"no element {token!r} in this array of {len(current)} (looking for {pointer})",
+                    pointer=where,
+                )
+            current = current[index]
+            where = join_pointer(where, index)
+        else:
+            raise InputError(
+                f"cannot look up {token!r} in a {json_type(current)} (looking for {pointer})",
+                pointer=where,
+            )
+    return current, where
+
+
+def opt_text(data: Mapping[str, Any], key: str, base: str) -> str | None:
+    """A string member; absent, ``null`` and ``""`` are None, any other type an InputError."""
+    value = data.get(key)
+    if value is None or value == "":
+        return None
+    if type(value) is not str:
+        raise InputError(
+            f"must be a string or null, got {json_type(value)}", pointer=join_pointer(base, key)
+        )
+    return value
+
+
+def opt_object(data: Mapping[str, Any], key: str, base: str) -> dict[str, Any] | None:
+    """An object member; absent and ``null`` are None, any other type an InputError."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise InputError(
+            f"must be an object or null, got {json_type(value)}", pointer=join_pointer(base, key)
+        )
+    return value
+
+
+def id_part(value: Any, pointer: str) -> str:
+    """One part of a trace id taken from a record: a non-empty string or an integer."""
+    if type(value) is str and value:
+        return value
+    if type(value) is int:
+        try:
+            return str(value)
+        except ValueError:  # more digits than the interpreter turns into text
+            raise InputError(
+                "a trace id part is an integer too long to use", pointer=pointer
+            ) from None
+    shown = "an empty string" if value == "" else json_type(value)
+    raise InputError(
+        f"a trace id part must be a non-empty string or an integer, got {shown}", pointer=pointer
+    )

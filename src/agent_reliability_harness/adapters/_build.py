@@ -1,0 +1,662 @@
+"""What every transcript adapter shares.
+
+Finding the message list of a record, naming steps so that ids stay unique, pairing tool results
+with their calls, recording what could not be mapped as notes with stable codes, and assembling
+the canonical trace. Nothing here reads files; every problem with the input is either a note on
+the trace or an :class:`~agent_reliability_harness.errors.InputError` at a JSON pointer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from agent_reliability_harness._json import loads
+from agent_reliability_harness.adapters._access import (
+    id_part,
+    opt_object,
+    opt_text,
+    parse_pointer,
+    resolve,
+)
+from agent_reliability_harness.errors import InputError, join_pointer
+from agent_reliability_harness.model._checks import json_type
+from agent_reliability_harness.model.trace import Trace
+
+__all__ = [
+    "MESSAGE_KEYS",
+    "REASONING_TYPES",
+    "Builder",
+    "RecordOptions",
+    "Transcript",
+    "is_empty",
+    "locate",
+]
+
+# Members of a wrapper object that may hold the message list, in the order they are tried.
+MESSAGE_KEYS: Final = ("messages", "traj", "history")
+# Content blocks and parts that carry a model's reasoning; only their number is kept.
+REASONING_TYPES: Final = frozenset({"thinking", "redacted_thinking", "reasoning"})
+TEXT_TYPES: Final = frozenset({"text", "input_text", "output_text"})
+_WRAPPER_FIELDS: Final = ("trace_id", "agent_name", "workflow", "metadata")
+_RESERVED_METADATA: Final = ("adapter", "record")
+_SCALARS: Final = (str, int, float, bool)
+# reason -> why a tool result was paired by position (the `reason` of tool_result_paired_by_order)
+_NO_ID_REASONS: Final = {
+    "missing_id": "the result has no usable tool-call id",
+    "several_ids": "the result lists several tool-call ids",
+    "legacy_function": "legacy function results carry no id",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOptions:
+    """How to read one record of a transcript log.
+
+    ``messages_at`` is a JSON pointer to the message list inside the record (by default the
+    record itself when it is an array, else its ``messages``, ``traj`` or ``history``).
+    ``trace_id_at`` are pointers to the parts of the trace id, joined with ``-``.
+    ``default_id`` is the trace id when the record names none (the runner derives it from the
+    file's path).
+    """
+
+    messages_at: str | None = None
+    trace_id_at: tuple[str, ...] = ()
+    default_id: str = "transcript"
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """A record's message list, the pointer to it, and the wrapper object around it (if any)."""
+
+    messages: list[Any]
+    base: str
+    record: Any
+    wrapper: dict[str, Any] | None
+    consumed: frozenset[str] = field(default_factory=frozenset)
+
+
+def locate(record: Any, options: RecordOptions) -> Transcript:
+    """Find the message list of ``record``; InputError when there is none."""
+    if options.messages_at is not None:
+        value, where = resolve(record, options.messages_at)
+        if type(value) is not list:
+            raise InputError(
+                f"expected the message list here, got {json_type(value)}", pointer=where
+            )
+        tokens = parse_pointer(options.messages_at)
+        # only a top-level member that is the message list itself counts as used up; a
+        # container (answer_generation holding train_messages) still has fields of its own
+        consumed = frozenset(tokens) if len(tokens) == 1 else frozenset()
+        wrapper = record if type(record) is dict else None
+        return Transcript(value, where, record, wrapper, consumed)
+    if type(record) is list:
+        return Transcript(record, "", record, None)
+    if type(record) is dict:
+        for key in MESSAGE_KEYS:
+            if key in record:
+                value = record[key]
+                if type(value) is not list:
+                    raise InputError(
+                        f"must be an array of messages, got {json_type(value)}",
+                        pointer=join_pointer("", key),
+                    )
+                return Transcript(value, join_pointer("", key), record, record, frozenset({key}))
+        raise InputError(
+            "no message list: expected a 'messages', 'traj' or 'history' array "
+            "(use --messages-at to point at another member)",
+            pointer="",
+        )
+    raise InputError(
+        f"a transcript is an array of messages or an object holding one, got {json_type(record)}",
+        pointer="",
+    )
+
+
+def is_empty(value: object) -> bool:
+    """``null``, ``""``, ``[]`` and ``{}`` carry nothing worth a note when left unmapped."""
+    return value is None or (type(value) in (str, list, dict) and not value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except RecursionError:  # values nested almost as deeply as the decoder allows
+        return False
+
+
+class Notes:
+    """What an adapter could not map, in the order first met. Every note has a stable ``code``
+    and a ``message``; one-off notes have a ``pointer``, tallied ones a ``count`` (and the
+    ``pointers`` of the occurrences, except for reasoning, of which only the count is kept)."""
+
+    def __init__(self) -> None:
+        self._notes: list[dict[str, Any]] = []
+        self._tallies: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(self, code: str, message: str, pointer: str | None, **details: Any) -> None:
+        note: dict[str, Any] = {"code": code, "message": message}
+        if pointer is not None:
+            note["pointer"] = pointer
+        note.update(details)
+        self._notes.append(note)
+
+    def tally(
+        self, code: str, message: str, pointer: str | None, *, key: str = "", **details: Any
+    ) -> None:
+        note = self._tallies.get((code, key))
+        if note is None:
+            note = {"code": code, "message": message, **details, "count": 0}
+            if pointer is not None:
+                note["pointers"] = []
+            self._tallies[(code, key)] = note
+            self._notes.append(note)
+        note["count"] += 1
+        if pointer is not None:
+            note["pointers"].append(pointer)
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return self._notes
+
+
+class Builder:
+    """Collects the steps of one transcript and turns them into a :class:`Trace`."""
+
+    def __init__(self, fmt: str, transcript: Transcript) -> None:
+        self.fmt = fmt
+        self.transcript = transcript
+        self.notes = Notes()
+        self.steps: list[dict[str, Any]] = []
+        self._ids: set[str] = set()
+        self._calls_by_id: dict[str, list[str]] = {}
+        self._calls: dict[str, dict[str, Any]] = {}  # step id -> tool_call step
+        self._pending: dict[str, str] = {}  # step id -> pointer of calls still without a result
+        self._has_user = False
+
+    # -- positions and ids ---------------------------------------------------------------------
+
+    def at(self, index: int, *keys: str | int) -> str:
+        """The pointer of message ``index`` (and of ``keys`` inside it) within the record."""
+        return join_pointer(self.transcript.base, index, *keys)
+
+    def step_id(self, generated: str, preferred: str | None = None) -> str:
+        """``preferred`` (a provider's id) if no step has it yet, else ``generated`` (made
+        unique with a ``-2``, ``-3``, ... suffix)."""
+        if preferred is not None and preferred not in self._ids:
+            self._ids.add(preferred)
+            return preferred
+        candidate, number = generated, 2
+        while candidate in self._ids:
+            candidate = f"{generated}-{number}"
+            number += 1
+        self._ids.add(candidate)
+        return candidate
+
+    def call_id(self, value: Any, pointer: str) -> str | None:
+        """A provider's tool-call id as text; missing, ``null`` and ``""`` are no id."""
+        if value is None or value == "":
+            return None
+        if type(value) is str:
+            return value
+        if type(value) is int:
+            return str(value)
+        self.invalid(pointer, f"a tool-call id must be a string, got {json_type(value)}")
+        return None
+
+    # -- notes ---------------------------------------------------------------------------------
+
+    def invalid(self, pointer: str, message: str) -> None:
+        """A known field whose value has the wrong shape, so it is not used."""
+        self.notes.add("invalid_field", message, pointer)
+
+    def unmapped_fields(
+        self, data: Mapping[str, Any], known: Iterable[str], pointer: str, where: str
+    ) -> None:
+        """Tally every non-empty member of ``data`` that is not in ``known``."""
+        known = frozenset(known) if not isinstance(known, frozenset) else known
+        for key, value in data.items():
+            if key not in known and not is_empty(value):
+                self.notes.tally(
+                    "unmapped_field",
+                    f"field {key!r} of {where} has no canonical counterpart",
+                    join_pointer(pointer, key),
+                    key=f"{where}\0{key}",
+                    field=key,
+                    where=where,
+                )
+
+    def unmapped_block(self, kind: Any, pointer: str) -> None:
+        name = kind if type(kind) is str else f"<{json_type(kind)}>"
+        self.notes.tally(
+            "unmapped_block",
+            f"content blocks of type {name!r} have no canonical counterpart",
+            pointer,
+            key=name,
+            block_type=name,
+        )
+
+    def reasoning(self) -> None:
+        """Count a reasoning block or field; its content is never kept."""
+        self.notes.tally(
+            "reasoning_dropped",
+            "reasoning (thinking) content is not stored; only the number of blocks is kept",
+            None,
+        )
+
+    def system(self, pointer: str) -> None:
+        self.notes.tally(
+            "system_message_not_mapped",
+            "system and developer instructions are not steps of the run",
+            pointer,
+        )
+
+    def unknown_role(self, role: Any, pointer: str) -> None:
+        name = role if type(role) is str else f"<{json_type(role)}>"
+        self.notes.tally(
+            "unknown_role",
+            f"messages with role {name!r} are not mapped",
+            pointer,
+            key=name,
+            role=name,
+        )
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def text_step(
+        self,
+        generated: str,
+        text: str | None,
+        *,
+        citations: list[dict[str, Any]] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
+        """A model_response for non-blank ``text`` (None, and no step, for blank text)."""
+        if text is None or not text.strip():
+            return None
+        step: dict[str, Any] = {
+            "step_id": self.step_id(generated),
+            "type": "model_response",
+            "text": text,
+        }
+        if citations:
+            step["citations"] = citations
+        if metadata:
+            step["metadata"] = metadata
+        self.steps.append(step)
+        return step
+
+    def user_step(self, index: int, text: str | None) -> None:
+        if text is None or not text.strip():
+            return
+        self._has_user = True
+        self.steps.append(
+            {"step_id": self.step_id(f"m{index}-user"), "type": "user_message", "text": text}
+        )
+
+    def call_step(
+        self,
+        generated: str,
+        provider_id: str | None,
+        name: Any,
+        arguments: dict[str, Any],
+        pointer: str,
+        *,
+        name_pointer: str,
+    ) -> dict[str, Any]:
+        """A tool_call step, registered for pairing with its result."""
+        if name is not None and type(name) is not str:
+            self.invalid(name_pointer, f"a tool name must be a string, got {json_type(name)}")
+            name = None
+        step_id = self.step_id(generated, provider_id)
+        if provider_id is not None and step_id != provider_id:
+            if provider_id in self._calls_by_id:
+                self.notes.add(
+                    "duplicate_tool_call_id",
+                    f"tool-call id {provider_id!r} was already used by an earlier call; this call "
+                    f"is step {step_id!r} and its result is paired by position",
+                    pointer,
+                    tool_call_id=provider_id,
+                    step_id=step_id,
+                )
+            else:
+                self.notes.add(
+                    "step_id_renamed",
+                    f"tool-call id {provider_id!r} is already the id of another step; this call "
+                    f"is step {step_id!r}",
+                    pointer,
+                    tool_call_id=provider_id,
+                    step_id=step_id,
+                )
+        step: dict[str, Any] = {
+            "step_id": step_id,
+            "type": "tool_call",
+            "tool_name": name,
+            "arguments": arguments,
+        }
+        self.steps.append(step)
+        if provider_id is not None:
+            self._calls_by_id.setdefault(provider_id, []).append(step_id)
+        self._calls[step_id] = step
+        self._pending[step_id] = pointer
+        return step
+
+    def arguments(self, raw: Any, pointer: str, step_id: str) -> dict[str, Any]:
+        """Tool-call arguments: an object, or a JSON text of one; anything else is noted."""
+        if raw is None:
+            return {}
+        if type(raw) is dict:
+            return raw
+        if type(raw) is str:
+            if not raw.strip():
+                return {}
+            try:
+                decoded = loads(raw)
+            except InputError as exc:
+                self.notes.add(
+                    "argument_parse_error",
+                    "the arguments are not valid JSON, so the call is checked with no arguments",
+                    pointer,
+                    step_id=step_id,
+                    error=exc.message
+                    + (f" (line {exc.line}, column {exc.column})" if exc.line else ""),
+                    raw_arguments=raw,
+                )
+                return {}
+            if type(decoded) is dict:
+                return decoded
+            shape = f"decode to {json_type(decoded)}"
+        else:
+            shape = f"are {json_type(raw)}"
+        self.notes.add(
+            "arguments_not_object",
+            f"the arguments {shape}, not an object, so the call is checked with no arguments",
+            pointer,
+            step_id=step_id,
+            raw_arguments=raw,
+        )
+        return {}
+
+    def first_step_since(self, count: int) -> dict[str, Any] | None:
+        return self.steps[count] if len(self.steps) > count else None
+
+    def set_usage(
+        self,
+        step: dict[str, Any] | None,
+        pointer: str,
+        input_tokens: int | None,
+        output_tokens: int | None,
+    ) -> None:
+        """Put a message's token usage on its first step."""
+        if input_tokens is None and output_tokens is None:
+            return
+        if step is None:
+            self.notes.add(
+                "usage_not_mapped",
+                "the message has token usage but produced no step to carry it",
+                pointer,
+            )
+            return
+        if input_tokens is not None:
+            step["input_tokens"] = input_tokens
+        if output_tokens is not None:
+            step["output_tokens"] = output_tokens
+
+    def token_count(self, usage: Mapping[str, Any], key: str, pointer: str) -> int | None:
+        value = usage.get(key)
+        if value is None:
+            return None
+        if type(value) is float and value.is_integer() and value >= 0:
+            return int(value)
+        if type(value) is int and value >= 0:
+            return value
+        self.invalid(
+            join_pointer(pointer, key),
+            f"a token count must be an integer >= 0, got {json_type(value)}",
+        )
+        return None
+
+    # -- content -------------------------------------------------------------------------------
+
+    def parts_text(self, content: Any, pointer: str) -> str | None:
+        """The text of a message's content: a string, or the text parts of an array of parts
+        joined with newlines. Other parts are noted (reasoning only counted)."""
+        if content is None or type(content) is str:
+            return content
+        if type(content) is not list:
+            self.invalid(
+                pointer,
+                f"content must be a string, an array of parts or null, got {json_type(content)}",
+            )
+            return None
+        texts: list[str] = []
+        for k, part in enumerate(content):
+            text = self._part_text(part, join_pointer(pointer, k))
+            if text is not None:
+                texts.append(text)
+        return "\n".join(texts) if texts else None
+
+    def _part_text(self, part: Any, pointer: str) -> str | None:
+        if type(part) is str:
+            return part
+        if type(part) is not dict:
+            self.notes.add(
+                "non_object_block",
+                f"a content part is {json_type(part)}, not an object",
+                pointer,
+            )
+            return None
+        kind = part.get("type")
+        name = kind if type(kind) is str else ""  # a list or object is not a set member
+        if name in REASONING_TYPES:
+            self.reasoning()
+            return None
+        if name in TEXT_TYPES or (kind is None and "text" in part):
+            # {"type": "text", "content": ...} is a common variant (AgentDojo logs)
+            text = part.get("text")
+            key = "text"
+            if text is None and type(part.get("content")) is str:
+                text, key = part["content"], "content"
+            if type(text) is not str:
+                self.invalid(pointer, "a text part has no string 'text'")
+                return None
+            self.unmapped_fields(part, ("type", key), pointer, "text parts")
+            return text
+        if kind == "refusal" and type(part.get("refusal")) is str:
+            return str(part["refusal"])
+        self.unmapped_block(kind, pointer)
+        return None
+
+    def result_value(self, content: Any, pointer: str) -> Any:
+        """A tool result's output: strings and objects as they are; for an array of parts, the
+        text and document data they hold (joined with newlines when all are text)."""
+        if type(content) is not list:
+            return content
+        pieces: list[Any] = []
+        for k, part in enumerate(content):
+            where = join_pointer(pointer, k)
+            if type(part) is dict and part.get("type") == "document":
+                document = part.get("document")
+                data = document.get("data") if type(document) is dict else None
+                if data is None:
+                    self.notes.add(
+                        "document_block_missing_data",
+                        "a document block has no 'document.data'",
+                        where,
+                    )
+                else:
+                    pieces.append(data)
+                continue
+            text = self._part_text(part, where)
+            if text is not None:
+                pieces.append(text)
+        if not pieces:
+            return None
+        if all(type(p) is str for p in pieces):
+            return "\n".join(pieces)
+        return pieces[0] if len(pieces) == 1 else pieces
+
+    # -- tool results --------------------------------------------------------------------------
+
+    def attach(
+        self,
+        pointer: str,
+        call_id: str | None,
+        name: str | None,
+        result: Mapping[str, Any],
+        *,
+        why_no_id: str = "missing_id",
+        arguments: Any = None,
+    ) -> None:
+        """Attach a tool result to its call: by id when exactly one call has that id, else to
+        the earliest call still waiting for a result, preferring one with the result's tool name
+        (and with its arguments, when the result repeats them)."""
+        target: str | None = None
+        if call_id is not None:
+            calls = self._calls_by_id.get(call_id)
+            if not calls:
+                self.notes.add(
+                    "unmatched_tool_result",
+                    f"no tool call has the id {call_id!r}, so this result is not attached",
+                    pointer,
+                    tool_call_id=call_id,
+                )
+                return
+            waiting = [c for c in calls if c in self._pending]
+            if not waiting:
+                self.notes.add(
+                    "duplicate_tool_result",
+                    f"the call with id {call_id!r} already has a result; this one is not attached",
+                    pointer,
+                    tool_call_id=call_id,
+                    step_id=calls[-1],
+                )
+                return
+            target = waiting[0]
+            if len(calls) > 1:
+                self.notes.tally(
+                    "tool_result_paired_by_order",
+                    "tool results attached to the earliest waiting call because their id is "
+                    "shared by several calls",
+                    pointer,
+                    key="shared_id",
+                    reason="shared_id",
+                )
+        else:
+            if not self._pending:
+                self.notes.add(
+                    "unmatched_tool_result",
+                    "no tool call is waiting for a result, so this result is not attached",
+                    pointer,
+                )
+                return
+            steps = self._calls
+            named = [s for s in self._pending if name and steps[s]["tool_name"] == name]
+            target = next(
+                (
+                    s
+                    for s in named
+                    if arguments is not None and _same(steps[s]["arguments"], arguments)
+                ),
+                named[0] if named else next(iter(self._pending)),
+            )
+            self.notes.tally(
+                "tool_result_paired_by_order",
+                "tool results attached to the earliest waiting call because "
+                + _NO_ID_REASONS[why_no_id],
+                pointer,
+                key=why_no_id,
+                reason=why_no_id,
+            )
+        del self._pending[target]
+        step = self._calls[target]
+        called = step["tool_name"]
+        if name and called is not None and name != called:
+            self.notes.add(
+                "tool_result_name_mismatch",
+                f"the result names tool {name!r} but is attached to a call of {called!r}",
+                pointer,
+                step_id=target,
+            )
+        step.update((k, v) for k, v in result.items() if v is not None)
+
+    # -- the trace -----------------------------------------------------------------------------
+
+    def finish(
+        self,
+        options: RecordOptions,
+        agent_name: str,
+        workflow: str,
+        *,
+        consumed: Iterable[str] = (),
+    ) -> Trace:
+        """Assemble the canonical trace: identity, steps, record fields and notes."""
+        for pointer in self._pending.values():
+            self.notes.tally(
+                "tool_call_without_result",
+                "tool calls that never got a result",
+                pointer,
+            )
+        transcript = self.transcript
+        wrapper = transcript.wrapper
+        metadata: dict[str, Any] = {}
+        trace_id = options.default_id
+        if wrapper is not None:
+            given = opt_object(wrapper, "metadata", "")
+            if given is not None:
+                for key in _RESERVED_METADATA:
+                    if key in given:
+                        raise InputError(
+                            f"metadata key {key!r} is reserved for what the adapter records",
+                            pointer=join_pointer("/metadata", key),
+                        )
+                metadata.update(given)
+            if not options.trace_id_at:
+                if type(wrapper.get("trace_id")) is int:
+                    raise InputError(
+                        "must be a string or null, got number (--trace-id-at /trace_id takes a "
+                        "number as the id)",
+                        pointer="/trace_id",
+                    )
+                trace_id = opt_text(wrapper, "trace_id", "") or trace_id
+            agent_name = opt_text(wrapper, "agent_name", "") or agent_name
+            workflow = opt_text(wrapper, "workflow", "") or workflow
+            skip = frozenset((*_WRAPPER_FIELDS, *transcript.consumed, *consumed))
+            kept: dict[str, Any] = {}
+            left: list[str] = []
+            for key, value in wrapper.items():
+                if key in skip:
+                    continue
+                if value is None or type(value) in _SCALARS:
+                    kept[key] = value
+                elif value:  # an empty array or object holds nothing to lose
+                    left.append(key)
+            if kept:
+                metadata["record"] = kept
+            if left:
+                self.notes.add(
+                    "record_field_not_kept",
+                    "fields of the record that are (non-empty) arrays or objects are not kept",
+                    None,
+                    fields=left,
+                )
+        if options.trace_id_at:
+            parts: list[str] = []
+            for pointer in options.trace_id_at:
+                value, where = resolve(transcript.record, pointer)
+                parts.append(id_part(value, where))
+            trace_id = "-".join(parts)
+        notes = self.notes.to_list()
+        if notes:
+            metadata["adapter"] = {"notes": notes}
+        document: dict[str, Any] = {
+            "schema_version": "1.1" if self._has_user else "1",
+            "trace_id": trace_id,
+            "agent_name": agent_name,
+            "workflow": workflow,
+            "source": self.fmt,
+            "steps": self.steps,
+        }
+        if metadata:
+            document["metadata"] = metadata
+        return Trace.from_dict(document)
