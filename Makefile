@@ -2,7 +2,6 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: demo test lint typecheck unit bench docs goldens perf clean
 

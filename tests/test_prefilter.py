@@ -2,22 +2,33 @@
 
 Soundness is checked against the plain case-insensitive ``re.search`` on generated patterns and
 texts whose alphabets include the characters where case folding is subtle (U+0130, U+0131,
-U+017F, U+212A, and German sharp s).
+U+017F, U+212A, German sharp s) and non-ASCII decimal digits, one text at a time and for texts
+joined with NUL as the scanner joins a trace's strings.
 """
 
 from __future__ import annotations
 
 import re
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agent_reliability_harness.rules._prefilter import condition, fold, requirement_check
+from agent_reliability_harness.rules._prefilter import (
+    Prefilter,
+    fold,
+    literal_requirements,
+    rewrite_for_folded,
+)
 
-ALPHABET = "abikKsSIi \u0130\u0131\u017f\u212a\u00df\u00e9-_:.0123"
+ALPHABET = "abikKsSIi \u0130\u0131\u017f\u212a\u00df\u00e9-_:.\n0123\u0663\uff17"
+ATOMS = [
+    r"\b", r"\B", r"\s*", r"\d", r"\d{2}", r"\d{1,3}", "[0-9]", "[5-7]", "[^5-7]", "[^a-c]",
+    "[:=]", ".", r"\w+", r"\S", "[a-c]", "[A-Z]", "^", "$", "7", "(?-i:K)", "(?=a)", "(?<!b)",
+    "[^\\d]", r"\D", "k+?", "(?>ab)", "s++", "[^5]", "[^5x]", r"\A", r"\Z", "(?!x)",
+]  # fmt: skip
 PIECES = st.one_of(
-    st.text(alphabet="abikKsSIi \u00e9-_:", min_size=1, max_size=4).map(re.escape),
-    st.sampled_from([r"\b", r"\s*", r"\d", "[:=]", ".", r"\w+", "[a-c]", "^", "$"]),
+    st.text(alphabet="abikKsSIi \u00e9-_:7", min_size=1, max_size=4).map(re.escape),
+    st.sampled_from(ATOMS),
 )
 
 
@@ -33,21 +44,53 @@ def patterns(draw: st.DrawFn) -> str:
     return "".join(parts)
 
 
-@settings(max_examples=400, deadline=None)
-@given(patterns(), st.text(alphabet=ALPHABET, max_size=40))
-def test_prefilter_never_rejects_a_matching_text(pattern: str, text: str) -> None:
-    regex = re.compile(pattern, re.IGNORECASE)
-    if regex.search(text) is not None:
-        assert requirement_check(condition(pattern, re.IGNORECASE))(fold(text)), (pattern, text)
+def _valid(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error:
+        return None
+
+
+@settings(max_examples=1500, deadline=None)
+@given(patterns(), st.lists(st.text(alphabet=ALPHABET, max_size=30), min_size=1, max_size=3))
+@example("[^5]", ["3"])
+@example("[^5x]", ["3"])
+@example("^a", ["x", "a"])
+@example("a$", ["a", "x"])
+@example(r"(?<!b)a\b", ["b", "a"])
+@example(r"\Bx", ["_", "x"])
+@example(r"\d{2}\b", ["\u0663\u0664"])
+def test_prefilter_never_rejects_a_matching_text(pattern: str, texts: list[str]) -> None:
+    regex = _valid(pattern)
+    if regex is None:
+        return
+    prefilter = Prefilter(pattern, regex.flags)
+    joined = "\x00".join(texts)
+    spans = prefilter.spans(fold(joined))
+    offset = 0
+    for text in texts:
+        match = regex.search(text)
+        if match is not None:
+            assert prefilter.may_match(fold(text)), (pattern, text)
+            assert prefilter.may_match(fold(joined)), (pattern, texts)
+            if spans is not None:  # the match lies in a reported span's reach
+                start, end = offset + match.start(), offset + max(match.end(), match.start() + 1)
+                assert any(a < end and start < max(b, a + 1) for a, b in spans), (pattern, texts)
+        offset += len(text) + 1
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=ALPHABET, min_size=1, max_size=6), st.text(alphabet=ALPHABET, max_size=30))
 def test_literal_patterns(word: str, text: str) -> None:
     pattern = re.escape(word)
-    matches = re.search(pattern, text, re.IGNORECASE) is not None
-    if matches:
-        assert requirement_check(condition(pattern, re.IGNORECASE))(fold(text))
+    if re.search(pattern, text, re.IGNORECASE) is not None:
+        assert Prefilter(pattern, re.IGNORECASE | re.UNICODE).may_match(fold(text))
+
+
+def test_fold_keeps_one_character_per_character() -> None:
+    text = "Card 4111-1111 \u0130stanbul \u0663\u0664 \u212a \u00c9t\u00e9 \ud800"
+    assert fold(text) == "card 0000-0000 istanbul 00 k \u00c9t\u00e9 \ud800"
+    assert len(fold(text)) == len(text)
 
 
 def test_special_letters_fold_like_ignorecase() -> None:
@@ -57,12 +100,27 @@ def test_special_letters_fold_like_ignorecase() -> None:
                 assert word in fold(text)
 
 
-def test_conditions_of_typical_patterns() -> None:
+def test_typical_patterns_are_rewritten() -> None:
+    flags = re.IGNORECASE | re.UNICODE
+    rewritten = rewrite_for_folded(r"\bPassword\s*[:=]", flags)
+    assert rewritten is not None
+    (regex,) = rewritten
+    assert regex.search("my password: x") is not None
+    assert regex.search("my password is safe") is None
+    split = rewrite_for_folded(r"\b(?:api|secret)[_-]?key", flags)
+    assert split is not None
+    assert [r.search("secret-key") is not None for r in split] == [False, True]
+    assert rewrite_for_folded(r"(a)\1", flags) is None  # backreferences are not rewritten
+    assert rewrite_for_folded("caf\u00e9", flags) is None  # nor non-ASCII literals
+
+
+def test_literal_requirements_of_typical_patterns() -> None:
     flags = re.IGNORECASE
-    assert condition(r"\bpassword\s*[:=]", flags) == (("password",),)
-    assert condition("ignore (all|any|the) (previous|prior|above) instructions", flags) == (
-        (" instructions",),
-        ("ignore ",),
-    )
-    assert condition(r"\b(?:\d{4}[ -]){3}\d{4}\b", flags) == ()  # no literal: always search
-    assert requirement_check(())("anything")
+    assert literal_requirements(r"\bpassword\s*[:=]", flags) == (("password",),)
+    assert literal_requirements(
+        "ignore (all|any|the) (previous|prior|above) instructions", flags
+    ) == ((" instructions",), ("ignore ",))
+    assert literal_requirements(r"\b\d{3}-\d{2}-\d{4}\b", flags) == (("000-00-0000",),)
+    (card,) = literal_requirements(r"\b(?:\d{4}[ -]){3}\d{4}\b", flags)
+    assert len(card) == 8  # 0000?0000?0000?0000 with each ? a space or a dash
+    assert literal_requirements(r"[a-z]+", flags) == ()  # nothing cheap to require

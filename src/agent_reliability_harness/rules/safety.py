@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from agent_reliability_harness.errors import join_pointer
-from agent_reliability_harness.model.policy import Policy, UnsafePattern
+from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
+from agent_reliability_harness.rules._prefilter import Prefilter, fold
 from agent_reliability_harness.rules.registry import rule
 
 CATEGORY = "safety"
@@ -35,8 +40,54 @@ UNSAFE_CONTENT = rule(
 _Blob = tuple[str, bool]
 
 
-def prepare(policy: Policy) -> tuple[UnsafePattern, ...]:
-    return policy.unsafe_patterns
+@dataclass(frozen=True, slots=True)
+class _Pattern:
+    text: str
+    search: Callable[[str], re.Match[str] | None]
+    prefilter: Prefilter
+
+
+def prepare(policy: Policy) -> tuple[_Pattern, ...]:
+    return tuple(
+        _Pattern(p.pattern, p.regex.search, Prefilter(p.pattern, p.regex.flags))
+        for p in policy.unsafe_patterns
+    )
+
+
+def _collect(value: Any, texts: list[str]) -> int:
+    """Append every non-empty string value and every object key of a JSON value to ``texts``;
+    return how many string values there are (keys only count as checks when they match)."""
+    count = 0
+    stack = [value]
+    pop, push, append, extend = stack.pop, stack.extend, texts.append, texts.extend
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is str:
+            if node:
+                append(node)
+                count += 1
+        elif kind is dict:
+            extend(node)  # keys; an empty key adds nothing that could match
+            push(node.values())
+        elif kind is list:
+            push(node)
+    return count
+
+
+def _step_texts(step: Step, texts: list[str]) -> int:
+    count = 0
+    if step.text:
+        texts.append(step.text)
+        count += 1
+    if step.output is not None:
+        count += _collect(step.output, texts)
+    if step.arguments:
+        count += _collect(step.arguments, texts)
+    if step.error:
+        texts.append(step.error)
+        count += 1
+    return count
 
 
 def _walk(value: Any) -> Iterator[_Blob]:
@@ -105,44 +156,93 @@ def _excerpt(text: str, start: int, end: int) -> str:
 
 
 def evaluate(
-    facts: TraceFacts, patterns: tuple[UnsafePattern, ...], out: list[Finding]
+    facts: TraceFacts, patterns: tuple[_Pattern, ...], out: list[Finding]
 ) -> CategoryResult:
     if not patterns:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
-    checks = violations = 0
-    searches = [(p.pattern, p.regex.search) for p in patterns]
     steps = facts.steps
+    texts: list[str] = []
+    bounds: list[int] = []  # index in texts where each agent step's strings start
+    values = 0
     for at in facts.agent_steps:
-        step = steps[at]
-        hits: list[tuple[int, bool, str, str]] = []
-        for index, (text, is_key) in enumerate(_blobs(step)):
-            matched = False
-            for pattern, search in searches:
-                match = search(text)
-                if match is not None:
-                    matched = True
-                    hits.append((index, is_key, pattern, _excerpt(text, *match.span())))
-            # every string value is a check; a key only when it matches, so that clean keys
-            # do not dilute the score
-            if matched or not is_key:
-                checks += 1
-        if not hits:
-            continue
-        violations += len(hits)
-        pointers = _blob_pointers(step)
-        for index, is_key, pattern, excerpt in hits:
-            where = f"key {pointers[index]}" if is_key else pointers[index]
-            out.append(
-                UNSAFE_CONTENT.finding(
-                    f"{where} matches the disallowed pattern /{pattern}/: {excerpt}",
-                    at=at,
-                    step_id=step.step_id,
-                    subject=f"{pointers[index]}{' (key)' if is_key else ''} ~ {pattern}",
-                    expected=f"no text matching /{pattern}/",
-                    observed=f"match {excerpt}",
-                )
-            )
+        bounds.append(len(texts))
+        values += _step_texts(steps[at], texts)
+    # One test over all of the trace's text tells, for each pattern, which steps could match
+    # at all (usually none); only those steps are searched string by string.
+    folded = fold("\x00".join(texts))
+    candidates = _candidate_steps(folded, texts, bounds, patterns)
+    keys = violations = 0
+    for index in sorted(candidates):
+        at = facts.agent_steps[index]
+        step_keys, hits = _search_step(at, steps[at], candidates[index], out)
+        keys += step_keys
+        violations += hits
+    checks = values + keys
     if not checks:
         return CategoryResult(CATEGORY, False, 100.0, 0, violations)
     score = 100.0 * max(0, checks - violations) / checks
     return CategoryResult(CATEGORY, True, score, checks, violations)
+
+
+def _candidate_steps(
+    folded: str, texts: list[str], bounds: list[int], patterns: tuple[_Pattern, ...]
+) -> dict[int, list[_Pattern]]:
+    """Map agent-step index -> the patterns that may match one of its strings."""
+    found: dict[int, list[_Pattern]] = {}
+    starts: list[int] | None = None  # character offset of each step's text in ``folded``
+    for pattern in patterns:
+        spans = pattern.prefilter.spans(folded)
+        if spans is None:
+            steps: set[int] = set(range(len(bounds)))
+        elif not spans:
+            continue
+        else:
+            if starts is None:  # a text's offset: the lengths before it, plus one NUL each
+                ends = list(accumulate(map(len, texts)))
+                starts = [(ends[b - 1] if b else 0) + b for b in bounds]
+            steps = set()
+            for start, end in spans:
+                first = bisect_right(starts, start) - 1
+                last = bisect_right(starts, max(start, end - 1)) - 1
+                steps.update(range(max(first, 0), last + 1))
+        for index in steps:
+            found.setdefault(index, []).append(pattern)
+    return found
+
+
+def _search_step(
+    at: int, step: Step, patterns: list[_Pattern], out: list[Finding]
+) -> tuple[int, int]:
+    """Search each string of one step; return (matching keys, hits)."""
+    hits: list[tuple[int, bool, str, str]] = []
+    matching_keys = 0
+    for index, (text, is_key) in enumerate(_blobs(step)):
+        folded = None
+        matched = False
+        for pattern in patterns:
+            if folded is None:
+                folded = fold(text)
+            if not pattern.prefilter.may_match(folded):
+                continue
+            match = pattern.search(text)
+            if match is not None:
+                matched = True
+                hits.append((index, is_key, pattern.text, _excerpt(text, *match.span())))
+        if matched and is_key:
+            matching_keys += 1
+    if not hits:
+        return 0, 0
+    pointers = _blob_pointers(step)
+    for index, is_key, pattern_text, excerpt in hits:
+        where = f"key {pointers[index]}" if is_key else pointers[index]
+        out.append(
+            UNSAFE_CONTENT.finding(
+                f"{where} matches the disallowed pattern /{pattern_text}/: {excerpt}",
+                at=at,
+                step_id=step.step_id,
+                subject=f"{pointers[index]}{' (key)' if is_key else ''} ~ {pattern_text}",
+                expected=f"no text matching /{pattern_text}/",
+                observed=f"match {excerpt}",
+            )
+        )
+    return matching_keys, len(hits)

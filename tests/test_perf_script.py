@@ -1,0 +1,174 @@
+"""Smoke test of benchmarks/perf.py: it runs, prints the table, and generates the same corpora.
+
+Nothing here asserts a time or a memory figure; the script only has to measure and print.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from conftest import ROOT
+
+SCRIPT = ROOT / "benchmarks" / "perf.py"
+EXPECTED_COLUMNS = [
+    "corpus",
+    "form",
+    "traces",
+    "steps",
+    "MB",
+    "wall s",
+    "us/step",
+    "MB/s",
+    "peak RSS MB",
+    "floor s",
+    "ratio",
+]
+
+
+def _perf(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def _load_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("arh_perf_script", SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look the module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+def _split_row(line: str) -> list[str]:
+    # the table separates cells by two or more spaces; column names contain single spaces
+    return re.split(r"\s{2,}", line.strip())
+
+
+def test_quick_run_prints_every_section(tmp_path: Path) -> None:
+    run = _perf(
+        "--quick",
+        "--scales",
+        "3x5",
+        "--repeat",
+        "1",
+        "--cold-repeat",
+        "1",
+        "--workdir",
+        tmp_path / "work",
+    )
+    # exit 0 also means arh reported no input error on any generated trace
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    header_at = next(i for i, line in enumerate(lines) if line.startswith("corpus "))
+    header = _split_row(lines[header_at])
+    assert header == EXPECTED_COLUMNS
+    assert set(lines[header_at + 1]) == {"-", " "}
+    rows = [_split_row(line) for line in lines[header_at + 2 : header_at + 4]]
+    assert [r[:4] for r in rows] == [["3x5", "dir", "3", "15"], ["3x5", "jsonl", "3", "15"]]
+    for row in rows:
+        assert len(row) == len(EXPECTED_COLUMNS)
+        wall, floor, ratio = float(row[5]), float(row[9]), float(row[10])
+        assert wall > 0
+        assert floor > 0
+        # the ratio column is wall / floor of the printed (rounded) values, within rounding
+        assert ratio == pytest.approx(wall / floor, rel=0.2, abs=0.02)
+    assert "cold start" in lines
+    assert any(line.startswith("arh --version ") for line in lines)
+    assert "scaling" in lines
+    for shape in ("failed-distinct", "identical-calls", "long-text", "deep-nesting"):
+        assert any(line.startswith(f"{shape} ") and " whole " in line for line in lines), shape
+    # the corpora were written to the scratch directory, not into the repository
+    assert (tmp_path / "work" / "corpora" / "3x5" / "traces.jsonl").is_file()
+
+
+def test_corpora_are_deterministic(tmp_path: Path) -> None:
+    common = ["--generate-only", "--quick", "--scales", "4x6,1x30"]
+    for name, seed in (("a", "7"), ("b", "7"), ("c", "8")):
+        run = _perf(*common, "--seed", seed, "--workdir", tmp_path / name)
+        assert run.returncode == 0, run.stderr
+    first, second, other = (_tree(tmp_path / name) for name in "abc")
+    assert "corpora/4x6/traces.jsonl" in first
+    assert "shapes/long-text-whole.jsonl" in first
+    assert first == second  # same seed, same bytes, file for file
+    assert other["corpora/4x6/traces.jsonl"] != first["corpora/4x6/traces.jsonl"]
+    # the directory form holds the same traces as the JSON Lines form, one per file
+    lines = first["corpora/4x6/traces.jsonl"].splitlines(keepends=True)
+    files = [v for k, v in sorted(first.items()) if k.startswith("corpora/4x6/dir/")]
+    assert files == lines
+    assert [len(json.loads(line)["steps"]) for line in lines] == [6, 6, 6, 6]
+
+
+def test_generated_policy_uses_every_section(tmp_path: Path) -> None:
+    run = _perf("--generate-only", "--quick", "--scales", "2x4", "--workdir", tmp_path)
+    assert run.returncode == 0, run.stderr
+    policy = json.loads((tmp_path / "policy.json").read_text(encoding="utf-8"))
+    for section in (
+        "allowed_tools",
+        "allow_unlisted_tools",
+        "budgets",
+        "unsafe_patterns",
+        "grounding",
+        "sequence",
+        "error_handling",
+        "completion",
+    ):
+        assert policy.get(section) not in (None, {}, []), section
+    assert len(policy["unsafe_patterns"]) == 10
+    assert len(policy["sequence"]["call_order"]) == 5
+    assert any("|" in p for p in policy["unsafe_patterns"])
+    assert any(r"\b" in p for p in policy["unsafe_patterns"])
+    for section in ("budgets", "grounding", "sequence", "error_handling", "completion"):
+        assert len(policy[section]) >= 2, section  # more than one key of each section set
+
+
+def test_write_replaces_only_the_marked_section(tmp_path: Path) -> None:
+    perf = _load_module()
+    report = perf.Report(
+        "2026-01-01", "2 CPUs", "python benchmarks/perf.py --quick", [], [], [], [], []
+    )
+    report.cold = [["python -c pass", "10.0", ""]]
+
+    # without BENCHMARK-RESULTS.md the section goes to PERFORMANCE.md
+    target = perf.write_results(report, tmp_path)
+    assert target == tmp_path / "PERFORMANCE.md"
+    assert not (tmp_path / "BENCHMARK-RESULTS.md").exists()
+    text = target.read_text(encoding="utf-8")
+    assert text.count(perf.START_MARK) == 1
+    assert "- Machine: 2 CPUs" in text
+    assert "- Command: `python benchmarks/perf.py --quick`" in text
+
+    results = tmp_path / "BENCHMARK-RESULTS.md"
+    before = "# Results\n\nintro\n\n"
+    after = "\n\n## Other section\n\nkept as is\n"
+    results.write_text(f"{before}{perf.START_MARK}\nold numbers\n{perf.END_MARK}{after}")
+    assert perf.write_results(report, tmp_path) == results
+    text = results.read_text(encoding="utf-8")
+    assert text.startswith(before + perf.START_MARK)
+    assert text.endswith(perf.END_MARK + after)
+    assert "old numbers" not in text
+    assert "| python -c pass | 10.0 |" in text
+
+    # a file without the markers gets the section appended, its text untouched
+    results.write_text("# Results\n\nonly this\n")
+    perf.write_results(report, tmp_path)
+    text = results.read_text(encoding="utf-8")
+    assert text.startswith("# Results\n\nonly this\n\n" + perf.START_MARK)
+    assert text.rstrip().endswith(perf.END_MARK)
