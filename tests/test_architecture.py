@@ -35,6 +35,8 @@ LAYERS: dict[str, tuple[int, str]] = {
     "errors": (0, "base"),
     "_json": (0, "base"),
     "_version": (0, "base"),
+    "_record": (0, "base"),
+    "_formats": (0, "base"),
     "model": (1, "model"),
     "rules": (2, "rules"),
     "adapters": (2, "adapters"),

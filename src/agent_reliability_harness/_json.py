@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any, Final
 
 from agent_reliability_harness.errors import InputError, join_pointer
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = ["decode_bytes", "loads"]
 
@@ -60,7 +63,7 @@ def _reject_constant(name: str) -> Any:
     raise _ConstantError(name)
 
 
-class _Pairs(list[tuple[str, Any]]):
+class _Pairs(list[tuple[str, "Any"]]):
     """An object kept as its key/value pairs, used only to locate a duplicate key."""
 
 

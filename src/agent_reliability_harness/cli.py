@@ -12,14 +12,16 @@ import contextlib
 import math
 import os
 import sys
-from collections.abc import Sequence
-from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
 
+from agent_reliability_harness._formats import FORMAT_NAMES
 from agent_reliability_harness._version import __version__
-from agent_reliability_harness.adapters import FORMATS
 from agent_reliability_harness.errors import InputError
 
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it here
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import IO, Any, Final, NoReturn
+
     from agent_reliability_harness.model.policy import Policy
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
@@ -27,7 +29,7 @@ __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
-FORMAT_CHOICES: Final = ("auto", *FORMATS)
+FORMAT_CHOICES: Final = ("auto", *FORMAT_NAMES)
 
 
 class _ExitRequestError(Exception):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
 
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.policy import Policy
@@ -18,14 +17,17 @@ from agent_reliability_harness.scoring import (
     passes,
 )
 
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+    _Evaluate = Callable[[TraceFacts, Any, list[Finding]], CategoryResult]
 __all__ = ["Validator", "validate_trace"]
 
 if tuple(m.CATEGORY for m in CATEGORY_MODULES) != tuple(c.name for c in CATEGORIES):
     raise ImportError("rule category modules are out of step with the registry")  # pragma: no cover
 
 _GROUNDING: Final = [m.CATEGORY for m in CATEGORY_MODULES].index("grounding")
-
-_Evaluate = Callable[[TraceFacts, Any, list[Finding]], CategoryResult]
 
 
 class Validator:

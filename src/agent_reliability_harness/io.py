@@ -8,14 +8,15 @@ from __future__ import annotations
 import errno
 import os
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from pathlib import Path, PurePath
-from typing import Any, Final
 
 from agent_reliability_harness._json import decode_bytes, loads
+from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import InputError
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = [
     "STDIN_NAME",
@@ -33,8 +34,7 @@ _JSONL_SUFFIXES: Final = (".jsonl", ".ndjson")
 _TRACE_SUFFIXES: Final = (".json", *_JSONL_SUFFIXES)
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(Record):
     """One input: a file path (shown as given, with ``/`` separators) or standard input.
 
     ``relative`` is the path relative to the command-line argument it was found under (the file
@@ -42,13 +42,12 @@ class Source:
     """
 
     name: str
-    path: Path | None
+    path: str | None
     jsonl: bool
     relative: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
+class Document(Record):
     """One decoded JSON document and where it came from (``line`` for JSON Lines records)."""
 
     source: str
@@ -56,23 +55,30 @@ class Document:
     value: Any
 
 
-def _display(path: PurePath) -> str:
-    return path.as_posix()
+def _display(path: str) -> str:
+    """A path as the reports show it: ``/`` separators, no empty or ``.`` parts (``..`` kept)."""
+    for separator in (os.sep, os.altsep):
+        if separator and separator != "/":
+            path = path.replace(separator, "/")
+    drive, rest = os.path.splitdrive(path)
+    parts = [part for part in rest.split("/") if part not in ("", ".")]
+    shown = drive + ("/" if rest.startswith("/") else "") + "/".join(parts)
+    return shown or "."
 
 
-def _is_jsonl(path: PurePath) -> bool:
-    return path.suffix.lower() in _JSONL_SUFFIXES
+def _suffix(name: str) -> str:
+    return os.path.splitext(name)[1].lower()
 
 
-def _walk(root: Path) -> list[Path]:
-    found: list[Path] = []
+def _walk(root: str) -> list[tuple[str, str]]:
+    """(path, path relative to ``root``) of every trace file below ``root``."""
+    found: list[tuple[str, str]] = []
     for directory, subdirs, files in os.walk(root):
         subdirs[:] = [d for d in subdirs if not d.startswith(".")]
-        found.extend(
-            Path(directory, name)
-            for name in files
-            if not name.startswith(".") and PurePath(name).suffix.lower() in _TRACE_SUFFIXES
-        )
+        for name in files:
+            if not name.startswith(".") and _suffix(name) in _TRACE_SUFFIXES:
+                path = os.path.join(directory, name)
+                found.append((path, os.path.relpath(path, root)))
     return found
 
 
@@ -99,11 +105,10 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
         if arg == STDIN:
             add(Source(STDIN_NAME, None, jsonl=False, relative="stdin"))
             continue
-        path = Path(arg)
-        name = _display(path)
+        name = _display(arg)
         try:
-            if path.is_dir():
-                files = _walk(path)
+            if os.path.isdir(arg):
+                files = _walk(arg)
                 if not files:
                     errors.append(
                         InputError(
@@ -112,12 +117,12 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                             source=name,
                         )
                     )
-                for file in files:
-                    file_name = _display(file)
-                    relative = _display(file.relative_to(path))
-                    add(Source(file_name, file, _is_jsonl(file), relative))
-            elif path.exists():
-                add(Source(name, path, _is_jsonl(path), path.name))
+                for file, relative in files:
+                    jsonl = _suffix(file) in _JSONL_SUFFIXES
+                    add(Source(_display(file), file, jsonl, _display(relative)))
+            elif os.path.exists(arg):
+                jsonl = _suffix(arg) in _JSONL_SUFFIXES
+                add(Source(name, arg, jsonl, os.path.basename(name)))
             else:
                 errors.append(InputError("no such file or directory", pointer=None, source=name))
         except OSError as exc:
@@ -130,7 +135,8 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
 def _read_bytes(source: Source) -> bytes:
     if source.path is None:
         return sys.stdin.buffer.read()
-    return source.path.read_bytes()
+    with open(source.path, "rb") as stream:
+        return stream.read()
 
 
 def _jsonl_records(name: str, stream: Iterable[bytes]) -> Iterator[Document | InputError]:
@@ -161,7 +167,7 @@ def read_documents(source: Source) -> Iterator[Document | InputError]:
     """Yield the documents of one source, or an error for each part that cannot be decoded."""
     try:
         if source.jsonl and source.path is not None:
-            with source.path.open("rb") as stream:
+            with open(source.path, "rb") as stream:
                 yield from _jsonl_records(source.name, stream)
             return
         data = _read_bytes(source)
@@ -181,9 +187,13 @@ def read_documents(source: Source) -> Iterator[Document | InputError]:
 
 def read_json_file(path: str) -> Any:
     """Read one JSON document (a policy or a report); errors name the file."""
-    name = _display(PurePath(path))
+    name = _display(path)
     try:
-        data = sys.stdin.buffer.read() if path == STDIN else Path(path).read_bytes()
+        if path == STDIN:
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as stream:
+                data = stream.read()
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=name) from None
     try:
@@ -192,24 +202,38 @@ def read_json_file(path: str) -> Any:
         raise exc.located(name) from None
 
 
+def _existing_ancestor(path: str) -> str:
+    while path and not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path or "."
+
+
 def write_atomic(path: str, text: str) -> None:
     """Write ``text`` as UTF-8 to ``path`` through a temporary file and a rename."""
-    target = Path(path)
+    import tempfile  # only commands that write reports need it
+
+    directory = os.path.dirname(path) or "."
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(directory, exist_ok=True)
     except (FileExistsError, NotADirectoryError):  # a part of the parent path is a file
-        blocker = next((p for p in target.parents if p.exists()), target.parent)
+        blocker = _existing_ancestor(directory)
         raise NotADirectoryError(
             errno.ENOTDIR, f"{_display(blocker)} is a file, not a directory"
         ) from None
-    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    handle, temp = tempfile.mkstemp(
+        prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+    )
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
             stream.write(text)
         # mkstemp creates the file readable by its owner only; give it a report's usual mode
-        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
+        mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
         os.chmod(temp, mode)
-        os.replace(temp, target)
+        os.replace(temp, path)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        if os.path.exists(temp):
+            os.unlink(temp)
         raise

@@ -6,9 +6,8 @@ reports every input error through a callback as it happens, so one bad file neve
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import PurePosixPath
-from typing import Any
 
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.adapters import RecordOptions, to_traces
@@ -24,6 +23,10 @@ from agent_reliability_harness.io import (
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.model.trace import Trace
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["TraceIds", "load_policy", "load_report", "read_traces", "run_validation"]
 
@@ -46,8 +49,8 @@ def load_report(path: str) -> RunReport:
 
 def _default_id(relative: str) -> str:
     """The id of a trace that names none: its file's relative path without the suffix."""
-    path = PurePosixPath(relative)
-    return path.with_suffix("").as_posix() if path.suffix else relative
+    stem, suffix = posixpath.splitext(relative)
+    return stem if suffix else relative
 
 
 def read_traces(
@@ -68,7 +71,7 @@ def read_traces(
     for error in bad_inputs:
         fail(error)
     for source in sources:
-        base = _default_id(source.relative or PurePosixPath(source.name).name)
+        base = _default_id(source.relative or posixpath.basename(source.name))
         for item in read_documents(source):
             if isinstance(item, InputError):
                 fail(item)
@@ -165,8 +168,6 @@ def step_lines(run: RunReport) -> dict[str, list[int]]:
     SARIF results point at these lines. Files are read again here, only when a SARIF report is
     written; a file that cannot be read (or changed meanwhile) just gives no lines.
     """
-    from pathlib import Path
-
     from agent_reliability_harness._json import decode_bytes, member_array_lines
 
     by_path: dict[str, list[int]] = {}
@@ -177,7 +178,8 @@ def step_lines(run: RunReport) -> dict[str, list[int]]:
             continue
         if path not in by_path:
             try:
-                by_path[path] = member_array_lines(decode_bytes(Path(path).read_bytes()), "steps")
+                with open(path, "rb") as stream:
+                    by_path[path] = member_array_lines(decode_bytes(stream.read()), "steps")
             except (OSError, InputError):
                 by_path[path] = []
         lines[report.trace_id] = by_path[path]

@@ -10,19 +10,20 @@ such as ``{"task_id": 3, "traj": [...]}``); :func:`to_traces` yields one result 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final
 
-from agent_reliability_harness.adapters import anthropic_messages, cohere_chat, openai_chat
-from agent_reliability_harness.adapters._build import MESSAGE_KEYS, RecordOptions
-from agent_reliability_harness.adapters.detect import detect_format
+from agent_reliability_harness._formats import FORMAT_NAMES
+from agent_reliability_harness._record import replace
+from agent_reliability_harness.adapters._options import MESSAGE_KEYS, RecordOptions
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.trace import Trace
 
-__all__ = ["FORMATS", "RecordOptions", "detect_format", "to_trace", "to_traces"]
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
 
-Adapter = Callable[[Any, RecordOptions], Trace]
+    Adapter = Callable[[Any, RecordOptions], Trace]
+__all__ = ["FORMATS", "RecordOptions", "detect_format", "to_trace", "to_traces"]
 
 
 def _canonical(value: Any, options: RecordOptions | None = None) -> Trace:  # noqa: ARG001
@@ -30,13 +31,44 @@ def _canonical(value: Any, options: RecordOptions | None = None) -> Trace:  # no
     return Trace.from_dict(value)
 
 
-# Format name -> adapter, in the order `--format` lists them.
-FORMATS: Final[Mapping[str, Adapter]] = {
-    "arh": _canonical,
-    openai_chat.FORMAT: openai_chat.convert,
-    anthropic_messages.FORMAT: anthropic_messages.convert,
-    cohere_chat.FORMAT: cohere_chat.convert,
-}
+# The transcript adapters are imported on first use: reading canonical traces does not need them.
+
+
+def _openai_chat(value: Any, options: RecordOptions) -> Trace:
+    from agent_reliability_harness.adapters import openai_chat
+
+    return openai_chat.convert(value, options)
+
+
+def _anthropic_messages(value: Any, options: RecordOptions) -> Trace:
+    from agent_reliability_harness.adapters import anthropic_messages
+
+    return anthropic_messages.convert(value, options)
+
+
+def _cohere_chat(value: Any, options: RecordOptions) -> Trace:
+    from agent_reliability_harness.adapters import cohere_chat
+
+    return cohere_chat.convert(value, options)
+
+
+# Format name -> adapter, in the order `--format` lists them (the names are FORMAT_NAMES).
+FORMATS: Final[Mapping[str, Adapter]] = dict(
+    zip(FORMAT_NAMES, (_canonical, _openai_chat, _anthropic_messages, _cohere_chat), strict=True)
+)
+
+
+def detect_format(value: Any, options: RecordOptions | None = None) -> str:
+    """Name the format of a decoded record (see adapters/detect.py)."""
+    if (
+        type(value) is dict
+        and "steps" in value
+        and (options is None or options.messages_at is None)
+    ):
+        return "arh"
+    from agent_reliability_harness.adapters import detect
+
+    return detect.detect_format(value, options or RecordOptions())
 
 
 def to_trace(value: Any, fmt: str = "auto", options: RecordOptions | None = None) -> Trace:
@@ -74,7 +106,7 @@ def to_traces(
     options = options or RecordOptions()
     if type(document) is list and _is_record_array(document, options):
         for index, record in enumerate(document):
-            named = dataclasses.replace(options, default_id=f"{options.default_id}#{index}")
+            named = replace(options, default_id=f"{options.default_id}#{index}")
             try:
                 yield f"/{index}", to_trace(record, fmt, named)
             except InputError as exc:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
 
 from agent_reliability_harness.errors import InputError, UsageError, join_pointer
 from agent_reliability_harness.model._checks import json_type
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = [
     "check_pointer",

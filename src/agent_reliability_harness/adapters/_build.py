@@ -9,10 +9,9 @@ the trace or an :class:`~agent_reliability_harness.errors.InputError` at a JSON 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final
 
 from agent_reliability_harness._json import loads
+from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.adapters._access import (
     id_part,
     opt_object,
@@ -20,9 +19,14 @@ from agent_reliability_harness.adapters._access import (
     parse_pointer,
     resolve,
 )
+from agent_reliability_harness.adapters._options import MESSAGE_KEYS, RecordOptions
 from agent_reliability_harness.errors import InputError, join_pointer
 from agent_reliability_harness.model._checks import json_type
 from agent_reliability_harness.model.trace import Trace
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = [
     "MESSAGE_KEYS",
@@ -34,8 +38,6 @@ __all__ = [
     "locate",
 ]
 
-# Members of a wrapper object that may hold the message list, in the order they are tried.
-MESSAGE_KEYS: Final = ("messages", "traj", "history")
 # Content blocks and parts that carry a model's reasoning; only their number is kept.
 REASONING_TYPES: Final = frozenset({"thinking", "redacted_thinking", "reasoning"})
 TEXT_TYPES: Final = frozenset({"text", "input_text", "output_text"})
@@ -50,24 +52,7 @@ _NO_ID_REASONS: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class RecordOptions:
-    """How to read one record of a transcript log.
-
-    ``messages_at`` is a JSON pointer to the message list inside the record (by default the
-    record itself when it is an array, else its ``messages``, ``traj`` or ``history``).
-    ``trace_id_at`` are pointers to the parts of the trace id, joined with ``-``.
-    ``default_id`` is the trace id when the record names none (the runner derives it from the
-    file's path).
-    """
-
-    messages_at: str | None = None
-    trace_id_at: tuple[str, ...] = ()
-    default_id: str = "transcript"
-
-
-@dataclass(frozen=True, slots=True)
-class Transcript:
+class Transcript(Record):
     """A record's message list, the pointer to it, and the wrapper object around it (if any)."""
 
     messages: list[Any]

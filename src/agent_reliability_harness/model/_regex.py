@@ -18,7 +18,10 @@ from itertools import product
 from re import _compiler as compiler  # type: ignore[attr-defined]
 from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser as parser  # type: ignore[attr-defined]
-from typing import Any, Final
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = ["risky_repetition"]
 

@@ -7,13 +7,11 @@ compiled here, once, so a broken pattern is reported against the policy file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final
 
+from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
@@ -27,6 +25,10 @@ from agent_reliability_harness.model._checks import (
     parse_schema_version,
     req_str,
 )
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Final
 
 __all__ = [
     "TYPE_NAMES",
@@ -134,8 +136,7 @@ def _compile(pattern: str, flags: int, pointer: str) -> re.Pattern[str]:
         raise bad(pointer, f"regular expression {pattern!r} cannot be compiled: {exc}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class ArgSpec:
+class ArgSpec(Record):
     """The contract for one tool argument: a type and optional enum, pattern and range."""
 
     type: str = "any"
@@ -144,7 +145,7 @@ class ArgSpec:
     min: int | float | None = None
     max: int | float | None = None
     description: str | None = None
-    regex: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    regex: re.Pattern[str] | None = field(default=None, compare=False)
 
     _KEYS: ClassVar[tuple[str, ...]] = ("type", "enum", "pattern", "min", "max", "description")
 
@@ -226,8 +227,7 @@ class ArgSpec:
         return self.type if len(out) == 1 else out
 
 
-@dataclass(frozen=True, slots=True)
-class ToolSchema:
+class ToolSchema(Record):
     """What the policy says about one tool: its arguments, side effects and call counts."""
 
     name: str
@@ -301,8 +301,7 @@ class ToolSchema:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Budgets:
+class Budgets(Record):
     """Upper limits on latency, cost and tokens; ``None`` means not set."""
 
     max_total_latency_ms: int | float | None = None
@@ -332,8 +331,7 @@ class Budgets:
         return any(getattr(self, key) is not None for key in self._KEYS)
 
 
-@dataclass(frozen=True, slots=True)
-class Grounding:
+class Grounding(Record):
     """Citation requirements for model responses that are marked ``requires_grounding``."""
 
     require_citations: bool = False
@@ -364,8 +362,7 @@ class Grounding:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Sequence:
+class Sequence(Record):
     """Trajectory shape: tools that must and must not be called, and a partial call order."""
 
     required_tools: tuple[str, ...] = ()
@@ -387,8 +384,7 @@ class Sequence:
         return cls(required, forbidden, _tool_names(raw, "call_order", "/sequence"))
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorHandling:
+class ErrorHandling(Record):
     """How failed tool calls must be handled."""
 
     require_retry_on_error: bool = False
@@ -405,8 +401,7 @@ class ErrorHandling:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Completion:
+class Completion(Record):
     """How a run must end, and how long it may be."""
 
     require_final_response: bool = False
@@ -423,12 +418,11 @@ class Completion:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class UnsafePattern:
+class UnsafePattern(Record):
     """A disallowed-content regular expression, compiled case-insensitively."""
 
     pattern: str
-    regex: re.Pattern[str] = field(compare=False, repr=False)
+    regex: re.Pattern[str] = field(compare=False)
 
 
 def _risky_patterns(
@@ -475,8 +469,7 @@ _POLICY_KEYS: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Policy:
+class Policy(Record):
     """A parsed, validated policy. Build it with :meth:`from_dict`."""
 
     policy_id: str
@@ -579,4 +572,6 @@ class Policy:
     def sha256(self) -> str:
         """A hash of the policy's meaning: formatting and key order of sections do not change it."""
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        import hashlib  # only reports need the hash
+
         return hashlib.sha256(text.encode("ascii")).hexdigest()

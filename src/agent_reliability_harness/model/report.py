@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
 
+from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import InputError, join_pointer
 
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final, Literal
+
+    Severity = Literal["error", "warning", "info"]
 __all__ = [
     "SEVERITIES",
     "SEVERITY_RANK",
@@ -19,14 +23,12 @@ __all__ = [
     "TraceReport",
 ]
 
-Severity = Literal["error", "warning", "info"]
 SEVERITIES: Final = ("error", "warning", "info")
 SEVERITY_RANK: Final[Mapping[str, int]] = {"error": 0, "warning": 1, "info": 2}
 REPORT_SCHEMA_VERSION: Final = "1"
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(Record):
     """One rule violation (or warning) at a step of a trace, or at the trace as a whole.
 
     ``subject`` says what inside the anchor the finding is about (an argument, a tool, a pair of
@@ -81,8 +83,7 @@ class Finding:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class CategoryResult:
+class CategoryResult(Record):
     """How one rule category scored a trace. ``score`` is 100 when the category does not apply."""
 
     category: str
@@ -100,8 +101,7 @@ class CategoryResult:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class TraceReport:
+class TraceReport(Record):
     """The verdict on one trace: score, pass/fail, totals and findings in report order."""
 
     trace_id: str
@@ -162,8 +162,7 @@ def _mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values) if values else 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class RunReport:
+class RunReport(Record):
     """All trace reports of one run in input order, plus the inputs that could not be read."""
 
     reports: tuple[TraceReport, ...]

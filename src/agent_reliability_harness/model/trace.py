@@ -8,9 +8,8 @@ because exporters add their own fields.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
 
+from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
@@ -23,12 +22,17 @@ from agent_reliability_harness.model._checks import (
     req_str,
 )
 
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final, Literal
+
+    StepType = Literal["tool_call", "model_response", "user_message"]
+
+    StepStatus = Literal["ok", "error"]
 __all__ = ["STEP_TYPES", "Step", "StepType", "Trace"]
 
-StepType = Literal["tool_call", "model_response", "user_message"]
 # user_message (schema version 1.1) records a user turn of a converted transcript; no rule reads it
 STEP_TYPES: Final = ("tool_call", "model_response", "user_message")
-StepStatus = Literal["ok", "error"]
 
 _STEP_KEYS: Final = frozenset(
     {
@@ -91,8 +95,7 @@ def _object(data: Mapping[str, Any], key: str, base: str) -> Mapping[str, Any] |
     raise bad(join_pointer(base, key), f"must be an object or null, got {json_type(value)}")
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(Record):
     """One step of a run: a tool call or a model response (what the agent did), or a user turn.
 
     ``user_message`` steps (schema version 1.1) keep the user's side of a converted transcript;
@@ -234,8 +237,7 @@ class Step:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Trace:
+class Trace(Record):
     """A recorded agent run: identity, the steps in execution order, and free-form metadata."""
 
     trace_id: str

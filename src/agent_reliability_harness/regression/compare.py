@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
-from typing import Any, Final, Literal
 
+from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
 
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final, Literal
+
+    StatusChange = Literal["added", "removed", "pass->fail", "fail->pass", "unchanged"]
 __all__ = ["CompareResult", "TraceDelta", "compare_reports"]
 
-StatusChange = Literal["added", "removed", "pass->fail", "fail->pass", "unchanged"]
 _ROUND_DELTA: Final = 6
 
 
@@ -90,8 +93,7 @@ def diff_findings(
     return tuple(new), tuple(gone)
 
 
-@dataclass(frozen=True, slots=True)
-class TraceDelta:
+class TraceDelta(Record):
     """How one trace differs between baseline and candidate."""
 
     trace_id: str
@@ -178,8 +180,7 @@ def _policy_label(run: RunReport) -> str:
     return ",".join(sorted(i for i in ids if i))
 
 
-@dataclass(frozen=True, slots=True)
-class Side:
+class Side(Record):
     """What is known about how one side of a comparison was produced."""
 
     policy_id: str
@@ -237,8 +238,7 @@ def _drift(base: Side, cand: Side) -> tuple[str, ...]:
     return tuple(warnings)
 
 
-@dataclass(frozen=True, slots=True)
-class CompareResult:
+class CompareResult(Record):
     """The comparison of a candidate run with a baseline run."""
 
     baseline: Side

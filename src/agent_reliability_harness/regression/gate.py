@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, Final
 
+from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import UsageError
 from agent_reliability_harness.regression.compare import CompareResult
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = ["FAIL_ON_MODES", "GateResult", "evaluate_gate"]
 
@@ -16,8 +19,7 @@ FAIL_ON_MODES: Final = ("regressions", "failures", "never")
 _LISTED: Final = 10  # entries named in one reason line before "and N more"
 
 
-@dataclass(frozen=True, slots=True)
-class GateResult:
+class GateResult(Record):
     """The gate's verdict and, when it fails, one reason per line."""
 
     passed: bool

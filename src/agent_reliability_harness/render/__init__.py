@@ -7,9 +7,12 @@ formats it writes (the XML and SARIF writers pull in modules ``arh --version`` d
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Final
 
 from agent_reliability_harness.model.report import RunReport
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["RENDERERS", "render"]
 

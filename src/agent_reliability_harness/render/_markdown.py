@@ -9,7 +9,10 @@ references, nor break a table. ``md_text`` escapes text for a table cell or a he
 from __future__ import annotations
 
 import re
-from typing import Final
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["md_code", "md_row", "md_text"]
 

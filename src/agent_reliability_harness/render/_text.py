@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Final
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["terminal_safe"]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Callable, Mapping
-from typing import Final
 
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import Finding
@@ -13,6 +12,10 @@ from agent_reliability_harness.regression.compare import CompareResult, TraceDel
 from agent_reliability_harness.regression.gate import GateResult
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
 from agent_reliability_harness.render._text import terminal_safe
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = [
     "COMPARE_RENDERERS",

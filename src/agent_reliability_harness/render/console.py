@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import textwrap
-from typing import Final
 
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
 from agent_reliability_harness.render._text import terminal_safe
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["render_console"]
 

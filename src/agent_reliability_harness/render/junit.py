@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Final
 
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["render_junit", "xml_safe"]
 

@@ -8,10 +8,12 @@ that do not fit are left out and a line says how many.
 
 from __future__ import annotations
 
-from typing import Final
-
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["MAX_CHARS", "render_markdown"]
 

@@ -14,12 +14,15 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
 from urllib.parse import quote
 
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
 from agent_reliability_harness.rules import RULES, Rule
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = ["MAX_RESULTS", "SARIF_SCHEMA_URI", "render_sarif"]
 

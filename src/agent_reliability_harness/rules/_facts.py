@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Final
 
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.trace import Step, Trace
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["COST_DECIMALS", "LATENCY_DECIMALS", "TraceFacts"]
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Final
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["amount", "show", "show_number"]
 

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import copy
 import re
-import unicodedata
 from re import _compiler as compiler  # type: ignore[attr-defined]
 from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser as parser  # type: ignore[attr-defined]
-from typing import Any, Final
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = ["Prefilter", "fold", "literal_requirements", "rewrite_for_folded"]
 
@@ -72,6 +74,8 @@ class _Unicode:
     @classmethod
     def get(cls) -> dict[str, bytes]:
         if cls.replacements is None:
+            import unicodedata  # only for texts with non-ASCII characters
+
             if unicodedata.unidata_version == _DIGIT_RUNS_VERSION:
                 digits = [cp for start in _DIGIT_RUNS for cp in range(start, start + 60)
                           if chr(cp).isdecimal()]  # fmt: skip

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
 
+from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules.registry import rule
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
 
 CATEGORY = "flow"
 
@@ -55,8 +58,7 @@ DUPLICATE_SIDE_EFFECT = rule(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(Record):
     retry_on_error: bool
     max_attempts: int | None
     side_effect_tools: frozenset[str]

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from agent_reliability_harness.model.policy import Grounding, Policy
-from agent_reliability_harness.model.report import CategoryResult, Finding, Severity
+from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import amount, show
 from agent_reliability_harness.rules.registry import rule
 
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
+
+    from agent_reliability_harness.model.report import Severity
 CATEGORY = "grounding"
 
 NO_CITATIONS = rule(

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Final
 
-from agent_reliability_harness.model.report import SEVERITIES, Finding, Severity
+from agent_reliability_harness._record import Record
+from agent_reliability_harness.model.report import SEVERITIES, Finding
 
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
+
+    from agent_reliability_harness.model.report import Severity
 __all__ = [
     "CATEGORIES",
     "CATEGORY_BY_NAME",
@@ -26,8 +30,7 @@ __all__ = [
 _ID_FORMAT: Final = re.compile(r"^ARH-[A-Z]{3}-\d{3}$")
 
 
-@dataclass(frozen=True, slots=True)
-class Category:
+class Category(Record):
     """A group of rules that is scored together."""
 
     name: str
@@ -106,8 +109,7 @@ CATEGORIES: Final = (
 CATEGORY_BY_NAME: Final[Mapping[str, Category]] = {c.name: c for c in CATEGORIES}
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(Record):
     """A registered rule: its stable ID and everything the docs, SARIF and ``arh explain`` show."""
 
     rule_id: str

@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
 
+from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
@@ -17,6 +16,10 @@ from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
 from agent_reliability_harness.rules._prefilter import Prefilter, fold
 from agent_reliability_harness.rules.registry import rule
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
 
 CATEGORY = "safety"
 
@@ -40,8 +43,7 @@ UNSAFE_CONTENT = rule(
 _Blob = tuple[str, bool]
 
 
-@dataclass(frozen=True, slots=True)
-class _Pattern:
+class _Pattern(Record):
     text: str
     search: Callable[[str], re.Match[str] | None]
     prefilter: Prefilter

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
+from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import json_type
 from agent_reliability_harness.model.policy import ArgSpec, Policy, value_has_type
@@ -14,6 +13,10 @@ from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show, show_number
 from agent_reliability_harness.rules.registry import rule
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
 
 CATEGORY = "schema"
 
@@ -123,14 +126,12 @@ OUT_OF_RANGE = rule(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _ToolPlan:
+class _ToolPlan(Record):
     required: tuple[str, ...]
     specs: Mapping[str, ArgSpec]
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(Record):
     tools: Mapping[str, _ToolPlan]
     allow_unlisted: bool
 
@@ -160,8 +161,7 @@ def _same(a: Any, b: Any, loose_numbers: bool) -> bool:
     return bool(a == b)
 
 
-@dataclass(frozen=True, slots=True)
-class _Call:
+class _Call(Record):
     tool: str
     at: int
     step_id: str

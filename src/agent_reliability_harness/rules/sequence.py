@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
@@ -73,8 +72,7 @@ TOO_FEW_CALLS = rule(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(Record):
     required: tuple[str, ...]
     forbidden: tuple[str, ...]
     order: tuple[str, ...]
