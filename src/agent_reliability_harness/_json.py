@@ -84,8 +84,9 @@ def _find_duplicate(text: str) -> tuple[str, str]:
     return "", ""  # unreachable when called after a duplicate was seen
 
 
-_CONSTANT_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)', re.DOTALL)
-_NUMBER_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"|-?(\d+)(\.\d+)?([eE][-+]?\d+)?', re.DOTALL)
+# Compiled on first use (by re's own cache): only error messages and SARIF regions need them.
+_CONSTANT_SCAN = r'(?s)"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)'
+_NUMBER_SCAN = r'(?s)"(?:[^"\\]|\\.)*"|-?(\d+)(\.\d+)?([eE][-+]?\d+)?'
 
 
 def _locate(text: str, index: int) -> tuple[int, int]:
@@ -123,7 +124,7 @@ def loads(text: str) -> Any:
         where = next(
             (
                 _locate(text, m.start())
-                for m in _NUMBER_SCAN.finditer(text)
+                for m in re.finditer(_NUMBER_SCAN, text)
                 if m.group() == exc.args[0]
             ),
             (None, None),
@@ -135,7 +136,7 @@ def loads(text: str) -> Any:
             column=where[1],
         ) from None
     except _ConstantError as exc:
-        for match in _CONSTANT_SCAN.finditer(text):
+        for match in re.finditer(_CONSTANT_SCAN, text):
             if match.group(1):
                 line, column = _locate(text, match.start(1))
                 break
@@ -156,7 +157,7 @@ def loads(text: str) -> Any:
 def _long_integer_error(text: str) -> InputError:
     limit = sys.get_int_max_str_digits()
     where: tuple[int | None, int | None] = (None, None)
-    for match in _NUMBER_SCAN.finditer(text):
+    for match in re.finditer(_NUMBER_SCAN, text):
         digits, fraction, exponent = match.groups()
         if digits and len(digits) > limit and fraction is None and exponent is None:
             where = _locate(text, match.start())
@@ -200,7 +201,8 @@ def decode_bytes(data: bytes) -> str:
         ) from None
 
 
-_TOKEN: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+', re.DOTALL)
+# a JSON token: a string, a structural character, or a literal (compiled by re's cache)
+_TOKEN: Final = r'(?s)"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+'  # noqa: S105
 
 
 def member_array_lines(text: str, key: str) -> list[int]:
@@ -216,7 +218,7 @@ def member_array_lines(text: str, key: str) -> list[int]:
     target: int | None = None  # depth of the array once we are inside it
     element_start = False
     lines: list[int] = []
-    for match in _TOKEN.finditer(text):
+    for match in re.finditer(_TOKEN, text):
         start = match.start()
         line += text.count("\n", position, start)
         position = start

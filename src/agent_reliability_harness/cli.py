@@ -110,7 +110,13 @@ _RISKY_HELP: Final = (
 )
 
 
-def _build_parser() -> _Parser:
+_COMMAND_NAMES: Final = ("validate", "compare", "convert", "rules", "explain")
+
+
+def _build_parser(command: str | None) -> _Parser:
+    """The parser. Only ``command``'s subparser is built with its options, because argparse is
+    slow to build them all; the others are listed (for help and errors) only when ``command`` is
+    not a known command."""
     parser = _Parser(
         prog="arh",
         description="Check what tool-using AI agents did: validate recorded traces against a "
@@ -119,14 +125,62 @@ def _build_parser() -> _Parser:
     )
     parser.add_argument("--version", action="version", version=f"arh {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    known = command in _COMMAND_NAMES
+    if command == "validate" or not known:
+        validate = commands.add_parser(
+            "validate",
+            help="validate traces against a policy",
+            allow_abbrev=False,
+            description="Validate traces against a policy and report findings, scores and "
+            "verdicts. Exit status: 0 all passed, 1 a trace failed or an input was bad, 2 usage "
+            "error.",
+        )
+        if command == "validate":
+            _validate_arguments(validate)
+    if command == "compare" or not known:
+        compare = commands.add_parser(
+            "compare",
+            help="compare a candidate run with a baseline and gate on regressions",
+            allow_abbrev=False,
+            description="Compare a candidate run with a baseline report. The candidate is a saved "
+            "report (--candidate) or is validated now from --policy and trace files. Exit status: "
+            "0 the gate passed, 1 it failed or an input was bad, 2 usage error.",
+        )
+        if command == "compare":
+            _compare_arguments(compare)
+    if command == "convert" or not known:
+        convert = commands.add_parser(
+            "convert",
+            help="convert transcripts to canonical traces",
+            allow_abbrev=False,
+            description="Write the canonical traces the adapters build from the inputs: one trace "
+            "as JSON, several as JSON Lines. Exit status: 0 all converted, 1 an input was bad, "
+            "2 usage error.",
+        )
+        if command == "convert":
+            _convert_arguments(convert)
+    if command == "rules" or not known:
+        rules = commands.add_parser(
+            "rules",
+            help="list the rules",
+            allow_abbrev=False,
+            description="List every rule the harness can report.",
+        )
+        if command == "rules":
+            _rules_arguments(rules)
+    if command == "explain" or not known:
+        explain = commands.add_parser(
+            "explain",
+            help="explain one rule",
+            allow_abbrev=False,
+            description="Print what a rule checks and how to fix it.",
+        )
+        if command == "explain":
+            _explain_arguments(explain)
+    return parser
 
-    validate = commands.add_parser(
-        "validate",
-        help="validate traces against a policy",
-        allow_abbrev=False,
-        description="Validate traces against a policy and report findings, scores and verdicts. "
-        "Exit status: 0 all passed, 1 a trace failed or an input was bad, 2 usage error.",
-    )
+
+def _validate_arguments(validate: _Parser) -> None:
     validate.add_argument(
         "traces",
         nargs="+",
@@ -163,14 +217,8 @@ def _build_parser() -> _Parser:
     validate.add_argument("--quiet", action="store_true", help="do not print the console report")
     validate.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
 
-    compare = commands.add_parser(
-        "compare",
-        help="compare a candidate run with a baseline and gate on regressions",
-        allow_abbrev=False,
-        description="Compare a candidate run with a baseline report. The candidate is a saved "
-        "report (--candidate) or is validated now from --policy and trace files. Exit status: "
-        "0 the gate passed, 1 it failed or an input was bad, 2 usage error.",
-    )
+
+def _compare_arguments(compare: _Parser) -> None:
     compare.add_argument(
         "traces", nargs="*", metavar="TRACE", help="candidate trace inputs (with --policy)"
     )
@@ -221,14 +269,8 @@ def _build_parser() -> _Parser:
     compare.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
     compare.set_defaults(usage=compare.format_usage())
 
-    convert = commands.add_parser(
-        "convert",
-        help="convert transcripts to canonical traces",
-        allow_abbrev=False,
-        description="Write the canonical traces the adapters build from the inputs: one trace "
-        "as JSON, several as JSON Lines. Exit status: 0 all converted, 1 an input was bad, "
-        "2 usage error.",
-    )
+
+def _convert_arguments(convert: _Parser) -> None:
     convert.add_argument(
         "traces",
         nargs="+",
@@ -244,12 +286,8 @@ def _build_parser() -> _Parser:
     )
     convert.set_defaults(usage=convert.format_usage())
 
-    rules = commands.add_parser(
-        "rules",
-        help="list the rules",
-        allow_abbrev=False,
-        description="List every rule the harness can report.",
-    )
+
+def _rules_arguments(rules: _Parser) -> None:
     rules.add_argument(
         "--format",
         default="text",
@@ -257,14 +295,9 @@ def _build_parser() -> _Parser:
         help="output format (default: text; markdown is docs/rules.md)",
     )
 
-    explain = commands.add_parser(
-        "explain",
-        help="explain one rule",
-        allow_abbrev=False,
-        description="Print what a rule checks and how to fix it.",
-    )
+
+def _explain_arguments(explain: _Parser) -> None:
     explain.add_argument("rule_id", metavar="RULE_ID", help="for example ARH-FLW-003")
-    return parser
 
 
 def _safe_streams() -> None:
@@ -564,9 +597,10 @@ _COMMANDS: Final[dict[str, Any]] = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``arh`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status."""
     _safe_streams()
-    parser = _build_parser()
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = _build_parser(next((a for a in arguments if not a.startswith("-")), None))
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
     except _ExitRequestError as exc:
         if exc.message:
             _print(exc.message, sys.stderr if exc.status else sys.stdout)

@@ -12,7 +12,7 @@ __all__ = ["terminal_safe"]
 
 # C0 and C1 controls, DEL, lone surrogates, noncharacters, and the bidirectional overrides that
 # can make a terminal show text in a different order than it is stored ("Trojan Source").
-_UNSAFE: Final = re.compile(
+_UNSAFE: Final = (  # compiled on first use, by the re module's cache
     "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff\ufffe\uffff]"
 )
 _NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -29,4 +29,6 @@ def _escape(match: re.Match[str]) -> str:
 
 def terminal_safe(text: str) -> str:
     """Escape control, surrogate and bidi-override characters so text prints as one line."""
-    return _UNSAFE.sub(_escape, text)
+    if text.isascii() and text.isprintable():
+        return text
+    return re.sub(_UNSAFE, _escape, text)

@@ -7,7 +7,6 @@ prefix that matches the category, and non-empty documentation.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from agent_reliability_harness._record import Record
@@ -27,7 +26,20 @@ __all__ = [
     "rule",
 ]
 
-_ID_FORMAT: Final = re.compile(r"^ARH-[A-Z]{3}-\d{3}$")
+
+def _well_formed(rule_id: str) -> bool:
+    """``ARH-XXX-NNN`` (checked without a regex: rules are declared at import time)."""
+    prefix, category, number = rule_id[:4], rule_id[4:7], rule_id[7:]
+    return (
+        len(rule_id) == 11
+        and prefix == "ARH-"
+        and category.isascii()
+        and category.isalpha()
+        and category.isupper()
+        and number[:1] == "-"
+        and number[1:].isascii()
+        and number[1:].isdigit()
+    )
 
 
 class Category(Record):
@@ -171,7 +183,7 @@ def rule(
     emitted: bool = True,
 ) -> Rule:
     """Declare and register a rule; fail at import time if its metadata is inconsistent."""
-    if not _ID_FORMAT.match(rule_id):
+    if not _well_formed(rule_id):
         raise ValueError(f"rule id {rule_id!r} does not match ARH-XXX-NNN")
     if rule_id in RULES:
         raise ValueError(f"rule id {rule_id} is declared twice")
