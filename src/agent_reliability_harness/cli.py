@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import IO, Any, Final, NoReturn
 
+    from agent_reliability_harness.io import Spool
     from agent_reliability_harness.model.policy import Policy
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
@@ -56,6 +57,21 @@ def _fail_under(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not (math.isfinite(value) and 0 <= value <= 100):
         raise argparse.ArgumentTypeError(f"must be a number from 0 to 100, got {text!r}")
+    return value
+
+
+def _jobs(text: str) -> int:
+    if text == "auto":
+        counter = getattr(os, "process_cpu_count", None)  # Python 3.13+: honours CPU affinity
+        if counter is None and hasattr(os, "sched_getaffinity"):
+            return max(1, len(os.sched_getaffinity(0)))
+        return max(1, (counter or os.cpu_count)() or 1)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number or 'auto': {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
     return value
 
 
@@ -216,6 +232,14 @@ def _validate_arguments(validate: _Parser) -> None:
     )
     validate.add_argument("--quiet", action="store_true", help="do not print the console report")
     validate.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
+    validate.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=1,
+        metavar="N",
+        help="check traces in N processes (default 1; auto = one per CPU); the reports are "
+        "the same as with one",
+    )
 
 
 def _compare_arguments(compare: _Parser) -> None:
@@ -330,7 +354,7 @@ def _use_color(choice: str, stream: IO[str]) -> bool:
     return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
 
 
-# (option attribute, renderer name, what the "written to" line calls it), in writing order
+# (option attribute, report format, what the "written to" line calls it), in writing order
 _VALIDATE_OUTPUTS: Final = (
     ("json_out", "json", "JSON report"),
     ("md_out", "markdown", "Markdown report"),
@@ -355,9 +379,12 @@ def _policy(path: str, allow_risky_patterns: bool) -> Policy | None:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from agent_reliability_harness.render import render
-    from agent_reliability_harness.render.console import render_console
-    from agent_reliability_harness.runner import run_validation, step_lines
+    from agent_reliability_harness._version import __version__
+    from agent_reliability_harness.io import Spool
+    from agent_reliability_harness.model.report import SummaryBuilder
+    from agent_reliability_harness.render import writer
+    from agent_reliability_harness.render.console import ConsoleWriter
+    from agent_reliability_harness.runner import StepLines, iter_reports, sorted_errors
 
     problem = _record_usage(args)
     if problem:
@@ -366,31 +393,51 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     policy = _policy(args.policy, args.allow_risky_patterns)
     if policy is None:
         return EXIT_FAILED
-    run = run_validation(
-        policy,
-        args.traces,
-        fmt=args.format,
-        fail_under=args.fail_under,
-        on_error=_report_error,
-        messages_at=args.messages_at,
-        trace_id_at=args.trace_id_at,
-    )
-    if not args.quiet:
-        _print(render_console(run, color=_use_color(args.color, sys.stdout)), sys.stdout)
-    for attribute, name, what in _VALIDATE_OUTPUTS:
-        path = getattr(args, attribute)
-        if not path:
-            continue
-        if name == "sarif":
-            from agent_reliability_harness.render.sarif import render_sarif
+    # Reports are written as the traces are checked: the console report goes out trace by
+    # trace, the files' bodies are spooled and their heads (which hold the totals) come last.
+    console = None if args.quiet else ConsoleWriter(color=_use_color(args.color, sys.stdout))
+    outputs = [
+        (path, writer(name, StepLines()), Spool(), what)
+        for attribute, name, what in _VALIDATE_OUTPUTS
+        if (path := getattr(args, attribute))
+    ]
+    totals = SummaryBuilder()
+    errors: list[InputError] = []
 
-            text = render_sarif(run, step_lines(run))
-        else:
-            text = render(name, run)
-        status = _write(path, text, what, args.quiet)
-        if status:
-            return status
-    return EXIT_OK if run.passed else EXIT_FAILED
+    def fail(error: InputError) -> None:
+        errors.append(error)
+        _report_error(error)
+
+    try:
+        for report in iter_reports(
+            policy,
+            args.traces,
+            fmt=args.format,
+            fail_under=args.fail_under,
+            on_error=fail,
+            messages_at=args.messages_at,
+            trace_id_at=args.trace_id_at,
+            jobs=args.jobs,
+        ):
+            totals.add(report)
+            if console is not None:
+                sys.stdout.write(console.add(report))
+            for _, report_writer, spool, _ in outputs:
+                spool.write(report_writer.add(report))
+        summary = totals.build(sorted_errors(errors), policy.policy_id, policy.sha256, __version__)
+        if console is not None:
+            _print(console.tail(summary), sys.stdout)
+        for path, report_writer, spool, what in outputs:
+            status = _write(
+                path, [report_writer.head(summary), spool, report_writer.tail(summary)], what,
+                args.quiet,
+            )  # fmt: skip
+            if status:
+                return status
+    finally:
+        for _, _, spool, _ in outputs:
+            spool.close()
+    return EXIT_OK if summary.passed == summary.total and not errors else EXIT_FAILED
 
 
 def _compare_usage(args: argparse.Namespace) -> str | None:
@@ -488,7 +535,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK if gate.passed and not input_errors else EXIT_FAILED
 
 
-def _write(path: str, text: str, what: str, quiet: bool) -> int:
+def _write(path: str, text: str | Sequence[str | Spool], what: str, quiet: bool) -> int:
     from agent_reliability_harness.io import write_atomic
 
     try:

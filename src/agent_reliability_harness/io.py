@@ -16,13 +16,18 @@ from agent_reliability_harness.errors import InputError
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final
+    from typing import IO, Any, Final
 
 __all__ = [
     "STDIN_NAME",
+    "Chunk",
     "Document",
     "Source",
+    "Spool",
     "expand_inputs",
+    "jsonl_chunks",
+    "no_records",
+    "read_chunk",
     "read_documents",
     "read_json_file",
     "write_atomic",
@@ -139,9 +144,13 @@ def _read_bytes(source: Source) -> bytes:
         return stream.read()
 
 
-def _jsonl_records(name: str, stream: Iterable[bytes]) -> Iterator[Document | InputError]:
+def _jsonl_records(
+    name: str, stream: Iterable[bytes], first_line: int = 1, *, whole: bool = True
+) -> Iterator[Document | InputError]:
+    """The records of JSON Lines, numbered from ``first_line``; ``whole`` when these are all
+    of the input's lines (an input without records is an error then)."""
     records = 0
-    for number, raw in enumerate(stream, 1):
+    for number, raw in enumerate(stream, first_line):
         try:
             text = decode_bytes(raw) if number == 1 else _decode_line(raw)
             if not text.strip():
@@ -151,9 +160,55 @@ def _jsonl_records(name: str, stream: Iterable[bytes]) -> Iterator[Document | In
             yield Document(name, number, loads(text.rstrip("\r\n")))
         except InputError as exc:
             yield exc.located(name, number)
-    if not records:
-        # an empty input must not let a CI gate pass with nothing checked
-        yield InputError("the JSON Lines input has no records", pointer=None, source=name)
+    if not records and whole:
+        yield no_records(name)
+
+
+def no_records(name: str) -> InputError:
+    """The error for a JSON Lines input without records: an empty input must not let a CI gate
+    pass with nothing checked."""
+    return InputError("the JSON Lines input has no records", pointer=None, source=name)
+
+
+class Chunk(Record):
+    """Part of a JSON Lines file: ``length`` bytes from ``offset``, whole lines, the first of
+    them line number ``first_line``."""
+
+    offset: int
+    length: int
+    first_line: int
+
+
+def jsonl_chunks(path: str, size: int) -> Iterator[Chunk]:
+    """Cut a JSON Lines file into chunks of about ``size`` bytes that end at line ends."""
+    with open(path, "rb") as stream:
+        offset, line = 0, 1
+        while True:
+            data = stream.read(size)
+            if not data:
+                return
+            if not data.endswith(b"\n"):
+                data += stream.readline()
+            yield Chunk(offset, len(data), line)
+            offset += len(data)
+            line += data.count(b"\n")
+
+
+def read_chunk(source: Source, chunk: Chunk) -> Iterator[Document | InputError]:
+    """The records of one chunk of a JSON Lines file (see :func:`jsonl_chunks`)."""
+    assert source.path is not None
+    try:
+        with open(source.path, "rb") as stream:
+            stream.seek(chunk.offset)
+            data = stream.read(chunk.length)
+    except OSError as exc:
+        yield InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=source.name)
+        return
+    lines = data.split(b"\n")
+    ends = [line + b"\n" for line in lines[:-1]]
+    if lines[-1]:
+        ends.append(lines[-1])
+    yield from _jsonl_records(source.name, ends, chunk.first_line, whole=False)
 
 
 def _decode_line(raw: bytes) -> str:
@@ -211,8 +266,9 @@ def _existing_ancestor(path: str) -> str:
     return path or "."
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write ``text`` as UTF-8 to ``path`` through a temporary file and a rename."""
+def write_atomic(path: str, text: str | Sequence[str | Spool]) -> None:
+    """Write ``text`` (or its parts in order: strings and spooled bodies) as UTF-8 to ``path``
+    through a temporary file and a rename, so a reader never sees a partial report."""
     import tempfile  # only commands that write reports need it
 
     directory = os.path.dirname(path) or "."
@@ -228,7 +284,11 @@ def write_atomic(path: str, text: str) -> None:
     )
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
+            for part in [text] if isinstance(text, str) else text:
+                if isinstance(part, str):
+                    stream.write(part)
+                else:
+                    part.copy_to(stream)
         # mkstemp creates the file readable by its owner only; give it a report's usual mode
         mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
         os.chmod(temp, mode)
@@ -237,3 +297,29 @@ def write_atomic(path: str, text: str) -> None:
         if os.path.exists(temp):
             os.unlink(temp)
         raise
+
+
+class Spool:
+    """Text kept in memory while small and in an anonymous temporary file beyond that: the body
+    of a report written one trace at a time, whose head can only be written at the end."""
+
+    _MEMORY: Final = 1 << 20
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self._file = tempfile.SpooledTemporaryFile(  # noqa: SIM115 - closed by close()
+            max_size=self._MEMORY, mode="w+", encoding="utf-8", newline=""
+        )
+
+    def write(self, text: str) -> None:
+        if text:
+            self._file.write(text)
+
+    def copy_to(self, stream: IO[str]) -> None:
+        self._file.seek(0)
+        while block := self._file.read(self._MEMORY):
+            stream.write(block)
+
+    def close(self) -> None:
+        self._file.close()

@@ -6,17 +6,24 @@ reports every input error through a callback as it happens, so one bad file neve
 
 from __future__ import annotations
 
+import os
 import posixpath
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from agent_reliability_harness._record import Record
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.adapters import RecordOptions, to_traces
 from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.errors import InputError, join_pointer
 from agent_reliability_harness.io import (
     STDIN_NAME,
+    Chunk,
     Document,
+    Source,
     expand_inputs,
+    jsonl_chunks,
+    no_records,
+    read_chunk,
     read_documents,
     read_json_file,
 )
@@ -26,9 +33,19 @@ from agent_reliability_harness.model.trace import Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
-__all__ = ["TraceIds", "load_policy", "load_report", "read_traces", "run_validation"]
+__all__ = [
+    "StepLines",
+    "TraceIds",
+    "iter_reports",
+    "load_policy",
+    "load_report",
+    "read_traces",
+    "run_validation",
+    "sorted_errors",
+    "step_lines",
+]
 
 
 def load_policy(path: str, *, allow_risky_patterns: bool = False) -> Policy:
@@ -88,6 +105,19 @@ def read_traces(
                     yield result, item, pointer
 
 
+def _where(item: Document, pointer: str) -> str:
+    where = item.source if item.line is None else f"{item.source}:{item.line}"
+    return f"{where} (record {pointer})" if pointer else where
+
+
+def _id_pointer(item: Document, pointer: str) -> str:
+    """The pointer of a record's ``trace_id`` field, or of the record when it has none."""
+    record: Any = item.value if not pointer else item.value[int(pointer[1:])]
+    if type(record) is dict and "trace_id" in record:
+        return join_pointer(pointer, "trace_id")
+    return pointer
+
+
 class TraceIds:
     """Where each trace id was first read; a repeated id is an input error (reports and
     baselines are keyed by it)."""
@@ -97,20 +127,268 @@ class TraceIds:
 
     def check(self, trace: Trace, item: Document, pointer: str) -> None:
         """Raise InputError (located) if another trace already had this id."""
-        first = self._seen.get(trace.trace_id)
-        if first is None:
-            return
-        record: Any = item.value if not pointer else item.value[int(pointer[1:])]
-        if type(record) is dict and "trace_id" in record:
-            pointer = join_pointer(pointer, "trace_id")
-        raise InputError(
-            f"duplicate trace_id {trace.trace_id!r}: already read from {first}",
-            pointer=pointer,
-        ).located(item.source, item.line)
+        self.check_id(trace.trace_id, item.source, item.line, _id_pointer(item, pointer))
+
+    def check_id(self, trace_id: str, source: str, line: int | None, pointer: str) -> None:
+        first = self._seen.get(trace_id)
+        if first is not None:
+            raise InputError(
+                f"duplicate trace_id {trace_id!r}: already read from {first}", pointer=pointer
+            ).located(source, line)
 
     def add(self, trace: Trace, item: Document, pointer: str) -> None:
-        where = item.source if item.line is None else f"{item.source}:{item.line}"
-        self._seen[trace.trace_id] = f"{where} (record {pointer})" if pointer else where
+        self._seen[trace.trace_id] = _where(item, pointer)
+
+    def add_id(self, trace_id: str, where: str) -> None:
+        self._seen[trace_id] = where
+
+
+class _Settings(Record):
+    """What a worker needs besides the policy: how to read records, and what to send back."""
+
+    fmt: str
+    messages_at: str | None
+    trace_id_at: tuple[str, ...]
+    keep_traces: bool
+
+
+class _Checked(Record):
+    """One trace read and validated (or failing validation), with what the duplicate-id check
+    needs; the check itself happens in input order, in the process that writes the reports."""
+
+    trace_id: str
+    where: str
+    source: str
+    line: int | None
+    id_pointer: str
+    result: TraceReport | InputError
+    trace: Trace | None
+
+
+def _checked(
+    validator: Validator,
+    documents: Iterable[Document | InputError],
+    base: str,
+    settings: _Settings,
+) -> Iterator[_Checked | InputError]:
+    """Read the traces of a source's documents and validate each, in order."""
+    for item in documents:
+        if isinstance(item, InputError):
+            yield item
+            continue
+        options = RecordOptions(
+            settings.messages_at,
+            settings.trace_id_at,
+            base if item.line is None else f"{base}:{item.line}",
+        )
+        for pointer, trace in to_traces(item.value, settings.fmt, options):
+            if isinstance(trace, InputError):
+                yield trace.located(item.source, item.line)
+                continue
+            result: TraceReport | InputError
+            try:
+                result = validator.validate(
+                    trace,
+                    source_path=None if item.source == STDIN_NAME else item.source,
+                    source_line=item.line,
+                )
+            except InputError as exc:
+                result = exc if exc.source else exc.located(item.source, item.line)
+            yield _Checked(
+                trace.trace_id,
+                _where(item, pointer),
+                item.source,
+                item.line,
+                _id_pointer(item, pointer),
+                result,
+                trace if settings.keep_traces else None,
+            )
+
+
+def _base(source: Source) -> str:
+    return _default_id(source.relative or posixpath.basename(source.name))
+
+
+class _Unit(Record):
+    """Work for one worker: whole sources, or one chunk of a JSON Lines file."""
+
+    sources: tuple[Source, ...]
+    chunk: Chunk | None = None
+    last: bool = True  # the chunk is the file's last
+
+
+_worker: tuple[Validator, _Settings] | None = None
+
+
+def _start_worker(policy: Policy, fail_under: float, settings: _Settings) -> None:
+    global _worker  # noqa: PLW0603 - one validator per worker process, built once
+    _worker = (Validator(policy, fail_under), settings)
+
+
+def _run_unit(unit: _Unit) -> tuple[list[_Checked | InputError], int]:
+    """Validate a unit in a worker: its outcomes, and how many records (lines that are not
+    blank) a chunk had."""
+    assert _worker is not None
+    validator, settings = _worker
+    records = 0
+
+    def counted(documents: Iterator[Document | InputError]) -> Iterator[Document | InputError]:
+        nonlocal records
+        for item in documents:
+            records += 1
+            yield item
+
+    out: list[_Checked | InputError] = []
+    for source in unit.sources:
+        documents = read_documents(source) if unit.chunk is None else read_chunk(source, unit.chunk)
+        out.extend(_checked(validator, counted(documents), _base(source), settings))
+    return out, records
+
+
+_CHUNK_BYTES: Final = 4 << 20  # work is handed out in pieces of about this size
+_BATCH_FILES: Final = 64
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0  # reading it reports the problem
+
+
+def _units(sources: Sequence[Source]) -> Iterator[_Unit]:
+    """Cut the sources into units of work: JSON Lines files in chunks, other files in batches
+    (standard input alone, for the main process)."""
+    batch: list[Source] = []
+    size = 0
+    for source in sources:
+        if source.path is not None and source.jsonl:
+            if batch:
+                yield _Unit(tuple(batch))
+                batch, size = [], 0
+            try:
+                chunks = list(jsonl_chunks(source.path, _CHUNK_BYTES))
+            except OSError:
+                yield _Unit((source,))  # reading it again reports the error
+                continue
+            if not chunks:
+                yield _Unit((source,))  # an empty file: reading it reports that
+            for number, chunk in enumerate(chunks, 1):
+                yield _Unit((source,), chunk, number == len(chunks))
+            continue
+        if source.path is None:
+            if batch:
+                yield _Unit(tuple(batch))
+                batch, size = [], 0
+            yield _Unit((source,))
+            continue
+        batch.append(source)
+        size += _file_size(source.path)
+        if size >= _CHUNK_BYTES or len(batch) >= _BATCH_FILES:
+            yield _Unit(tuple(batch))
+            batch, size = [], 0
+    if batch:
+        yield _Unit(tuple(batch))
+
+
+def _parallel(
+    sources: Sequence[Source],
+    policy: Policy,
+    fail_under: float,
+    settings: _Settings,
+    jobs: int,
+) -> Iterator[_Checked | InputError]:
+    """The outcomes of every source in input order, computed by ``jobs`` worker processes."""
+    import multiprocessing
+    from collections import deque
+
+    local = Validator(policy, fail_under)  # for standard input, read by this process
+    with multiprocessing.get_context().Pool(
+        jobs, _start_worker, (policy, fail_under, settings)
+    ) as pool:
+        pending: deque[tuple[_Unit, Any]] = deque()
+        records = 0  # of the JSON Lines file being read in chunks
+        units = _units(sources)
+
+        def submit() -> None:
+            unit = next(units, None)
+            if unit is not None:  # standard input is read here, not by a worker
+                local = unit.sources[0].path is None
+                pending.append((unit, None if local else pool.apply_async(_run_unit, (unit,))))
+
+        for _ in range(2 * jobs):
+            submit()
+        while pending:
+            unit, job = pending.popleft()
+            submit()
+            if job is None:
+                source = unit.sources[0]
+                yield from _checked(local, read_documents(source), _base(source), settings)
+                continue
+            outcomes, count = job.get()
+            yield from outcomes
+            if unit.chunk is not None:
+                records += count
+                if unit.last:
+                    if not records:
+                        yield no_records(unit.sources[0].name)
+                    records = 0
+
+
+def iter_reports(
+    policy: Policy,
+    inputs: Sequence[str],
+    *,
+    fmt: str = "auto",
+    fail_under: float = 70.0,
+    on_error: Callable[[InputError], None],
+    messages_at: str | None = None,
+    trace_id_at: Sequence[str] = (),
+    on_trace: Callable[[Trace, TraceReport], None] | None = None,
+    jobs: int = 1,
+) -> Iterator[TraceReport]:
+    """Validate every trace found in ``inputs`` and yield its report, in input order (sorted
+    paths, then JSON Lines order, then array order); problems go to ``on_error`` as they occur.
+
+    With ``jobs`` > 1, worker processes read and validate the traces; the reports, errors and
+    their order are exactly those of one process.
+    """
+    settings = _Settings(fmt, messages_at, tuple(trace_id_at), on_trace is not None)
+    sources, bad_inputs = expand_inputs(inputs)
+    for error in bad_inputs:
+        on_error(error)
+    outcomes: Iterable[_Checked | InputError]
+    if jobs > 1:
+        outcomes = _parallel(sources, policy, fail_under, settings, jobs)
+    else:
+        validator = Validator(policy, fail_under)
+        outcomes = (
+            outcome
+            for source in sources
+            for outcome in _checked(validator, read_documents(source), _base(source), settings)
+        )
+    ids = TraceIds()
+    for outcome in outcomes:
+        if isinstance(outcome, InputError):
+            on_error(outcome)
+            continue
+        try:
+            ids.check_id(outcome.trace_id, outcome.source, outcome.line, outcome.id_pointer)
+        except InputError as exc:
+            on_error(exc)
+            continue
+        if isinstance(outcome.result, InputError):
+            on_error(outcome.result)
+            continue
+        ids.add_id(outcome.trace_id, outcome.where)
+        if on_trace is not None and outcome.trace is not None:
+            on_trace(outcome.trace, outcome.result)
+        yield outcome.result
+
+
+def sorted_errors(errors: Iterable[InputError]) -> tuple[InputError, ...]:
+    """Input errors in report order: by source, then line."""
+    return tuple(sorted(errors, key=lambda e: (e.source or "", e.line or 0)))
 
 
 def run_validation(
@@ -122,13 +400,15 @@ def run_validation(
     on_error: Callable[[InputError], None] | None = None,
     messages_at: str | None = None,
     trace_id_at: Sequence[str] = (),
+    on_trace: Callable[[Trace, TraceReport], None] | None = None,
+    jobs: int = 1,
 ) -> RunReport:
     """Validate every trace found in ``inputs`` and collect the run's report.
 
     ``messages_at`` and ``trace_id_at`` are JSON pointers into each transcript record: where
-    its messages are, and the parts of its trace id (joined with ``-``).
+    its messages are, and the parts of its trace id (joined with ``-``). ``on_trace`` is called
+    with each trace and its report, in report order (the HTML report keeps some traces this way).
     """
-    validator = Validator(policy, fail_under)
     errors: list[InputError] = []
 
     def fail(error: InputError) -> None:
@@ -136,51 +416,52 @@ def run_validation(
         if on_error is not None:
             on_error(error)
 
-    reports: dict[str, TraceReport] = {}
-    ids = TraceIds()
-    for trace, item, pointer in read_traces(
-        inputs, fail, fmt=fmt, messages_at=messages_at, trace_id_at=trace_id_at
-    ):
-        try:
-            ids.check(trace, item, pointer)
-            report = validator.validate(
-                trace,
-                source_path=None if item.source == STDIN_NAME else item.source,
-                source_line=item.line,
-            )
-        except InputError as exc:
-            fail(exc if exc.source else exc.located(item.source, item.line))
-            continue
-        reports[trace.trace_id] = report
-        ids.add(trace, item, pointer)
-    return RunReport(
-        tuple(reports.values()),  # in source order: sorted paths, then JSON Lines order
-        tuple(sorted(errors, key=lambda e: (e.source or "", e.line or 0))),
-        policy.policy_id,
-        policy.sha256,
-        __version__,
+    reports = tuple(
+        iter_reports(
+            policy,
+            inputs,
+            fmt=fmt,
+            fail_under=fail_under,
+            on_error=fail,
+            messages_at=messages_at,
+            trace_id_at=trace_id_at,
+            on_trace=on_trace,
+            jobs=jobs,
+        )
     )
+    return RunReport(reports, sorted_errors(errors), policy.policy_id, policy.sha256, __version__)
+
+
+class StepLines:
+    """For a trace read from a whole JSON file, the line on which each of its steps starts.
+
+    SARIF results point at these lines. Files are read again here, only when a SARIF report is
+    written, one at a time (reports of one file come one after another); a file that cannot be
+    read (or changed meanwhile) just gives no lines.
+    """
+
+    def __init__(self) -> None:
+        self._path: str | None = None
+        self._lines: list[int] = []
+
+    def __call__(self, report: TraceReport) -> list[int] | None:
+        from agent_reliability_harness._json import decode_bytes, member_array_lines
+
+        path = report.source_path
+        if path is None or report.source_line is not None:
+            return None
+        if path != self._path:
+            self._path = path
+            try:
+                with open(path, "rb") as stream:
+                    self._lines = member_array_lines(decode_bytes(stream.read()), "steps")
+            except (OSError, InputError):
+                self._lines = []
+        return self._lines
 
 
 def step_lines(run: RunReport) -> dict[str, list[int]]:
-    """For each trace read from a whole JSON file, the line on which each of its steps starts.
-
-    SARIF results point at these lines. Files are read again here, only when a SARIF report is
-    written; a file that cannot be read (or changed meanwhile) just gives no lines.
-    """
-    from agent_reliability_harness._json import decode_bytes, member_array_lines
-
-    by_path: dict[str, list[int]] = {}
-    lines: dict[str, list[int]] = {}
-    for report in run.reports:
-        path = report.source_path
-        if path is None or report.source_line is not None:
-            continue
-        if path not in by_path:
-            try:
-                with open(path, "rb") as stream:
-                    by_path[path] = member_array_lines(decode_bytes(stream.read()), "steps")
-            except (OSError, InputError):
-                by_path[path] = []
-        lines[report.trace_id] = by_path[path]
-    return lines
+    """:class:`StepLines` of every report of a run, by trace id."""
+    lines = StepLines()
+    found = {report.trace_id: lines(report) for report in run.reports}
+    return {trace_id: found for trace_id, found in found.items() if found is not None}

@@ -17,9 +17,12 @@ __all__ = [
     "SEVERITIES",
     "SEVERITY_RANK",
     "CategoryResult",
+    "ExactSum",
     "Finding",
     "RunReport",
+    "RunSummary",
     "Severity",
+    "SummaryBuilder",
     "TraceReport",
 ]
 
@@ -120,6 +123,9 @@ class TraceReport(Record):
     source_line: int | None = None
     # False when the score was read from a report that only holds the 2-decimal rounded score
     score_is_exact: bool = field(default=True, compare=False)
+    # what `arh validate --task-key` and `--outcome-at` read from the trace (docs/statistics.md)
+    task: str | None = None
+    outcome: bool | float | None = None
 
     @classmethod
     def from_dict(cls, data: object, *, pointer: str = "") -> TraceReport:
@@ -155,11 +161,115 @@ class TraceReport(Record):
             out["source_line"] = self.source_line
         out["unrounded_score"] = self.score
         out["categories"] = {c.category: c.to_dict() for c in self.categories}
+        if self.task is not None:
+            out["task"] = self.task
+        if self.outcome is not None:
+            out["outcome"] = self.outcome
         return out
 
 
 def _mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values) if values else 0.0
+
+
+class ExactSum:
+    """A sum of floats kept exactly, as non-overlapping partials (Shewchuk's algorithm, the one
+    behind ``math.fsum``); :attr:`value` is the correctly rounded total, so it equals ``fsum``
+    of every value added, in any order, while holding only a handful of floats."""
+
+    __slots__ = ("_partials",)
+
+    def __init__(self) -> None:
+        self._partials: list[float] = []
+
+    def add(self, x: float) -> None:
+        partials = self._partials
+        kept = 0
+        for partial in partials:
+            big, small = (partial, x) if abs(x) < abs(partial) else (x, partial)
+            high = big + small
+            low = small - (high - big)
+            if low:
+                partials[kept] = low
+                kept += 1
+            x = high
+        del partials[kept:]
+        partials.append(x)
+
+    @property
+    def value(self) -> float:
+        return math.fsum(self._partials)
+
+
+class RunSummary(Record):
+    """What a run's report says besides its trace reports: the totals, the inputs that could not
+    be read, and the policy and harness. Streaming writers put it around the trace reports."""
+
+    total: int
+    passed: int
+    average_score: float
+    total_latency_ms: float
+    input_errors: tuple[InputError, ...] = ()
+    policy_id: str | None = None
+    policy_sha256: str | None = None
+    harness_version: str | None = None
+
+    @property
+    def failed(self) -> int:
+        return self.total - self.passed
+
+    def to_dict(self, reports: list[dict[str, Any]]) -> dict[str, Any]:
+        """The JSON report with these trace reports (see :meth:`RunReport.to_dict`)."""
+        return {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "summary": {
+                "total_traces": self.total,
+                "passed_traces": self.passed,
+                "failed_traces": self.failed,
+                "average_score": round(self.average_score, 2),
+                "input_errors": len(self.input_errors),
+            },
+            "reports": reports,
+            "harness": {"name": "agent-reliability-harness", "version": self.harness_version},
+            "policy": {"policy_id": self.policy_id, "sha256": self.policy_sha256},
+            "input_errors": [e.to_dict() for e in self.input_errors],
+        }
+
+
+class SummaryBuilder:
+    """Adds up trace reports one at a time, in memory that does not grow with their number."""
+
+    __slots__ = ("_latency", "_scores", "passed", "total")
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.passed = 0
+        self._scores = ExactSum()
+        self._latency = 0.0  # summed in report order, exactly as ``sum`` over the reports does
+
+    def add(self, report: TraceReport) -> None:
+        self.total += 1
+        self.passed += report.passed
+        self._scores.add(report.score)
+        self._latency += report.total_latency_ms
+
+    def build(
+        self,
+        input_errors: Sequence[InputError] = (),
+        policy_id: str | None = None,
+        policy_sha256: str | None = None,
+        harness_version: str | None = None,
+    ) -> RunSummary:
+        return RunSummary(
+            self.total,
+            self.passed,
+            self._scores.value / self.total if self.total else 0.0,
+            self._latency,
+            tuple(input_errors),
+            policy_id,
+            policy_sha256,
+            harness_version,
+        )
 
 
 class RunReport(Record):
@@ -190,24 +300,18 @@ class RunReport(Record):
         """The mean of the unrounded trace scores (0.0 for an empty run)."""
         return _mean([r.score for r in self.reports])
 
+    def summary(self) -> RunSummary:
+        """Everything but the trace reports, with the run's totals."""
+        builder = SummaryBuilder()
+        for report in self.reports:
+            builder.add(report)
+        return builder.build(
+            self.input_errors, self.policy_id, self.policy_sha256, self.harness_version
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form: ``schema_version``, ``summary``, ``reports`` as in 0.2.x, then additions."""
-        total = len(self.reports)
-        passed = self.passed_traces
-        return {
-            "schema_version": REPORT_SCHEMA_VERSION,
-            "summary": {
-                "total_traces": total,
-                "passed_traces": passed,
-                "failed_traces": total - passed,
-                "average_score": round(self.average_score, 2),
-                "input_errors": len(self.input_errors),
-            },
-            "reports": [r.to_dict() for r in self.reports],
-            "harness": {"name": "agent-reliability-harness", "version": self.harness_version},
-            "policy": {"policy_id": self.policy_id, "sha256": self.policy_sha256},
-            "input_errors": [e.to_dict() for e in self.input_errors],
-        }
+        return self.summary().to_dict([r.to_dict() for r in self.reports])
 
 
 # Reading reports back (baselines). Reports written by arh 0.2.x and 0.1.x are accepted: the keys
@@ -282,6 +386,20 @@ def _finding_from_dict(data: object, pointer: str) -> Finding:
     )
 
 
+def _get_opt_task(data: Mapping[str, Any], pointer: str) -> str | None:
+    task = _get_opt_str(data, "task", pointer)
+    if task == "":
+        raise InputError("must not be empty", pointer=join_pointer(pointer, "task"))
+    return task
+
+
+def _get_outcome(data: Mapping[str, Any], pointer: str) -> bool | float | None:
+    value = data.get("outcome")
+    if value is None or type(value) is bool:
+        return value
+    return _get_number(data, "outcome", pointer)
+
+
 def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
     if type(data) is not dict:
         raise InputError(f"a trace report must be an object, got {_kind(data)}", pointer=pointer)
@@ -322,6 +440,8 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
         source_path=_get_opt_str(data, "source_path", pointer),
         source_line=line if type(line) is int else None,
         score_is_exact=exact is not None,
+        task=_get_opt_task(data, pointer),
+        outcome=_get_outcome(data, pointer),
     )
 
 

@@ -6,15 +6,29 @@ formats it writes (the XML and SARIF writers pull in modules ``arh --version`` d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from agent_reliability_harness.model.report import RunReport
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Final
+    from typing import Final, Protocol
 
-__all__ = ["RENDERERS", "render"]
+    from agent_reliability_harness.model.report import RunSummary, TraceReport
+
+    class ReportWriter(Protocol):
+        """A report written one trace at a time: :meth:`head`, then what :meth:`add` returned
+        for each trace report in order, then :meth:`tail` is the whole report. ``head`` and
+        ``tail`` are called after the last ``add``: they hold the run's totals."""
+
+        def add(self, report: TraceReport) -> str: ...
+        def head(self, summary: RunSummary) -> str: ...
+        def tail(self, summary: RunSummary) -> str: ...
+
+else:
+    ReportWriter = object
+
+__all__ = ["RENDERERS", "ReportWriter", "render", "writer"]
 
 
 def _console(run: RunReport) -> str:
@@ -59,3 +73,27 @@ RENDERERS: Final[Mapping[str, Callable[[RunReport], str]]] = {
 def render(name: str, run: RunReport) -> str:
     """Render ``run`` in the format called ``name`` (a key of :data:`RENDERERS`)."""
     return RENDERERS[name](run)
+
+
+def writer(
+    name: str, step_lines: Callable[[TraceReport], Sequence[int] | None] | None = None
+) -> ReportWriter:
+    """A :class:`ReportWriter` for a report format of :data:`RENDERERS` other than the console;
+    ``step_lines`` lets SARIF results point at their step's line."""
+    if name == "json":
+        from agent_reliability_harness.render.json_report import JsonWriter
+
+        return JsonWriter()
+    if name == "markdown":
+        from agent_reliability_harness.render.markdown import MarkdownWriter
+
+        return MarkdownWriter()
+    if name == "junit":
+        from agent_reliability_harness.render.junit import JunitWriter
+
+        return JunitWriter()
+    if name == "sarif":
+        from agent_reliability_harness.render.sarif import SarifWriter
+
+        return SarifWriter(step_lines)
+    raise ValueError(f"no streaming writer for {name!r}")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import textwrap
 
-from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
+from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._text import terminal_safe
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = ["render_console"]
+__all__ = ["ConsoleWriter", "render_console"]
 
 WIDTH: Final = 100
 _INDENT: Final = " " * 6
@@ -82,24 +82,40 @@ def _paint(line: str) -> str:
     return line
 
 
+class ConsoleWriter:
+    """The console report in pieces, to print each trace as soon as it is checked: what
+    :meth:`add` returns for each trace, then :meth:`tail`, is :func:`render_console`'s text."""
+
+    def __init__(self, *, color: bool = False) -> None:
+        self._color = color
+
+    def _text(self, lines: list[str]) -> str:
+        if self._color:
+            lines = [_paint(line) for line in lines]
+        return "\n".join(lines) + "\n"
+
+    def head(self, _summary: RunSummary) -> str:
+        return ""
+
+    def add(self, report: TraceReport) -> str:
+        return self._text([*_trace_lines(report), ""])
+
+    def tail(self, summary: RunSummary) -> str:
+        total = summary.total
+        line = (
+            f"{summary.passed} of {total} trace{'s' if total != 1 else ''} passed, "
+            f"{summary.failed} failed \u00b7 average score {summary.average_score:.2f}"
+        )
+        if summary.policy_id is not None:
+            line += f" \u00b7 policy {terminal_safe(summary.policy_id)}"
+        if summary.input_errors:
+            count = len(summary.input_errors)
+            line += f" \u00b7 {count} input error{'s' if count != 1 else ''}"
+        return self._text([line])
+
+
 def render_console(run: RunReport, *, color: bool = False) -> str:
     """The human-readable report, ending with a newline; ``color`` adds ANSI colours."""
-    lines: list[str] = []
-    for report in run.reports:
-        lines.extend(_trace_lines(report))
-        lines.append("")
-    total = len(run.reports)
-    passed = run.passed_traces
-    summary = (
-        f"{passed} of {total} trace{'s' if total != 1 else ''} passed, "
-        f"{total - passed} failed \u00b7 average score {run.average_score:.2f}"
-    )
-    if run.policy_id is not None:
-        summary += f" \u00b7 policy {terminal_safe(run.policy_id)}"
-    if run.input_errors:
-        count = len(run.input_errors)
-        summary += f" \u00b7 {count} input error{'s' if count != 1 else ''}"
-    lines.append(summary)
-    if color:
-        lines = [_paint(line) for line in lines]
-    return "\n".join(lines) + "\n"
+    writer = ConsoleWriter(color=color)
+    body = "".join([writer.add(report) for report in run.reports])
+    return body + writer.tail(run.summary())

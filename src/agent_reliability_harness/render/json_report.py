@@ -4,11 +4,48 @@ from __future__ import annotations
 
 import json
 
-from agent_reliability_harness.model.report import RunReport
+from agent_reliability_harness.model.report import RunReport, RunSummary, TraceReport
 
-__all__ = ["render_json"]
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
+
+__all__ = ["JsonWriter", "render_json"]
+
+_REPORTS: Final = '\n  "reports": []'  # where the trace reports go in the top-level object
+
+
+class JsonWriter:
+    """The report in pieces, so that it can be written one trace at a time: the text of
+    :meth:`head`, then what :meth:`add` returned for each trace, then :meth:`tail` is exactly
+    ``json.dumps(run.to_dict(), indent=2)`` and a newline."""
+
+    def __init__(self) -> None:
+        self._count = 0
+
+    def add(self, report: TraceReport) -> str:
+        text = json.dumps(report.to_dict(), indent=2, ensure_ascii=True)
+        separator = ",\n    " if self._count else "\n    "
+        self._count += 1
+        return separator + text.replace("\n", "\n    ")
+
+    def _split(self, summary: RunSummary) -> tuple[str, str]:
+        text = json.dumps(summary.to_dict([]), indent=2, ensure_ascii=True)
+        # Strings are escaped, so `"reports": []` can only be the top-level key: the first hit.
+        at = text.index(_REPORTS) + len(_REPORTS) - 1
+        return text[:at], text[at:]
+
+    def head(self, summary: RunSummary) -> str:
+        return self._split(summary)[0]
+
+    def tail(self, summary: RunSummary) -> str:
+        rest = self._split(summary)[1]
+        return ("\n  " if self._count else "") + rest + "\n"
 
 
 def render_json(run: RunReport) -> str:
     """Indented, ASCII-only JSON with a trailing newline; identical input gives identical bytes."""
-    return json.dumps(run.to_dict(), indent=2, ensure_ascii=True) + "\n"
+    writer = JsonWriter()
+    body = "".join([writer.add(report) for report in run.reports])
+    summary = run.summary()
+    return writer.head(summary) + body + writer.tail(summary)

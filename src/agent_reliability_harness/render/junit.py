@@ -10,13 +10,14 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
+from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = ["render_junit", "xml_safe"]
+__all__ = ["JunitWriter", "render_junit", "xml_safe"]
 
 # Everything outside XML 1.0's Char production (C0 controls but TAB/LF/CR, lone surrogates,
 # U+FFFE and U+FFFF), and the bidirectional overrides that make viewers show text reordered.
@@ -48,7 +49,7 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
 
 
-def _testcase(parent: ET.Element, report: TraceReport) -> None:
+def _testcase(report: TraceReport) -> ET.Element:
     attrs = {
         "classname": xml_safe(f"{report.agent_name}.{report.workflow}"),
         "name": xml_safe(report.trace_id),
@@ -56,7 +57,7 @@ def _testcase(parent: ET.Element, report: TraceReport) -> None:
     }
     if report.source_path is not None:
         attrs["file"] = xml_safe(report.source_path)
-    case = ET.SubElement(parent, "testcase", attrs)
+    case = ET.Element("testcase", attrs)
     body = xml_safe("\n".join(_finding_line(f) for f in report.findings))
     if not report.passed:
         errors = sum(1 for f in report.findings if f.severity == "error")
@@ -71,51 +72,83 @@ def _testcase(parent: ET.Element, report: TraceReport) -> None:
         failure.text = body
     elif body:
         ET.SubElement(case, "system-out").text = body
+    return case
+
+
+def _error_case(error: InputError) -> ET.Element:
+    case = ET.Element(
+        "testcase",
+        {"classname": "arh.inputs", "name": xml_safe(error.location() or "input"), "time": "0.000"},
+    )
+    element = ET.SubElement(
+        case, "error", {"message": xml_safe(error.message), "type": "arh.InputError"}
+    )
+    element.text = xml_safe(str(error))
+    return case
+
+
+def _fragment(case: ET.Element) -> str:
+    """A test case as it appears in the indented document, with the line break before it."""
+    ET.indent(case, space="  ", level=2)
+    return "\n    " + ET.tostring(case, encoding="unicode")
+
+
+_MARKER: Final = "arh-cases"
+
+
+class JunitWriter:
+    """The report in pieces, so that it can be written one trace at a time: :meth:`head`, what
+    :meth:`add` returned for each trace, then :meth:`tail` is :func:`render_junit`'s text."""
+
+    def __init__(self) -> None:
+        self._count = 0
+
+    def add(self, report: TraceReport) -> str:
+        self._count += 1
+        return _fragment(_testcase(report))
+
+    def _document(self, summary: RunSummary) -> tuple[str, str]:
+        """The document around its test cases, split where they go."""
+        tests = summary.total + len(summary.input_errors)
+        counts = {
+            "tests": str(tests), "failures": str(summary.failed),
+            "errors": str(len(summary.input_errors)), "skipped": "0",
+            "time": f"{summary.total_latency_ms / 1000:.3f}",
+        }  # fmt: skip
+        root = ET.Element("testsuites", {"name": "arh", **counts})
+        suite_name = "arh" if summary.policy_id is None else f"arh: {summary.policy_id}"
+        suite = ET.SubElement(root, "testsuite", {"name": xml_safe(suite_name), **counts})
+        properties = ET.SubElement(suite, "properties")
+        for name, value in (
+            ("policy_id", summary.policy_id),
+            ("policy_sha256", summary.policy_sha256),
+            ("harness_version", summary.harness_version),
+        ):
+            if value is not None:
+                ET.SubElement(properties, "property", {"name": name, "value": xml_safe(value)})
+        if not len(properties):
+            suite.remove(properties)
+        if self._count or summary.input_errors or len(suite):
+            ET.SubElement(suite, _MARKER)
+        ET.indent(root, space="  ")
+        text = ET.tostring(root, encoding="unicode")
+        marker = f"\n    <{_MARKER} />"
+        at = text.find(marker)
+        if at < 0:  # an empty suite: nothing goes in
+            return text, ""
+        return text[:at], text[at + len(marker) :]
+
+    def head(self, summary: RunSummary) -> str:
+        return '<?xml version="1.0" encoding="UTF-8"?>\n' + self._document(summary)[0]
+
+    def tail(self, summary: RunSummary) -> str:
+        errors = "".join(_fragment(_error_case(error)) for error in summary.input_errors)
+        return errors + self._document(summary)[1] + "\n"
 
 
 def render_junit(run: RunReport) -> str:
     """The report as JUnit XML, with an XML declaration and a trailing newline."""
-    tests = len(run.reports) + len(run.input_errors)
-    failures = len(run.reports) - run.passed_traces
-    errors = len(run.input_errors)
-    time = f"{sum(r.total_latency_ms for r in run.reports) / 1000:.3f}"
-    counts = {
-        "tests": str(tests), "failures": str(failures), "errors": str(errors), "skipped": "0",
-        "time": time,
-    }  # fmt: skip
-    root = ET.Element("testsuites", {"name": "arh", **counts})
-    suite_name = "arh" if run.policy_id is None else f"arh: {run.policy_id}"
-    suite = ET.SubElement(root, "testsuite", {"name": xml_safe(suite_name), **counts})
-    properties = ET.SubElement(suite, "properties")
-    for name, value in (
-        ("policy_id", run.policy_id),
-        ("policy_sha256", run.policy_sha256),
-        ("harness_version", run.harness_version),
-    ):
-        if value is not None:
-            ET.SubElement(properties, "property", {"name": name, "value": xml_safe(value)})
-    for report in run.reports:
-        _testcase(suite, report)
-    for error in run.input_errors:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            {
-                "classname": "arh.inputs",
-                "name": xml_safe(error.location() or "input"),
-                "time": "0.000",
-            },
-        )
-        element = ET.SubElement(
-            case,
-            "error",
-            {
-                "message": xml_safe(error.message),
-                "type": "arh.InputError",
-            },
-        )
-        element.text = xml_safe(str(error))
-    if not len(properties):
-        suite.remove(properties)
-    ET.indent(root, space="  ")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    writer = JunitWriter()
+    body = "".join([writer.add(report) for report in run.reports])
+    summary = run.summary()
+    return writer.head(summary) + body + writer.tail(summary)

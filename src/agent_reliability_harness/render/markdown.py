@@ -8,14 +8,16 @@ that do not fit are left out and a line says how many.
 
 from __future__ import annotations
 
-from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
+from collections.abc import Sequence
+
+from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = ["MAX_CHARS", "render_markdown"]
+__all__ = ["MAX_CHARS", "MarkdownWriter", "render_markdown"]
 
 MAX_CHARS: Final = 60_000  # GitHub refuses comments longer than 65,536 characters
 _MESSAGE_CHARS: Final = 600
@@ -69,27 +71,44 @@ def _trace_section(report: TraceReport) -> list[str]:
     return lines
 
 
-def render_markdown(run: RunReport) -> str:
-    """The report as GitHub-flavoured Markdown, ending with a newline."""
-    total = len(run.reports)
-    failed = total - run.passed_traces
-    if failed:
-        title = f"{failed} of {total} trace{'s' if total != 1 else ''} failed"
+def _row(r: TraceReport) -> str:
+    return md_row(
+        [
+            md_code(r.trace_id),
+            _verdict(r),
+            f"{r.score:.2f}",
+            str(_count(r.findings, "error")),
+            str(_count(r.findings, "warning")),
+            f"{md_text(r.agent_name)} / {md_text(r.workflow)}",
+        ]
+    )
+
+
+def _document(
+    summary: RunSummary,
+    first: Sequence[TraceReport],
+    failing: Sequence[TraceReport],
+    failing_count: int,
+) -> str:
+    """The report from the run's summary, its first ``_ALL_ROWS`` reports (all of them when the
+    run is no larger) and its first failing reports (all that can fit)."""
+    total = summary.total
+    if failing_count:
+        title = f"{failing_count} of {total} trace{'s' if total != 1 else ''} failed"
     else:
         title = f"all {total} trace{'s' if total != 1 else ''} passed"
     head = [f"## arh validation: {title}", ""]
-    facts = [f"average score {run.average_score:.2f}"]
-    if run.policy_id is not None:
-        facts.insert(0, f"policy {md_code(run.policy_id, in_table=False)}")
-    if run.harness_version is not None:
-        facts.append(f"arh {md_text(run.harness_version)}")
-    if run.input_errors:
-        count = len(run.input_errors)
+    facts = [f"average score {summary.average_score:.2f}"]
+    if summary.policy_id is not None:
+        facts.insert(0, f"policy {md_code(summary.policy_id, in_table=False)}")
+    if summary.harness_version is not None:
+        facts.append(f"arh {md_text(summary.harness_version)}")
+    if summary.input_errors:
+        count = len(summary.input_errors)
         facts.append(f"**{count} input error{'s' if count != 1 else ''}**")
     head.append(" \u00b7 ".join(facts) + ".")
-    failing = [r for r in run.reports if not r.passed]
-    listed = run.reports if total <= _ALL_ROWS else tuple(failing)
-    if listed:
+    listed, listed_count = (first, total) if total <= _ALL_ROWS else (failing, failing_count)
+    if listed_count:
         head += [
             "",
             "| Trace | Verdict | Score | Errors | Warnings | Agent / workflow |",
@@ -97,37 +116,28 @@ def render_markdown(run: RunReport) -> str:
         ]
         size = sum(len(line) + 1 for line in head)
         for shown, r in enumerate(listed):
-            row = md_row(
-                [
-                    md_code(r.trace_id),
-                    _verdict(r),
-                    f"{r.score:.2f}",
-                    str(_count(r.findings, "error")),
-                    str(_count(r.findings, "warning")),
-                    f"{md_text(r.agent_name)} / {md_text(r.workflow)}",
-                ]
-            )
+            row = _row(r)
             if size + len(row) > MAX_CHARS // 2:
-                head += ["", f"{len(listed) - shown} more traces are not listed here."]
+                head += ["", f"{listed_count - shown} more traces are not listed here."]
                 break
             head.append(row)
             size += len(row) + 1
-    if len(listed) < total:
-        passing = total - len(failing)
+    if listed_count < total:
+        passing = total - failing_count
         head += ["", f"{passing} passing trace{'s are' if passing != 1 else ' is'} not listed."]
     tail: list[str] = []
-    if run.input_errors:
+    if summary.input_errors:
         tail += ["", "### Input errors", ""]
-        tail += [f"- {md_text(str(error))}" for error in run.input_errors]
+        tail += [f"- {md_text(str(error))}" for error in summary.input_errors]
     body: list[str] = []
     size = sum(len(line) + 1 for line in head + tail)
-    if failing:
+    if failing_count:
         body += ["", "## Findings of the failing traces"]
     for index, report in enumerate(failing):
         section = _trace_section(report)
         section_size = sum(len(line) + 1 for line in section)
         if size + section_size > MAX_CHARS - 200:
-            left = len(failing) - index
+            left = failing_count - index
             body += [
                 "",
                 (
@@ -139,3 +149,40 @@ def render_markdown(run: RunReport) -> str:
         body += section
         size += section_size
     return "\n".join(head + body + tail) + "\n"
+
+
+class MarkdownWriter:
+    """Collects what the report can show while traces are checked one at a time, in memory
+    bounded by the report's size limit; :meth:`head` is then the whole report (the text of
+    :func:`render_markdown`) and :meth:`add` and :meth:`tail` return nothing."""
+
+    def __init__(self) -> None:
+        self._first: list[TraceReport] = []
+        self._failing: list[TraceReport] = []
+        self._failing_count = 0
+        self._rows = 0  # characters of the failing traces kept so far, as rows and as sections
+        self._sections = 0
+
+    def add(self, report: TraceReport) -> str:
+        if len(self._first) < _ALL_ROWS:
+            self._first.append(report)
+        if not report.passed:
+            self._failing_count += 1
+            # Keep failing traces until neither the table nor the sections could show another.
+            if self._rows <= MAX_CHARS // 2 or self._sections <= MAX_CHARS:
+                self._failing.append(report)
+                self._rows += len(_row(report)) + 1
+                self._sections += sum(len(line) + 1 for line in _trace_section(report))
+        return ""
+
+    def head(self, summary: RunSummary) -> str:
+        return _document(summary, self._first, self._failing, self._failing_count)
+
+    def tail(self, _summary: RunSummary) -> str:
+        return ""
+
+
+def render_markdown(run: RunReport) -> str:
+    """The report as GitHub-flavoured Markdown, ending with a newline."""
+    failing = [r for r in run.reports if not r.passed]
+    return _document(run.summary(), run.reports[:_ALL_ROWS], failing, len(failing))

@@ -13,18 +13,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import quote
 
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
-from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
+from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.rules import RULES, Rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
     from typing import Any, Final
 
-__all__ = ["MAX_RESULTS", "SARIF_SCHEMA_URI", "render_sarif"]
+__all__ = ["MAX_RESULTS", "SARIF_SCHEMA_URI", "SarifWriter", "render_sarif"]
 
 SARIF_SCHEMA_URI: Final = "https://json.schemastore.org/sarif-2.1.0.json"
 MAX_RESULTS: Final = 25_000  # GitHub rejects runs with more results
@@ -113,76 +113,132 @@ def _fingerprint(report: TraceReport, finding: Finding, seen: dict[str, int]) ->
     return f"{digest}:{seen[digest]}"
 
 
+def _result(
+    report: TraceReport,
+    finding: Finding,
+    lines: Sequence[int] | None,
+    index: Mapping[str, int],
+    seen: dict[str, int],
+) -> dict[str, Any]:
+    where = f"trace '{report.trace_id}'"
+    if finding.step_id is not None:
+        where += f", step '{finding.step_id}'"
+    result: dict[str, Any] = {"ruleId": finding.rule_id}
+    if finding.rule_id in index:
+        result["ruleIndex"] = index[finding.rule_id]
+    result |= {
+        "level": _level(finding.severity),
+        "message": {"text": f"{finding.message} ({where})"},
+        "locations": [_location(report, finding, lines)],
+        "partialFingerprints": {_FINGERPRINT_KEY: _fingerprint(report, finding, seen)},
+        "properties": {"trace_id": report.trace_id, "category": finding.category},
+    }
+    if finding.subject is not None:
+        result["properties"]["subject"] = finding.subject
+    return result
+
+
+_RESULTS: Final = '\n      "results": []'  # where the results go in the document
+_RESULT_INDENT: Final = "\n        "
+
+
+class SarifWriter:
+    """The report in pieces, so that it can be written one trace at a time: :meth:`head`, what
+    :meth:`add` returned for each trace, then :meth:`tail` is :func:`render_sarif`'s text.
+
+    ``step_lines`` gives, for a trace report, the line of each of its steps in its source file
+    (or None); results then point at the line of their step.
+    """
+
+    def __init__(
+        self, step_lines: Callable[[TraceReport], Sequence[int] | None] | None = None
+    ) -> None:
+        self._step_lines = step_lines
+        self._rules = sorted(RULES.values(), key=lambda r: r.rule_id)
+        self._index = {rule.rule_id: i for i, rule in enumerate(self._rules)}
+        self._seen: dict[str, int] = {}
+        self._results = 0
+        self._findings = 0
+
+    def add(self, report: TraceReport) -> str:
+        self._findings += len(report.findings)
+        room = MAX_RESULTS - self._results
+        if room <= 0 or not report.findings:
+            return ""
+        lines = None if self._step_lines is None else self._step_lines(report)
+        pieces = []
+        for finding in report.findings[:room]:
+            result = _result(report, finding, lines, self._index, self._seen)
+            text = json.dumps(_unicode_safe(result), indent=2, ensure_ascii=True)
+            pieces.append(("," if self._results else "") + _RESULT_INDENT)
+            pieces.append(text.replace("\n", _RESULT_INDENT))
+            self._results += 1
+        return "".join(pieces)
+
+    def _split(self, summary: RunSummary) -> tuple[str, str]:
+        notifications: list[dict[str, Any]] = [
+            {"level": "error", "message": {"text": f"input error: {error}"}}
+            for error in summary.input_errors
+        ]
+        total = self._findings
+        if total > self._results:
+            notifications.append(
+                {
+                    "level": "warning",
+                    "message": {
+                        "text": f"{total - self._results} of {total} findings were left out: "
+                        f"code scanning accepts at most {MAX_RESULTS} results per run"
+                    },
+                }
+            )
+        driver = {
+            "name": "arh",
+            "fullName": "agent-reliability-harness",
+            "version": __version__,
+            "semanticVersion": __version__,
+            "informationUri": RULES_DOC_URL.rsplit("/blob/", 1)[0],
+            "rules": [_rule(rule) for rule in self._rules],
+        }
+        sarif_run: dict[str, Any] = {
+            "tool": {"driver": driver},
+            "automationDetails": {"id": f"arh/{summary.policy_id or 'policy'}/"},
+            "invocations": [
+                {
+                    "executionSuccessful": not summary.input_errors,
+                    "toolExecutionNotifications": notifications,
+                }
+            ],
+            "columnKind": "unicodeCodePoints",
+            "results": [],
+        }
+        if summary.policy_id is not None:
+            sarif_run["properties"] = {
+                "policy_id": summary.policy_id,
+                "policy_sha256": summary.policy_sha256,
+            }
+        document = {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [sarif_run]}
+        text = json.dumps(_unicode_safe(document), indent=2, ensure_ascii=True)
+        at = text.index(_RESULTS) + len(_RESULTS) - 1  # strings are escaped: the one real key
+        return text[:at], text[at:]
+
+    def head(self, summary: RunSummary) -> str:
+        return self._split(summary)[0]
+
+    def tail(self, summary: RunSummary) -> str:
+        return ("\n      " if self._results else "") + self._split(summary)[1] + "\n"
+
+
 def render_sarif(run: RunReport, step_lines: Mapping[str, Sequence[int]] | None = None) -> str:
     """The report as SARIF 2.1.0 JSON (ASCII, indented, with a trailing newline).
 
     ``step_lines`` maps a trace id to the line of each of its steps in the source file; when it
     is given, results point at the line of their step.
     """
-    rules = sorted(RULES.values(), key=lambda r: r.rule_id)
-    index = {rule.rule_id: i for i, rule in enumerate(rules)}
-    results: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
-    total = sum(len(r.findings) for r in run.reports)
-    for report in run.reports:
-        lines = None if step_lines is None else step_lines.get(report.trace_id)
-        for finding in report.findings:
-            if len(results) == MAX_RESULTS:
-                break
-            where = f"trace '{report.trace_id}'"
-            if finding.step_id is not None:
-                where += f", step '{finding.step_id}'"
-            result: dict[str, Any] = {"ruleId": finding.rule_id}
-            if finding.rule_id in index:
-                result["ruleIndex"] = index[finding.rule_id]
-            result |= {
-                "level": _level(finding.severity),
-                "message": {"text": f"{finding.message} ({where})"},
-                "locations": [_location(report, finding, lines)],
-                "partialFingerprints": {_FINGERPRINT_KEY: _fingerprint(report, finding, seen)},
-                "properties": {"trace_id": report.trace_id, "category": finding.category},
-            }
-            if finding.subject is not None:
-                result["properties"]["subject"] = finding.subject
-            results.append(result)
-    notifications: list[dict[str, Any]] = [
-        {"level": "error", "message": {"text": f"input error: {error}"}}
-        for error in run.input_errors
-    ]
-    if total > len(results):
-        notifications.append(
-            {
-                "level": "warning",
-                "message": {
-                    "text": f"{total - len(results)} of {total} findings were left out: "
-                    f"code scanning accepts at most {MAX_RESULTS} results per run"
-                },
-            }
-        )
-    driver = {
-        "name": "arh",
-        "fullName": "agent-reliability-harness",
-        "version": __version__,
-        "semanticVersion": __version__,
-        "informationUri": RULES_DOC_URL.rsplit("/blob/", 1)[0],
-        "rules": [_rule(rule) for rule in rules],
-    }
-    sarif_run: dict[str, Any] = {
-        "tool": {"driver": driver},
-        "automationDetails": {"id": f"arh/{run.policy_id or 'policy'}/"},
-        "invocations": [
-            {
-                "executionSuccessful": not run.input_errors,
-                "toolExecutionNotifications": notifications,
-            }
-        ],
-        "columnKind": "unicodeCodePoints",
-        "results": results,
-    }
-    if run.policy_id is not None:
-        sarif_run["properties"] = {"policy_id": run.policy_id, "policy_sha256": run.policy_sha256}
-    document = {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [sarif_run]}
-    return json.dumps(_unicode_safe(document), indent=2, ensure_ascii=True) + "\n"
+    lines = None if step_lines is None else (lambda report: step_lines.get(report.trace_id))
+    writer = SarifWriter(lines)
+    body = "".join([writer.add(report) for report in run.reports])
+    summary = run.summary()
+    return writer.head(summary) + body + writer.tail(summary)
 
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")

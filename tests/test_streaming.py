@@ -1,0 +1,336 @@
+"""Streaming reports and ``--jobs``: writing reports one trace at a time, in processes.
+
+The report files are assembled from pieces (a head and a tail around the spooled trace reports)
+so that memory does not grow with the number of traces. These tests check the pieces against
+independent renderings of the whole document, the bounded Markdown collector against the whole
+run, the exact running sum against ``math.fsum``, and that ``--jobs N`` gives exactly the output
+of one process, including errors, duplicate ids and JSON Lines files cut into chunks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_reliability_harness import runner
+from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.io import Spool, write_atomic
+from agent_reliability_harness.model.report import (
+    CategoryResult,
+    ExactSum,
+    Finding,
+    RunReport,
+    TraceReport,
+)
+from agent_reliability_harness.render.json_report import render_json
+from agent_reliability_harness.render.junit import render_junit
+from agent_reliability_harness.render.markdown import MAX_CHARS, MarkdownWriter, render_markdown
+from agent_reliability_harness.render.sarif import MAX_RESULTS, render_sarif
+
+from conftest import SAMPLES, Run
+
+Arh = Callable[..., Run]
+
+# Text that exercises escaping: quotes, markup, control characters, non-ASCII, a lone surrogate.
+_TEXT = st.text(
+    alphabet=st.sampled_from(list("ab \"'<>&|\\\n\t\x01\u00e9\u202e\U0001f600\ud800{}[],:")),
+    max_size=12,
+)
+_FINDING = st.builds(
+    Finding,
+    rule_id=st.sampled_from(["ARH-SCH-001", "ARH-SAF-001", "ARH-FLW-003", "OLD-RULE"]),
+    severity=st.sampled_from(["error", "warning", "info"]),
+    category=st.sampled_from(["schema", "safety", "flow"]),
+    message=_TEXT,
+    step_id=st.none() | _TEXT,
+    expected=st.none() | _TEXT,
+    observed=st.none() | _TEXT,
+    subject=st.none() | _TEXT,
+    step_index=st.none() | st.integers(0, 3),
+)
+
+
+@st.composite
+def _reports(draw: st.DrawFn, count: int | None = None) -> list[TraceReport]:
+    size = draw(st.integers(0, 6)) if count is None else count
+    reports = []
+    for index in range(size):
+        score = draw(st.floats(0, 100))
+        reports.append(
+            TraceReport(
+                trace_id=f"t{index}-{draw(_TEXT)}",
+                agent_name=draw(_TEXT),
+                workflow=draw(_TEXT),
+                policy_id="p",
+                score=score,
+                passed=draw(st.booleans()),
+                total_latency_ms=draw(st.floats(0, 1e6)),
+                total_cost_usd=draw(st.floats(0, 10)),
+                citation_coverage=draw(st.none() | st.floats(0, 1)),
+                findings=tuple(draw(st.lists(_FINDING, max_size=3))),
+                total_tokens=draw(st.none() | st.integers(0, 10**6)),
+                source_path=draw(st.none() | st.sampled_from(["a.json", "dir/b c.jsonl"])),
+                categories=(CategoryResult("safety", True, score, 3, 1),),
+                source_line=draw(st.none() | st.integers(1, 99)),
+            )
+        )
+    return reports
+
+
+@st.composite
+def _runs(draw: st.DrawFn) -> RunReport:
+    errors = draw(
+        st.lists(
+            st.builds(
+                InputError,
+                _TEXT,
+                pointer=st.none() | st.just("/steps/0"),
+                source=st.none() | st.just("x.json"),
+                line=st.none() | st.integers(1, 5),
+            ),
+            max_size=2,
+        )
+    )
+    metadata = draw(st.booleans())
+    return RunReport(
+        tuple(draw(_reports())),
+        tuple(errors),
+        "policy-<1>" if metadata else None,
+        "ab" * 32 if metadata else None,
+        "0.3.0" if metadata else None,
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(_runs())
+def test_json_pieces_are_the_whole_document(run: RunReport) -> None:
+    # independent rendering: the document as one object, dumped in one call
+    assert render_json(run) == json.dumps(run.to_dict(), indent=2, ensure_ascii=True) + "\n"
+
+
+@settings(max_examples=100, deadline=None)
+@given(_runs())
+def test_sarif_pieces_are_canonical_json(run: RunReport) -> None:
+    text = render_sarif(run)
+    document = json.loads(text)
+    # the spliced text is exactly what one json.dumps of the parsed document gives
+    assert text == json.dumps(document, indent=2, ensure_ascii=True) + "\n"
+    results = document["runs"][0]["results"]
+    expected = [(r.trace_id, f.rule_id) for r in run.reports for f in r.findings][:MAX_RESULTS]
+    got = [(x["properties"]["trace_id"], x["ruleId"]) for x in results]
+    assert len(got) == len(expected)
+    assert all(g == e for g, e in zip(got, expected, strict=True) if "\ud800" not in e[0])
+
+
+@settings(max_examples=100, deadline=None)
+@given(_runs())
+def test_junit_pieces_are_one_indented_tree(run: RunReport) -> None:
+    text = render_junit(run)
+    declaration = '<?xml version="1.0" encoding="UTF-8"?>\n'
+    assert text.startswith(declaration)
+    root = ET.fromstring(text[len(declaration) :])  # noqa: S314 - our own output
+    # Indenting the parsed tree again and writing it out gives the same text: the pieces were
+    # put together exactly as ElementTree indents and writes a whole document.
+    ET.indent(root, space="  ")
+    if "\r" not in text:  # XML parsing turns a raw CR into LF, so only then can it round-trip
+        assert declaration + ET.tostring(root, encoding="unicode") + "\n" == text
+    suite = root.find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    assert len(cases) == len(run.reports) + len(run.input_errors)
+    assert int(suite.get("failures", "-1")) == sum(1 for r in run.reports if not r.passed)
+
+
+def _report(index: int, passed: bool, size: int) -> TraceReport:
+    finding = Finding("ARH-SAF-001", "error", "safety", "m" * size, step_id="s1")
+    return TraceReport(
+        f"trace-{index:05d}", "agent", "flow", "p", 50.0 if not passed else 100.0, passed,
+        1.5, 0.0, None, () if passed else (finding,),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("count", "failing_every", "size"),
+    [(0, 1, 10), (7, 2, 10), (50, 3, 10), (51, 3, 10), (400, 2, 300), (3000, 1, 5), (200, 1, 900)],
+)
+def test_markdown_collector_keeps_what_the_report_shows(
+    count: int, failing_every: int, size: int
+) -> None:
+    rng = random.Random(count)  # noqa: S311 - reproducible test data
+    reports = [
+        _report(i, i % failing_every != 0 or rng.random() < 0.1, rng.randint(1, size))
+        for i in range(count)
+    ]
+    run = RunReport(tuple(reports), (), "p", "0" * 64, "0.3.0")
+    writer = MarkdownWriter()
+    assert all(writer.add(r) == "" for r in reports)
+    summary = run.summary()
+    streamed = writer.head(summary) + writer.tail(summary)
+    assert streamed == render_markdown(run)
+    assert len(streamed) <= MAX_CHARS
+    # the collector holds a bounded number of reports, whatever the size of the run
+    kept = len(writer._first) + len(writer._failing)
+    assert kept <= 50 + MAX_CHARS // 10 + 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.floats(-1e300, 1e300) | st.floats(-1, 1) | st.sampled_from([0.1, 1e-16]), max_size=60
+    )
+)
+def test_exact_sum_is_fsum(values: list[float]) -> None:
+    total = ExactSum()
+    for value in values:
+        total.add(value)
+    assert total.value == math.fsum(values)
+
+
+def test_exact_sum_of_scores_in_any_order() -> None:
+    rng = random.Random(7)  # noqa: S311 - reproducible test data
+    scores = [rng.choice([100.0, 0.0, 70.83333333333333, 1e-9, 99.99]) for _ in range(5000)]
+    forward, backward = ExactSum(), ExactSum()
+    for score in scores:
+        forward.add(score)
+    for score in reversed(scores):
+        backward.add(score)
+    assert forward.value == backward.value == math.fsum(scores)
+    assert sum(scores) != math.fsum(scores)  # plain summation would have drifted
+
+
+def test_spool_spills_to_disk_and_copies_back(tmp_path: Path) -> None:
+    spool = Spool()
+    pieces = [f"{i:07d}\u00e9\n" * 1000 for i in range(300)]  # ~2.7 MB, beyond the memory part
+    for piece in pieces:
+        spool.write(piece)
+    target = tmp_path / "out.txt"
+    write_atomic(str(target), ["<head>", spool, "<tail>"])
+    spool.close()
+    assert target.read_text(encoding="utf-8") == "<head>" + "".join(pieces) + "<tail>"
+
+
+# -- the command line: --jobs gives exactly the output of one process ----------------------------
+
+
+def _trace(trace_id: str | None, tool: str = "search_flights") -> dict[str, object]:
+    trace: dict[str, object] = {
+        "schema_version": "1",
+        "agent_name": "agent",
+        "workflow": "rebook",
+        "steps": [
+            {"step_id": "s1", "type": "tool_call", "tool_name": tool, "arguments": {"x": 1}},
+            {"step_id": "s2", "type": "model_response", "text": "done"},
+        ],
+    }
+    if trace_id is not None:
+        trace["trace_id"] = trace_id
+    return trace
+
+
+def _corpus(root: Path) -> list[str]:
+    """Inputs with every kind of trouble: duplicates, bad lines, blank lines, transcripts
+    without ids, an empty JSON Lines file, a directory of files, a missing path."""
+    rng = random.Random(3)  # noqa: S311 - reproducible test data
+    lines = []
+    for index in range(119):
+        roll = rng.random()
+        if roll < 0.05:
+            lines.append("{not json")
+        elif roll < 0.1:
+            lines.append("")
+        elif roll < 0.15:
+            lines.append(json.dumps(_trace(f"t{index - 3}")))  # often a duplicate id
+        elif roll < 0.2:
+            lines.append(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+        else:
+            tool = "delete_account" if roll > 0.9 else "search_flights"
+            lines.append(json.dumps(_trace(f"t{index}", tool)))
+    lines.append(json.dumps(_trace("t119")))
+    (root / "runs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (root / "empty.jsonl").write_text("\n\n", encoding="utf-8")
+    folder = root / "dir"
+    folder.mkdir()
+    for index in range(30):
+        trace = _trace("t119" if index == 7 else f"d{index}")  # clashes with the JSONL file
+        (folder / f"{index:02d}.json").write_text(json.dumps(trace), encoding="utf-8")
+    (folder / "broken.json").write_text('{"trace_id": ', encoding="utf-8")
+    return [str(root / "runs.jsonl"), str(root / "empty.jsonl"), str(folder), str(root / "nope")]
+
+
+def _outputs(arh: Arh, inputs: list[str], out: Path, *extra: str) -> dict[str, object]:
+    out.mkdir()
+    run = arh(
+        "validate", "--policy", SAMPLES / "policy_trajectory.json", *inputs,
+        "--json-out", out / "r.json", "--md-out", out / "r.md", "--junit-out", out / "r.xml",
+        "--sarif-out", out / "r.sarif", "--color", "never", *extra,
+    )  # fmt: skip
+    files = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    return {
+        "status": run.status,
+        "out": run.out.replace(str(out), "OUT"),
+        "err": run.err,
+        **files,
+    }
+
+
+@pytest.mark.parametrize("jobs", ["2", "3"])
+def test_jobs_give_the_output_of_one_process(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    inputs = _corpus(tmp_path)
+    one = _outputs(arh, inputs, tmp_path / "one")
+    monkeypatch.setattr(runner, "_CHUNK_BYTES", 700)  # cut the JSON Lines file into many chunks
+    monkeypatch.setattr(runner, "_BATCH_FILES", 4)
+    many = _outputs(arh, inputs, tmp_path / "many", "--jobs", jobs)
+    assert one == many
+    assert one["status"] == 1
+    errors = str(one["err"])
+    assert "duplicate trace_id 't119'" in errors
+    assert errors.count("duplicate trace_id") > 1
+    assert "the JSON Lines input has no records" in errors
+    assert "no such file or directory" in errors
+    assert "runs.jsonl:" in errors
+
+
+def test_jobs_with_standard_input_and_samples(arh: Arh, tmp_path: Path) -> None:
+    data = (SAMPLES / "traces" / "rebook_pass.json").read_bytes()
+    inputs = [str(SAMPLES / "traces"), "-"]
+    one = _outputs_stdin(arh, inputs, tmp_path / "one", data)
+    many = _outputs_stdin(arh, inputs, tmp_path / "many", data, "--jobs", "2")
+    assert one == many
+    assert "duplicate trace_id" in str(one["err"])  # stdin repeats a sample's id
+
+
+def _outputs_stdin(
+    arh: Arh, inputs: list[str], out: Path, data: bytes, *extra: str
+) -> dict[str, object]:
+    out.mkdir()
+    run = arh(
+        "validate", "--policy", SAMPLES / "policy_trajectory.json", *inputs,
+        "--json-out", out / "r.json", "--quiet", *extra, stdin=data,
+    )  # fmt: skip
+    return {"status": run.status, "err": run.err, "json": (out / "r.json").read_bytes()}
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_jobs_must_be_a_positive_number_or_auto(arh: Arh, value: str) -> None:
+    run = arh("validate", "--policy", SAMPLES / "policy_trajectory.json", SAMPLES, "--jobs", value)
+    assert run.status == 2
+    assert "--jobs" in run.err
+
+
+def test_jobs_auto_is_accepted(arh: Arh, tmp_path: Path) -> None:
+    run = arh(
+        "validate", "--policy", SAMPLES / "policy_trajectory.json", SAMPLES / "traces",
+        "--jobs", "auto", "--quiet", "--json-out", tmp_path / "r.json",
+    )  # fmt: skip
+    assert run.status == 1
+    assert json.loads((tmp_path / "r.json").read_text())["summary"]["total_traces"] == 6
