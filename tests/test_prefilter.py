@@ -124,3 +124,96 @@ def test_literal_requirements_of_typical_patterns() -> None:
     (card,) = literal_requirements(r"\b(?:\d{4}[ -]){3}\d{4}\b", flags)
     assert len(card) == 8  # 0000?0000?0000?0000 with each ? a space or a dash
     assert literal_requirements(r"[a-z]+", flags) == ()  # nothing cheap to require
+
+
+# -- the whole scan of a trace against the plain search ------------------------------------------
+
+VALUES = st.recursive(
+    st.text(alphabet=ALPHABET, max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(alphabet=ALPHABET, max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _plain_scan(steps: list[dict[str, object]], pattern_texts: list[str]) -> tuple[set, int, int]:
+    """What the safety rule must find, computed the slow and obvious way: every string of every
+    agent step searched with every pattern (re.search, IGNORECASE), named by its JSON pointer."""
+    compiled = [re.compile(p, re.IGNORECASE) for p in pattern_texts]
+    hits: set[tuple[str, str, bool, str]] = set()
+    values = keys = 0
+
+    def visit(step_id: str, pointer: str, value: object) -> None:
+        nonlocal values, keys
+        if isinstance(value, str):
+            if value:
+                values += 1
+                hits.update(
+                    (step_id, pointer, False, p.pattern) for p in compiled if p.search(value)
+                )
+        elif isinstance(value, dict):
+            for key, child in value.items():
+                here = pointer + "/" + key.replace("~", "~0").replace("/", "~1")
+                found = {
+                    (step_id, here, True, p.pattern) for p in compiled if key and p.search(key)
+                }
+                keys += bool(found)
+                hits.update(found)
+                visit(step_id, here, child)
+        elif isinstance(value, list):
+            for index, child in enumerate(value):
+                visit(step_id, f"{pointer}/{index}", child)
+
+    for step in steps:
+        for field in ("text", "output", "arguments", "error"):
+            if field in step:
+                visit(str(step["step_id"]), "/" + field, step[field])
+    return hits, values + keys, len(hits)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(patterns(), min_size=1, max_size=3),
+    st.lists(st.tuples(VALUES, VALUES, st.text(alphabet=ALPHABET, max_size=20)), max_size=4),
+)
+def test_the_scan_finds_exactly_what_plain_search_finds(
+    pattern_texts: list[str], contents: list[tuple[object, object, str]]
+) -> None:
+    from agent_reliability_harness import Policy, Trace
+    from agent_reliability_harness.errors import InputError
+    from agent_reliability_harness.rules import safety
+    from agent_reliability_harness.rules._facts import TraceFacts
+
+    pattern_texts = [p for p in pattern_texts if _valid(p) is not None]
+    if not pattern_texts:
+        return
+    steps: list[dict[str, object]] = []
+    for index, (output, arguments, text) in enumerate(contents):
+        steps.append(
+            {"step_id": f"c{index}", "type": "tool_call", "tool_name": "t",
+             "arguments": arguments if isinstance(arguments, dict) else {"a": arguments},
+             "output": output}
+        )  # fmt: skip
+        steps.append({"step_id": f"r{index}", "type": "model_response", "text": text})
+    trace = Trace.from_dict(
+        {"schema_version": "1", "trace_id": "x", "agent_name": "a", "workflow": "w", "steps": steps}
+    )
+    try:
+        policy = Policy.from_dict(
+            {"schema_version": "1", "policy_id": "p", "unsafe_patterns": pattern_texts},
+            allow_risky_patterns=True,
+        )
+    except InputError:  # a pattern that matches the empty string is refused
+        return
+    findings: list = []  # type: ignore[type-arg]
+    result = safety.evaluate(TraceFacts(trace), safety.prepare(policy), findings)
+    expected, checks, failed = _plain_scan(steps, pattern_texts)
+    got = set()
+    for finding in findings:
+        pointer, _, pattern = finding.subject.partition(" ~ ")
+        is_key = pointer.endswith(" (key)")
+        got.add((finding.step_id, pointer.removesuffix(" (key)"), is_key, pattern))
+    assert got == expected
+    assert (result.checks, result.failed) == ((checks, failed) if checks else (0, failed))
