@@ -213,8 +213,17 @@ def max_attempts_policy() -> dict[str, Any]:
     }
 
 
+def no_unsafe_policy() -> dict[str, Any]:
+    """The realistic policy without its unsafe patterns (the target for it is tighter)."""
+    policy = realistic_policy()
+    del policy["unsafe_patterns"]
+    policy["policy_id"] += "-no-unsafe-patterns"
+    return policy
+
+
 POLICIES: dict[str, Callable[[], dict[str, Any]]] = {
     "policy.json": realistic_policy,
+    "policy_no_unsafe.json": no_unsafe_policy,
     "policy_unlisted_retry.json": unlisted_retry_policy,
     "policy_max_attempts.json": max_attempts_policy,
 }
@@ -1144,12 +1153,16 @@ class Bench:
     def run(self, argv: Sequence[str]) -> Run:
         return run_child(argv, self.env)
 
-    def measure(self, corpus: Corpus, form: str, jobs: int | None = None) -> Measurement:
+    def measure(
+        self, corpus: Corpus, form: str, jobs: int | None = None, policy: Path | None = None
+    ) -> Measurement:
         target = corpus.directory if form == "dir" else corpus.jsonl
         assert target is not None
         label = form if jobs is None else f"{form} -j{jobs}"
+        if policy is not None:
+            label += f" ({policy.stem.removeprefix('policy_')})"
         result = Measurement(corpus, label)
-        argv = [*self.arh, "validate", "--policy", str(corpus.policy), str(target)]
+        argv = [*self.arh, "validate", "--policy", str(policy or corpus.policy), str(target)]
         argv += ["--json-out", str(self.out), "--quiet"]
         if jobs is not None:
             argv += ["--jobs", str(jobs)]
@@ -1309,6 +1322,17 @@ def steps_scaling_note(results: Sequence[Measurement]) -> str | None:
     )
 
 
+def jobs_notes(results: Sequence[Measurement]) -> list[str]:
+    """Speed-up of two processes over one, per corpus and form."""
+    by_key = {(m.corpus.name, m.form): m for m in results}
+    notes = []
+    for (name, form), m in by_key.items():
+        if form.endswith(" -j2") and (name, form[: -len(" -j2")]) in by_key:
+            one = by_key[(name, form[: -len(" -j2")])]
+            notes.append(f"--jobs 2 on {name} {one.form}: {one.wall / m.wall:.2f} x one process")
+    return notes
+
+
 def runs_note(results: Sequence[Measurement]) -> str:
     floors = max(m.floor_runs for m in results)
     counts = sorted({m.runs for m in results})
@@ -1354,6 +1378,7 @@ def render_report(report: Report, markdown: bool) -> str:
         note = steps_scaling_note(report.main)
         if note:
             notes.append(note)
+        notes += jobs_notes(report.main)
         out += [("- " if markdown else "") + n for n in notes]
         out.append("")
     if report.cold:
@@ -1605,11 +1630,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             [],
         )
         for corpus in corpora:
-            forms: list[tuple[str, int | None]] = [("dir", None), ("jsonl", None)]
+            plain = workdir / "policy_no_unsafe.json"
+            forms: list[tuple[str, int | None, Path | None]] = [
+                ("dir", None, None),
+                ("jsonl", None, None),
+                ("jsonl", None, plain),
+            ]
             if bench.has_jobs:
-                forms += [("dir", 2), ("jsonl", 2)]
-            for form, jobs in forms:
-                m = bench.measure(corpus, form, jobs)
+                forms += [("dir", 2, None), ("jsonl", 2, None)]
+            for form, jobs, policy in forms:
+                m = bench.measure(corpus, form, jobs, policy)
                 report.main.append(m)
                 report.problems += [f"{corpus.name} {m.form}: {p}" for p in m.problems]
                 print(render_text(COLUMNS, table_rows([m])).splitlines()[-1], flush=True)

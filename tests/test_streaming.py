@@ -13,7 +13,7 @@ import json
 import math
 import random
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from agent_reliability_harness import runner
 from agent_reliability_harness.errors import InputError
-from agent_reliability_harness.io import Spool, write_atomic
+from agent_reliability_harness.io import Chunk, Spool, write_atomic
 from agent_reliability_harness.model.report import (
     CategoryResult,
     ExactSum,
@@ -334,3 +334,21 @@ def test_jobs_auto_is_accepted(arh: Arh, tmp_path: Path) -> None:
     )  # fmt: skip
     assert run.status == 1
     assert json.loads((tmp_path / "r.json").read_text())["summary"]["total_traces"] == 6
+
+
+def test_jobs_when_cutting_a_file_fails_midway(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inputs = _corpus(tmp_path)
+    one = _outputs(arh, inputs, tmp_path / "one")
+    real = runner.jsonl_chunks
+
+    def failing(path: str, size: int) -> Iterator[Chunk]:
+        chunks = list(real(path, size))
+        yield from chunks[:2]
+        if len(chunks) > 2:
+            raise OSError("disk went away")
+
+    monkeypatch.setattr(runner, "jsonl_chunks", failing)
+    monkeypatch.setattr(runner, "_CHUNK_BYTES", 700)
+    assert _outputs(arh, inputs, tmp_path / "many", "--jobs", "2") == one

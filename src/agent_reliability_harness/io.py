@@ -171,12 +171,13 @@ def no_records(name: str) -> InputError:
 
 
 class Chunk(Record):
-    """Part of a JSON Lines file: ``length`` bytes from ``offset``, whole lines, the first of
-    them line number ``first_line``."""
+    """Part of a JSON Lines file: ``length`` bytes from ``offset`` (-1: to the end), whole
+    lines, the first of them line number ``first_line``, ``lines`` line breaks in all."""
 
     offset: int
     length: int
     first_line: int
+    lines: int = 0
 
 
 def jsonl_chunks(path: str, size: int) -> Iterator[Chunk]:
@@ -189,9 +190,10 @@ def jsonl_chunks(path: str, size: int) -> Iterator[Chunk]:
                 return
             if not data.endswith(b"\n"):
                 data += stream.readline()
-            yield Chunk(offset, len(data), line)
+            breaks = data.count(b"\n")
+            yield Chunk(offset, len(data), line, breaks)
             offset += len(data)
-            line += data.count(b"\n")
+            line += breaks
 
 
 def read_chunk(source: Source, chunk: Chunk) -> Iterator[Document | InputError]:

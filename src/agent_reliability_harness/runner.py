@@ -245,7 +245,8 @@ def _run_unit(unit: _Unit) -> tuple[list[_Checked | InputError], int]:
     return out, records
 
 
-_CHUNK_BYTES: Final = 4 << 20  # work is handed out in pieces of about this size
+_CHUNK_BYTES: Final = 4 << 20  # work is handed out in pieces of at most about this size,
+_MIN_CHUNK_BYTES: Final = 64 << 10  # and at least this, about four per worker
 _BATCH_FILES: Final = 64
 
 
@@ -256,7 +257,28 @@ def _file_size(path: str) -> int:
         return 0  # reading it reports the problem
 
 
-def _units(sources: Sequence[Source]) -> Iterator[_Unit]:
+def _jsonl_units(source: Source, chunk_bytes: int) -> Iterator[_Unit]:
+    """A JSON Lines file in chunks, cut as they are handed out (the last one is marked)."""
+    assert source.path is not None
+    previous: Chunk | None = None
+    try:
+        for chunk in jsonl_chunks(source.path, chunk_bytes):
+            if previous is not None:
+                yield _Unit((source,), previous, last=False)
+            previous = chunk
+    except OSError:
+        if previous is None:
+            yield _Unit((source,))  # reading it again reports the error
+            return
+        yield _Unit((source,), previous, last=False)
+        # the rest, to the end: reading it reports the error, or whatever can be read
+        end, line = previous.offset + previous.length, previous.first_line + previous.lines
+        yield _Unit((source,), Chunk(end, -1, line))
+        return
+    yield _Unit((source,)) if previous is None else _Unit((source,), previous)  # (empty file)
+
+
+def _units(sources: Sequence[Source], chunk_bytes: int) -> Iterator[_Unit]:
     """Cut the sources into units of work: JSON Lines files in chunks, other files in batches
     (standard input alone, for the main process)."""
     batch: list[Source] = []
@@ -266,15 +288,7 @@ def _units(sources: Sequence[Source]) -> Iterator[_Unit]:
             if batch:
                 yield _Unit(tuple(batch))
                 batch, size = [], 0
-            try:
-                chunks = list(jsonl_chunks(source.path, _CHUNK_BYTES))
-            except OSError:
-                yield _Unit((source,))  # reading it again reports the error
-                continue
-            if not chunks:
-                yield _Unit((source,))  # an empty file: reading it reports that
-            for number, chunk in enumerate(chunks, 1):
-                yield _Unit((source,), chunk, number == len(chunks))
+            yield from _jsonl_units(source, chunk_bytes)
             continue
         if source.path is None:
             if batch:
@@ -284,7 +298,7 @@ def _units(sources: Sequence[Source]) -> Iterator[_Unit]:
             continue
         batch.append(source)
         size += _file_size(source.path)
-        if size >= _CHUNK_BYTES or len(batch) >= _BATCH_FILES:
+        if size >= chunk_bytes or len(batch) >= _BATCH_FILES:
             yield _Unit(tuple(batch))
             batch, size = [], 0
     if batch:
@@ -308,7 +322,8 @@ def _parallel(
     ) as pool:
         pending: deque[tuple[_Unit, Any]] = deque()
         records = 0  # of the JSON Lines file being read in chunks
-        units = _units(sources)
+        total = sum(_file_size(source.path) for source in sources if source.path is not None)
+        units = _units(sources, min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs))))
 
         def submit() -> None:
             unit = next(units, None)
