@@ -186,7 +186,8 @@ def test_the_scan_finds_exactly_what_plain_search_finds(
     from agent_reliability_harness.rules import safety
     from agent_reliability_harness.rules._facts import TraceFacts
 
-    pattern_texts = [p for p in pattern_texts if _valid(p) is not None]
+    # distinct patterns: a pattern listed twice is searched twice, which a set cannot show
+    pattern_texts = [p for p in dict.fromkeys(pattern_texts) if _valid(p) is not None]
     if not pattern_texts:
         return
     steps: list[dict[str, object]] = []
