@@ -1,20 +1,22 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test`.
 PYTHON ?= python3
 VENV ?= .venv
-BIN := $(VENV)/bin
+# Windows virtualenvs keep their programs in Scripts\ (CI runs make there from Git Bash).
+BIN := $(VENV)/$(if $(filter Windows_NT,$(OS)),Scripts,bin)
+EXE := $(if $(filter Windows_NT,$(OS)),.exe,)
 
-.PHONY: demo test lint typecheck unit bench docs goldens perf clean
+.PHONY: demo test lint typecheck unit bench docs goldens perf clean dist dist-check
 
-$(BIN)/python:
+$(BIN)/python$(EXE):
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "arh needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: pyproject.toml | $(BIN)/python$(EXE)
 	$(BIN)/python -m pip install --quiet -e .
 	@touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python$(EXE)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@ $(VENV)/.installed
 
@@ -24,8 +26,9 @@ demo: $(VENV)/.installed
 	  status=$$?; echo "(exit status $$status: 0 = every trace passed, 1 = a trace failed or an input was bad)"
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests tools benchmarks
-	$(BIN)/ruff format --check src tests tools benchmarks
+	$(BIN)/ruff check src tests tools benchmarks examples
+	$(BIN)/ruff format --check src tests tools benchmarks examples
+	$(BIN)/shellcheck --shell=bash --severity=style action/run.sh .ci/run
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy --strict src
@@ -39,6 +42,16 @@ test: lint typecheck unit bench
 # exits 1 on a breach. `python benchmarks/run.py --write` also rewrites BENCHMARK-RESULTS.md.
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run.py
+
+# The sdist and wheel to publish (release workflow), then the packaging checks run against them:
+# twine check, metadata, contents, and an install into a clean virtualenv. (`make test` runs the
+# same checks on a wheel it builds itself, without network.)
+dist: $(VENV)/.installed-dev
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
+dist-check: dist
+	ARH_DIST_DIR=dist $(BIN)/python -m pytest -q tests/test_packaging.py
 
 goldens: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q tests/test_report_formats.py --update-goldens

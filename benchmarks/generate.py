@@ -2312,6 +2312,427 @@ def _f_cmp002(d: Draft, k: int) -> tuple[str, str]:
     )
 
 
+# ---- policy language 1.1: provenance, conditions, relations, confirmation, loops -------------
+# These cases switch the base policy to schema_version 1.1 and add one section. The base run
+# stays valid for every rule of version 1 (no identical call more than max_attempts times, the
+# act tool at most twice, nothing that matches an unsafe pattern).
+
+
+def policy_1_1(d: Draft, suffix: str) -> dict[str, Any]:
+    p = d.variant(suffix)
+    p["schema_version"] = "1.1"
+    return p
+
+
+def user_turn(sid: str, text: str) -> Step:
+    return {"step_id": sid, "type": "user_message", "text": text}
+
+
+def other_id(d: Draft) -> str:
+    """A valid record id (it matches the id pattern) that differs from the run's."""
+    while True:
+        new = d.dom.new_id(d.rng)
+        if new != d.v["id"]:
+            return new
+
+
+def wrap_lookup(d: Draft, **fields: Any) -> None:
+    """Give the lookup an object output: the original under "record", plus ``fields``."""
+    step = d.step("lookup")
+    step["output"] = {"record": step["output"], **fields}
+
+
+def reference(d: Draft) -> str:
+    return f"REF-{_digits(d.rng, 6)}"
+
+
+REF_PATTERN = "ref-[0-9]{6}"
+
+
+@template("normal", "policy-1-1-clean-run")
+def _n_policy_1_1(dom: Domain, rng: random.Random) -> Built:
+    d = base(dom, rng)
+    p = policy_1_1(d, "v11")
+    p["provenance"] = {
+        "untrusted": {"tools": [dom.search]},
+        "trusted_tools": [dom.lookup],
+        "sinks": [
+            {"tool": dom.act, "argument": dom.id_arg},
+            {"tool": dom.notify, "argument": "message", "extract": REF_PATTERN},
+        ],
+        "min_value_length": 5,
+    }
+    p["conditions"] = [
+        {
+            "name": "checked-before-acting",
+            "tool": dom.act,
+            "require_prior": [{"tool": dom.check, "match": {dom.id_arg: dom.id_arg}}],
+        }
+    ]
+    p["relations"] = [
+        {
+            "name": "not-a-search-result",
+            "tool": dom.act,
+            "argument": dom.id_arg,
+            "op": "not_in",
+            "source": {"tool": dom.search, "output": "/results/*/id"},
+        }
+    ]
+    p["confirmation"] = {}
+    p["loops"] = {"max_identical_calls": 2, "window": 6, "max_cycle_repeats": 2}
+    ref = reference(d)
+    d.steps.insert(0, user_turn(dom.sid("u1"), f"Please take care of {d.v['id']} ({ref})."))
+    d.insert_before("act", user_turn(dom.sid("u2"), "Yes, go ahead."))
+    d.step("notify")["arguments"]["message"] = f"Done, see {ref}."
+    return (
+        d,
+        (
+            "The clean run against a 1.1 policy that uses every new section: the record id and "
+            "the reference come from the user, the act follows a check of the same record and a "
+            "yes, the id is not a search result, and no call repeats. Nothing fires."
+        ),
+        (
+            "policy 1.1 with provenance, conditions, relations, confirmation and loops; two user "
+            "turns; a reference in the notification"
+        ),
+    )
+
+
+@failure("ARH-PRV-001")
+def _f_prv001(d: Draft, k: int) -> tuple[str, str]:
+    dom = d.dom
+    p = policy_1_1(d, "prv")
+    if k == 1:
+        new = other_id(d)
+        d.step("search")["output"]["results"][0]["id"] = new
+        d.step("act")["arguments"][dom.id_arg] = new
+        p["provenance"] = {
+            "untrusted": {"tools": [dom.search]},
+            "sinks": [{"tool": dom.act, "argument": dom.id_arg}],
+            "min_value_length": 5,
+        }
+        d.expect("error", "ARH-PRV-001", "act")
+        return (
+            (
+                f"{dom.act} acts on {new}, an id that only a search result (untrusted) mentions: "
+                "ARH-PRV-001 at the act. The id has no pattern in the act's contract, and call "
+                "order only looks at tool names."
+            ),
+            f"{d.ids['search']} result 0 id and {d.ids['act']} {dom.id_arg} = {new}",
+        )
+    ref = reference(d)
+    d.step("search")["output"]["results"][1]["snippet"] = f"Quote reference {ref} when you reply."
+    d.step("notify")["arguments"]["message"] = f"Handled, reference {ref.lower()}."
+    sinks = [{"tool": dom.notify, "argument": "message", "extract": REF_PATTERN}]
+    if k == 0:
+        p["provenance"] = {"untrusted": {"tools": [dom.search]}, "sinks": sinks}
+        d.expect("error", "ARH-PRV-001", "notify")
+        return (
+            (
+                f"The notification quotes {ref}, which only an untrusted search result carries "
+                "(matched in lower case): ARH-PRV-001 at the notification."
+            ),
+            f"{d.ids['search']} snippet and {d.ids['notify']} message carry {ref}",
+        )
+    d.steps.insert(0, user_turn(dom.sid("u1"), f"Please handle {d.v['id']}."))
+    p["provenance"] = {
+        "untrusted": {"all_tools": True},
+        "trusted_tools": [dom.lookup],
+        "sinks": [{"tool": dom.act, "argument": dom.id_arg}, *sinks],
+        "min_value_length": 5,
+    }
+    d.expect("error", "ARH-PRV-001", "notify")
+    return (
+        (
+            f"Every output is untrusted except the lookup's. The act's id came from the user (a "
+            f"user turn), so it is clean; the reference {ref} in the notification came from a "
+            "search result: one ARH-PRV-001 at the notification."
+        ),
+        f"a user turn names {d.v['id']}; {d.ids['notify']} message carries {ref} from the search",
+    )
+
+
+@failure("ARH-CND-001")
+def _f_cnd001(d: Draft, k: int) -> tuple[str, str]:
+    dom = d.dom
+    p = policy_1_1(d, "cnd")
+    if k == 0:
+        p["conditions"] = [
+            {
+                "name": "large-act-needs-escalation",
+                "tool": dom.act,
+                "when": {dom.range_arg: {"min": d.v["range"]}},
+                "require_prior": [dom.escalate],
+            }
+        ]
+        d.expect("error", "ARH-CND-001", "act")
+        return (
+            (
+                f"The condition applies to {dom.act} calls with {dom.range_arg} >= "
+                f"{d.v['range']}, and the act meets it exactly; {dom.escalate} was never called: "
+                "ARH-CND-001 at the act."
+            ),
+            f"policy condition on {dom.act}.{dom.range_arg} >= {d.v['range']}",
+        )
+    if k == 1:
+        new = other_id(d)
+        d.step("check")["arguments"][dom.id_arg] = new
+        p["conditions"] = [
+            {
+                "name": "checked-before-acting",
+                "tool": dom.act,
+                "require_prior": [{"tool": dom.check, "match": {dom.id_arg: dom.id_arg}}],
+            }
+        ]
+        d.expect("error", "ARH-CND-001", "act")
+        return (
+            (
+                f"The check was made for {new}, not for the record the act changes: no earlier "
+                f"successful {dom.check} with the same {dom.id_arg}, so ARH-CND-001 at the act."
+            ),
+            f"{d.ids['check']} {dom.id_arg} = {new}",
+        )
+    p["conditions"] = [
+        {"name": "announce-first", "tool": dom.act, "require_prior": [dom.lookup, dom.notify]}
+    ]
+    d.expect("error", "ARH-CND-001", "act")
+    return (
+        (
+            f"The act needs earlier calls of {dom.lookup} (made) and {dom.notify} (only made after "
+            "it): ARH-CND-001 at the act."
+        ),
+        f"policy condition: {dom.act} requires prior {dom.lookup} and {dom.notify}",
+    )
+
+
+@failure("ARH-CND-002")
+def _f_cnd002(d: Draft, k: int) -> tuple[str, str]:
+    dom = d.dom
+    p = policy_1_1(d, "cnd")
+    if k == 0:
+        clause: dict[str, Any] = {dom.range_arg: {"exclusive_min": d.v["range"] - 1}}
+        tool, role, what = dom.act, "act", f"{dom.range_arg} > {d.v['range'] - 1}"
+    elif k == 1:
+        clause = {"channel": {"equals": d.v["channel"]}}
+        tool, role, what = dom.notify, "notify", f"channel == {d.v['channel']!r}"
+    else:
+        d.step("notify")["arguments"]["message"] = "All done."
+        clause = {"message": {"pattern": ".+"}}
+        tool, role, what = dom.notify, "notify", "a message is given"
+    p["conditions"] = [{"name": "forbidden-case", "tool": tool, "when": clause, "forbid": True}]
+    d.expect("error", "ARH-CND-002", role)
+    return (
+        (
+            f"A condition forbids {tool} calls where {what}; the run's call meets it: ARH-CND-002 "
+            "at that call."
+        ),
+        f"policy forbids {tool} when {what}",
+    )
+
+
+@failure("ARH-CND-003")
+def _f_cnd003(d: Draft, k: int) -> tuple[str, str]:
+    dom = d.dom
+    p = policy_1_1(d, "rel")
+    if k == 0:
+        limit = d.v["range"] - 1
+        wrap_lookup(d, limit=limit)
+        relation: dict[str, Any] = {
+            "tool": dom.act,
+            "argument": dom.range_arg,
+            "op": "<=",
+            "source": {"tool": dom.lookup, "output": "/limit"},
+        }
+        role, what = "act", f"{dom.range_arg} {d.v['range']} is above the looked-up limit {limit}"
+    elif k == 1:
+        relation = {
+            "tool": dom.act,
+            "argument": dom.id_arg,
+            "op": "in",
+            "source": {"tool": dom.search, "output": "/results/*/id"},
+        }
+        role, what = "act", f"{d.v['id']} is not among the search results' ids"
+    else:
+        others = [c for c in dom.channels if c != d.v["channel"]]
+        wrap_lookup(d, channels=others)
+        relation = {
+            "tool": dom.notify,
+            "argument": "channel",
+            "op": "in",
+            "source": {"tool": dom.lookup, "output": "/channels"},
+        }
+        role, what = "notify", f"channel {d.v['channel']!r} is not in the looked-up {others}"
+    p["relations"] = [{"name": "must-match-lookup", **relation}]
+    d.expect("error", "ARH-CND-003", role)
+    return (
+        f"A relation compares an argument with an earlier output, and {what}: ARH-CND-003.",
+        f"policy relation on {relation['tool']}.{relation['argument']}",
+    )
+
+
+@failure("ARH-CND-004")
+def _f_cnd004(d: Draft, k: int) -> tuple[str, str]:
+    dom = d.dom
+    p = policy_1_1(d, "rel")
+    relation: dict[str, Any] = {"name": "needs-reference", "tool": dom.act}
+    if k == 0:
+        d.remove("search")
+        relation |= {
+            "argument": dom.id_arg,
+            "op": "not_in",
+            "source": {"tool": dom.search, "output": "/results/*/id"},
+        }
+        what = f"{dom.search} was never called"
+    elif k == 1:
+        relation |= {
+            "argument": dom.range_arg,
+            "op": "<=",
+            "source": {"tool": dom.lookup, "output": "/approved_limit"},
+        }
+        what = f"the {dom.lookup} output has no approved_limit"
+    else:
+        d.step("lookup")["arguments"][dom.id_arg] = other_id(d)
+        relation |= {
+            "argument": dom.id_arg,
+            "op": "!=",
+            "source": {"tool": dom.lookup, "output": "", "match": {dom.id_arg: dom.id_arg}},
+        }
+        what = f"the only {dom.lookup} was for another {dom.id_arg}"
+    p["relations"] = [relation]
+    d.expect("error", "ARH-CND-004", "act")
+    return (
+        f"The relation on {dom.act} has nothing to compare with ({what}): ARH-CND-004 at the act.",
+        f"policy relation on {dom.act}; {what}",
+    )
+
+
+@failure("ARH-CFM-001")
+def _f_cfm001(d: Draft, k: int) -> tuple[str, str]:
+    dom = d.dom
+    p = policy_1_1(d, "cfm")
+    p["confirmation"] = {}
+    d.steps.insert(0, user_turn(dom.sid("u1"), f"Please run {dom.workflow} for {d.v['id']}."))
+    if k == 0:
+        d.expect("error", "ARH-CFM-001", "act")
+        return (
+            (
+                f"The user asked for the run but never said yes before {dom.act}, a side-effect "
+                "tool: ARH-CFM-001 at the act."
+            ),
+            "a user turn without a yes at the start",
+        )
+    if k == 1:
+        d.insert_before("act", user_turn(dom.sid("u2"), "Yes, do it."))
+        again = d.call(dom.sid("-again"), "act", output=d.step("act")["output"])
+        again["arguments"][dom.range_arg] = dom.range_min
+        d.insert_after("act", again)
+        d.expect("error", "ARH-CFM-001", again["step_id"])
+        return (
+            (
+                f"One yes, then two {dom.act} calls (different arguments, so no duplicate side "
+                "effect): the second has no confirmation of its own, ARH-CFM-001 there."
+            ),
+            (
+                f"a yes before {d.ids['act']}; inserted {again['step_id']} with "
+                f"{dom.range_arg} = {dom.range_min}"
+            ),
+        )
+    p["confirmation"] = {"tools": [dom.act], "pattern": "\\bconfirm(ed)?\\b"}
+    d.insert_before("act", user_turn(dom.sid("u2"), "Yes please."))
+    d.expect("error", "ARH-CFM-001", "act")
+    return (
+        (
+            "The policy's pattern wants the word confirm; the user said yes please, which does "
+            "not match: ARH-CFM-001 at the act."
+        ),
+        "confirmation pattern \\bconfirm(ed)?\\b; the user says Yes please",
+    )
+
+
+@failure("ARH-CFM-002")
+def _f_cfm002(d: Draft, k: int) -> tuple[str, str]:
+    dom = d.dom
+    p = policy_1_1(d, "cfm")
+    p["confirmation"] = (
+        {},
+        {"tools": [dom.act, dom.notify]},
+        {"pattern": "\\b(yes|confirm)\\b"},
+    )[k]
+    d.expect("warning", "ARH-CFM-002")
+    return (
+        (
+            f"Confirmation is required before {dom.act}, but the trace records no user turn, so "
+            "it cannot be verified: the warning ARH-CFM-002, no check, and the run passes."
+        ),
+        f"policy confirmation {json.dumps(p['confirmation'])}",
+    )
+
+
+@failure("ARH-LOP-001")
+def _f_lop001(d: Draft, k: int) -> tuple[str, str]:
+    dom = d.dom
+    p = policy_1_1(d, "lop")
+    if k == 0:
+        p["loops"] = {"max_identical_calls": 1, "window": 3}
+        dup = d.search_call(dom.sid("2b"), d.v["queries"][0])
+        d.insert_after("search", dup)
+        what = "the search is repeated with the same query right away"
+    elif k == 1:
+        p["loops"] = {"max_identical_calls": 1, "window": 4, "ignore_arguments": True}
+        dup = d.search_call(dom.sid("2b"), d.v["queries"][1])
+        d.insert_after("search", dup)
+        what = "a second search (another query) follows; arguments are ignored"
+    else:
+        p["loops"] = {"max_identical_calls": 1}
+        dup = d.call(dom.sid("-recheck"), "check", output=d.step("check")["output"])
+        d.insert_before("final", dup)
+        what = f"the identical {dom.check} is made again at the end (no window)"
+    d.expect("error", "ARH-LOP-001", dup["step_id"])
+    return (
+        (
+            f"max_identical_calls {p['loops']['max_identical_calls']}, and {what}: ARH-LOP-001 at "
+            f"the repeat. Two identical calls are within max_attempts {MAX_ATTEMPTS}."
+        ),
+        f"inserted {dup['step_id']}",
+    )
+
+
+@failure("ARH-LOP-002")
+def _f_lop002(d: Draft, k: int) -> tuple[str, str]:
+    dom = d.dom
+    p = policy_1_1(d, "lop")
+    roles = ("lookup", "search", "check") if k == 1 else ("lookup", "search")
+    order = [role for role in dom.role_order if role in roles]  # as the clean run calls them
+    rounds = 2 if k == 2 else 1
+    extra: list[Step] = []
+    for n in range(rounds):
+        for role in order:
+            sid = dom.sid(f"{n + 2}{role[0]}")
+            if role == "search":
+                extra.append(d.search_call(sid, d.v["queries"][n + 1 if k else 0]))
+            elif role == "lookup" and k == 2:
+                extra.append(d.call(sid, "lookup", {dom.id_arg: other_id(d)}, output={}))
+            else:
+                extra.append(d.call(sid, role, output=d.step(role)["output"]))
+    repeats = 2 if k == 2 else 1
+    p["loops"] = {"max_cycle_repeats": repeats}
+    if k:
+        p["loops"]["ignore_arguments"] = True
+    names = ", ".join(dom.tool(role) for role in order)
+    d.insert_after(order[-1], *extra)
+    d.expect("error", "ARH-LOP-002", extra[-1]["step_id"])
+    return (
+        (
+            f"The cycle {names} occurs {rounds + 1} times in a row"
+            f"{' (compared by tool name)' if k else ''}, more than max_cycle_repeats {repeats}: "
+            "ARH-LOP-002 at the call that completes the repetition over the limit. No call is "
+            f"made more than max_attempts {MAX_ATTEMPTS} times with the same arguments, and the "
+            f"search stays within max_calls {SEARCH_MAX_CALLS}."
+        ),
+        f"inserted {', '.join(s['step_id'] for s in extra)} after {d.ids[order[-1]]}",
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Assembly and self-checks. The checks use only the policy's own regular expressions and the
 # draft, never the validator: they catch a template whose content would trigger a rule the
@@ -2380,7 +2801,8 @@ def assemble(category: str, case_id: str, built: Built) -> dict[str, Any]:
         raise AssertionError(f"{case_id}: expected to pass but has error findings")
     _self_check(case_id, d)
     trace: dict[str, Any] = {
-        "schema_version": "1",
+        # version 1.1 added user_message steps (TRACE-SPEC.md); traces without one stay at 1
+        "schema_version": "1.1" if any(s["type"] == "user_message" for s in d.steps) else "1",
         "trace_id": f"bench-{case_id}",
         "agent_name": d.dom.agent,
         "workflow": d.dom.workflow,

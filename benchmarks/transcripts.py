@@ -7,7 +7,9 @@ citations, metadata, an error status in OpenAI chat, unnamed tool calls), so eac
 *projects* the trace onto what its format can express and reports which fields it dropped. The
 comparison is then between the projection, validated directly, and the transcript read back: the
 same verdict and the same set of (severity, rule) pairs are expected. A case whose projection drops
-nothing is "lossless", and for it the projection is the original trace.
+nothing is "lossless". Both transcript forms open with a user turn (the user's request, unless the
+trace starts with a user_message step of its own), and the projection keeps user turns as
+user_message steps, so it has that opening turn too.
 
 These renderers are written from the public shape of the two APIs, not from the adapters, so
 they are an independent second implementation of the mapping.
@@ -26,6 +28,7 @@ FORMAT_NAMES = ("openai-chat", "anthropic-messages")
 _TRACE_KEYS = ("schema_version", "trace_id", "agent_name", "workflow", "steps")
 _CALL_KEYS = ("step_id", "type", "tool_name", "arguments", "output", "status", "error")
 _RESPONSE_KEYS = ("step_id", "type", "text")
+_USER_KEYS = ("step_id", "type", "text")
 
 # (projected canonical trace, transcript document, dropped fields)
 Rendered = tuple[dict[str, Any], dict[str, Any], list[str]]
@@ -50,8 +53,24 @@ def project(trace: dict[str, Any], fmt: str) -> tuple[dict[str, Any], list[str]]
         if key not in _TRACE_KEYS and value is not None:
             drop(f"trace.{key}")
     seen: set[str] = set()
-    for step in trace["steps"]:
+    steps = trace["steps"]
+    if not steps or steps[0]["type"] != "user_message":
+        # The transcript opens with the user's request (see _task): a user turn of the run.
+        ids = {step["step_id"] for step in steps}
+        opening = "task"
+        while opening in ids:
+            opening += "~"
+        out["steps"].append({"step_id": opening, "type": "user_message", "text": _task(trace)})
+    for step in steps:
         kind = step["type"]
+        if kind == "user_message":
+            for key, value in step.items():
+                if key not in _USER_KEYS and value not in (None, False, [], {}):
+                    drop(f"step.{key}")
+            out["steps"].append(
+                {"step_id": step["step_id"], "type": "user_message", "text": step.get("text") or ""}
+            )
+            continue
         keep = _CALL_KEYS if kind == "tool_call" else _RESPONSE_KEYS
         for key, value in step.items():
             if key not in keep and value not in (None, False, [], {}):
@@ -121,8 +140,11 @@ def _task(trace: dict[str, Any]) -> str:
 def to_openai(trace: dict[str, Any]) -> Rendered:
     """Chat Completions messages: assistant ``tool_calls`` answered by ``role: tool`` messages."""
     projected, lost = project(trace, "openai-chat")
-    messages: list[dict[str, Any]] = [{"role": "user", "content": _task(projected)}]
+    messages: list[dict[str, Any]] = []
     for step in projected["steps"]:
+        if step["type"] == "user_message":
+            messages.append({"role": "user", "content": step["text"]})
+            continue
         if step["type"] == "model_response":
             messages.append({"role": "assistant", "content": step["text"]})
             continue
@@ -145,8 +167,11 @@ def to_openai(trace: dict[str, Any]) -> Rendered:
 def to_anthropic(trace: dict[str, Any]) -> Rendered:
     """Anthropic Messages: ``tool_use`` blocks answered by ``tool_result`` blocks."""
     projected, lost = project(trace, "anthropic-messages")
-    messages: list[dict[str, Any]] = [{"role": "user", "content": _task(projected)}]
+    messages: list[dict[str, Any]] = []
     for step in projected["steps"]:
+        if step["type"] == "user_message":
+            messages.append({"role": "user", "content": [{"type": "text", "text": step["text"]}]})
+            continue
         if step["type"] == "model_response":
             messages.append(
                 {"role": "assistant", "content": [{"type": "text", "text": step["text"]}]}

@@ -910,7 +910,9 @@ def test_every_note_has_a_code_and_a_message() -> None:
 
 def test_format_choices_come_from_the_adapters() -> None:
     assert ("auto", *FORMATS) == FORMAT_CHOICES
-    assert set(FORMATS) == {"arh", *TRANSCRIPTS}
+    # the formats of issue 12 are tested in test_adapters_formats.py
+    more = {"otel-genai", "openinference", "openai-responses", "gemini", "bedrock-converse"}
+    assert set(FORMATS) == {"arh", *TRANSCRIPTS, *more}
 
 
 def test_convert_one_trace_is_json(arh: Callable[..., Run], tmp_path: Path) -> None:
@@ -1188,4 +1190,8 @@ def test_format_names_match_the_adapter_modules() -> None:
     )
 
     assert tuple(FORMATS) == FORMAT_NAMES
-    assert FORMAT_NAMES[1:] == (openai_chat.FORMAT, anthropic_messages.FORMAT, cohere_chat.FORMAT)
+    assert FORMAT_NAMES[1:4] == (
+        openai_chat.FORMAT,
+        anthropic_messages.FORMAT,
+        cohere_chat.FORMAT,
+    )

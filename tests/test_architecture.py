@@ -5,10 +5,11 @@ Layers, lowest first; a module may import from its own layer and the layers belo
     0  errors, _json, _version            the error type and strict JSON decoding
     1  model (model/*)                    traces, policies, reports
     2  rules (rules/*) | adapters (adapters/*)   siblings: they must not import each other
-    3  engine, scoring                    validation and the verdict
+    3  engine, scoring, monitor           validation, the verdict, the runtime guard
     4  regression (regression/*)          comparing reports
     5  render (render/*)                  text from reports
-    6  io, cli, runner, __init__, __main__   files, streams, the command line
+    6  io, cli, runner, record, __init__, __main__   files, streams, the command line
+    7  pytest_plugin                      loaded by pytest only (it may import pytest)
 
 Below layer 6 the code is pure: no printing, no file access, no exiting, no clock and no
 randomness, so a report depends only on its inputs.
@@ -50,8 +51,15 @@ LAYERS: dict[str, tuple[int, str]] = {
     "runner": (6, "app"),
     "__init__": (6, "app"),
     "__main__": (6, "app"),
+    # the runtime guard is pure and drives the engine; the recorder writes trace files
+    "monitor": (3, "engine"),
+    "record": (6, "app"),
+    # loaded by pytest through its entry point; nothing in the package may import it
+    "pytest_plugin": (7, "plugin"),
 }
 PURE_BELOW = 6
+# third-party imports a module may make (the pytest plugin runs inside pytest)
+THIRD_PARTY: dict[str, set[str]] = {"pytest_plugin": {"pytest", "_pytest"}}
 
 FORBIDDEN_NAMES = {
     "print": "prints",
@@ -191,7 +199,7 @@ def dependency_violations(module: Module) -> list[str]:
     for node, target in imports(module):
         top = target.split(".")[0]
         if top != PACKAGE:
-            if top not in sys.stdlib_module_names:
+            if top not in sys.stdlib_module_names and top not in THIRD_PARTY.get(module.name, ()):
                 problems.append(f"{module.where(node)}: imports {target!r}, not in the stdlib")
             continue
         inner = target.removeprefix(PACKAGE).lstrip(".")

@@ -350,12 +350,19 @@ def test_openai_rendering_by_hand() -> None:
         "tool",
         "assistant",
     ]
+    # the transcript opens with the user's request, and the projection records it as a user turn
+    assert messages[0] == {"role": "user", "content": "Please run the w workflow for me."}
+    assert projected["steps"][0] == {
+        "step_id": "task",
+        "type": "user_message",
+        "text": "Please run the w workflow for me.",
+    }
     assert messages[1]["tool_calls"][0]["function"] == {"name": "lookup", "arguments": '{"id": 7}'}
     # chat tool messages have no error flag: the error text becomes the result
     assert messages[2] == {"role": "tool", "tool_call_id": "c1", "content": "timed out"}
     assert messages[4]["content"] == '{"ok": true}'
     assert messages[5] == {"role": "assistant", "content": "done"}
-    assert projected["steps"][0] == {
+    assert projected["steps"][1] == {
         "step_id": "c1",
         "type": "tool_call",
         "tool_name": "lookup",
@@ -377,8 +384,12 @@ def test_anthropic_rendering_by_hand() -> None:
         "is_error": True,
     }
     assert messages[-1]["content"] == [{"type": "text", "text": "done"}]
-    assert projected["steps"][0]["status"] == "error"
-    assert projected["steps"][0]["error"] == "timed out"
+    assert messages[0] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "Please run the w workflow for me."}],
+    }
+    assert projected["steps"][1]["status"] == "error"
+    assert projected["steps"][1]["error"] == "timed out"
 
 
 def _read_openai(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -405,6 +416,14 @@ def _read_openai(document: dict[str, Any]) -> list[dict[str, Any]]:
             )
         elif message["role"] == "tool":
             by_id[message["tool_call_id"]]["output"] = message["content"]
+        elif message["role"] == "user":
+            steps.append(
+                {
+                    "step_id": f"user-{len(steps)}",
+                    "type": "user_message",
+                    "text": message["content"],
+                }
+            )
     return steps
 
 
@@ -412,7 +431,13 @@ def _read_anthropic(document: dict[str, Any], keep_errors: bool = True) -> list[
     steps: list[dict[str, Any]] = []
     by_id: dict[str, dict[str, Any]] = {}
     for message in document["messages"]:
+        user = message["role"] == "user"
         if isinstance(message["content"], str):
+            if user:
+                steps.append(
+                    {"step_id": f"user-{len(steps)}", "type": "user_message",
+                     "text": message["content"]}
+                )  # fmt: skip
             continue
         for block in message["content"]:
             if block["type"] == "tool_use":
@@ -423,8 +448,8 @@ def _read_anthropic(document: dict[str, Any], keep_errors: bool = True) -> list[
             elif block["type"] == "text":
                 steps.append(
                     {
-                        "step_id": f"response-{len(steps)}",
-                        "type": "model_response",
+                        "step_id": f"{'user' if user else 'response'}-{len(steps)}",
+                        "type": "user_message" if user else "model_response",
                         "text": block["text"],
                     }
                 )

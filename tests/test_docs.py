@@ -1,6 +1,7 @@
 """The documentation's commands run, and print what the documentation says they print.
 
-Conventions for Markdown files (README.md, *-SPEC.md, COMPATIBILITY.md, docs/*.md):
+Conventions for Markdown files (README.md, *-SPEC.md, COMPATIBILITY.md, SECURITY.md,
+CONTRIBUTING.md, CHANGELOG.md, docs/*.md):
 
 * In a ```console block, a line starting with ``$ arh `` is a command; the lines after it, up to the
   next ``$`` line, are its exact output (standard output, then standard error). A line ``...``
@@ -33,6 +34,9 @@ DOCS = sorted(
         ROOT / "README.md",
         *ROOT.glob("*-SPEC.md"),
         ROOT / "COMPATIBILITY.md",
+        ROOT / "SECURITY.md",
+        ROOT / "CONTRIBUTING.md",
+        ROOT / "CHANGELOG.md",
         *ROOT.glob("docs/*.md"),
     ]
 )

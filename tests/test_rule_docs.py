@@ -18,10 +18,16 @@ EXPECTED_IDS = (
     + [f"ARH-FLW-{n:03d}" for n in range(1, 4)]
     + ["ARH-CMP-001", "ARH-CMP-002"]
 )
+# policy language 1.1 (POLICY-SPEC.md): provenance, conditions, confirmation, loops
+EXPECTED_IDS_1_1 = (
+    ["ARH-PRV-001"]
+    + [f"ARH-CND-{n:03d}" for n in range(1, 5)]
+    + ["ARH-CFM-001", "ARH-CFM-002", "ARH-LOP-001", "ARH-LOP-002"]
+)
 
 
-def test_registry_holds_exactly_the_0_2_rule_ids() -> None:
-    assert sorted(RULES) == sorted(EXPECTED_IDS)
+def test_registry_holds_exactly_the_0_2_rule_ids_and_the_1_1_additions() -> None:
+    assert sorted(RULES) == sorted(EXPECTED_IDS + EXPECTED_IDS_1_1)
 
 
 def test_rules_md_is_current() -> None:

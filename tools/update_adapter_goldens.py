@@ -1,6 +1,7 @@
 """Regenerate the adapter goldens: each tests/fixtures/adapters/<format>/<case>.json is converted
 with ``--format <format>`` (trace id defaulting to the case name) and written next to it as
-<case>.trace.json, byte for byte what ``arh convert`` prints.
+<case>.trace.json, byte for byte what ``arh convert`` prints. A <case>.jsonl (an OpenTelemetry
+export written by a collector's file exporter, one request per line) gives <case>.trace.jsonl.
 
 After a deliberate change to an adapter, run ``python tools/update_adapter_goldens.py`` and review
 every changed golden by hand (``git diff tests/fixtures/adapters``) before committing it.
@@ -14,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from agent_reliability_harness.adapters import FORMATS, RecordOptions, to_traces
+from agent_reliability_harness.adapters import FORMATS, RecordOptions, span_traces, to_traces
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.render.traces import render_traces
 
@@ -30,16 +31,30 @@ def cases() -> list[tuple[str, Path]]:
         if folder.is_dir():
             found.extend(
                 (fmt, path)
-                for path in sorted(folder.glob("*.json"))
-                if not path.name.endswith(".trace.json")
+                for path in sorted([*folder.glob("*.json"), *folder.glob("*.jsonl")])
+                if not path.name.endswith((".trace.json", ".trace.jsonl"))
             )
     return found
 
 
+def golden_path(path: Path) -> Path:
+    """Where the golden of an input is: <case>.trace.json, or .trace.jsonl for a .jsonl."""
+    return path.with_name(f"{path.stem}.trace{path.suffix}")
+
+
+def converted(fmt: str, path: Path) -> list:  # type: ignore[type-arg]
+    """What the adapter makes of an input file: traces or input errors, in order."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":  # the lines of an OTLP export file are read together
+        lines = [(n, json.loads(line)) for n, line in enumerate(text.splitlines(), 1) if line]
+        return [result for _, result in span_traces(lines, fmt)]
+    options = RecordOptions(default_id=path.stem)
+    return [result for _, result in to_traces(json.loads(text), fmt, options)]
+
+
 def golden_text(fmt: str, path: Path) -> str:
-    document = json.loads(path.read_text(encoding="utf-8"))
     traces = []
-    for _, result in to_traces(document, fmt, RecordOptions(default_id=path.stem)):
+    for result in converted(fmt, path):
         if isinstance(result, InputError):
             raise SystemExit(f"{path}: {result}")
         traces.append(result)
@@ -52,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stale = []
     for fmt, path in cases():
-        target = path.with_name(f"{path.stem}.trace.json")
+        target = golden_path(path)
         text = golden_text(fmt, path)
         if target.exists() and target.read_text(encoding="utf-8") == text:
             continue

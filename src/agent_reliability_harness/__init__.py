@@ -7,6 +7,9 @@ The public API is small::
     report = validate_trace(Trace.from_dict(trace_json), Policy.from_dict(policy_json))
     report.passed, report.score, report.findings
 
+``Recorder`` records a trace from an agent loop and ``Monitor`` applies a policy while the agent
+runs (docs/python-api.md); the pytest plugin lives in ``pytest_plugin``, loaded by pytest only.
+
 Names are imported on first use so that ``arh --version`` does not load the whole package.
 """
 
@@ -30,15 +33,20 @@ if TYPE_CHECKING:
         TraceReport,
     )
     from agent_reliability_harness.model.trace import Step, Trace
+    from agent_reliability_harness.monitor import BlockedCallError, Monitor
+    from agent_reliability_harness.record import Recorder
     from agent_reliability_harness.rules.registry import RULES, Rule
 
 __all__ = [
     "RULES",
     "ArhError",
+    "BlockedCallError",
     "CategoryResult",
     "Finding",
     "InputError",
+    "Monitor",
     "Policy",
+    "Recorder",
     "Rule",
     "RunReport",
     "Step",
@@ -65,6 +73,9 @@ _HOMES = {
     "Trace": "model.trace",
     "RULES": "rules.registry",
     "Rule": "rules.registry",
+    "Monitor": "monitor",
+    "BlockedCallError": "monitor",
+    "Recorder": "record",
 }
 
 

@@ -13,7 +13,7 @@ import math
 import os
 import sys
 
-from agent_reliability_harness._formats import FORMAT_NAMES
+from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.errors import InputError
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from agent_reliability_harness.io import Spool
     from agent_reliability_harness.model.policy import Policy
+    from agent_reliability_harness.model.report import TraceReport
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -48,6 +49,38 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise _ExitRequestError(EXIT_USAGE, f"{self.format_usage()}{self.prog}: error: {message}\n")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter with the terminal's width asked once: argparse makes a formatter for
+    every option it adds, and each asked the terminal for its size (milliseconds at start-up)."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        width = _help_width() if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width, **kwargs)
+
+
+_WIDTH: list[int] = []
+
+
+def _help_width() -> int:
+    """The width argparse would choose: the terminal's columns less two."""
+    if not _WIDTH:
+        import shutil
+
+        _WIDTH.append(shutil.get_terminal_size().columns - 2)
+    return _WIDTH[0]
 
 
 def _fail_under(text: str) -> float:
@@ -106,8 +139,12 @@ def _record_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _record_usage(args: argparse.Namespace) -> str | None:
-    if args.format == "arh" and (args.messages_at is not None or args.trace_id_at):
-        return "--messages-at and --trace-id-at apply to transcripts, not to --format arh"
+    if args.format in ("arh", *SPAN_FORMAT_NAMES) and (
+        args.messages_at is not None or args.trace_id_at
+    ):
+        return (
+            f"--messages-at and --trace-id-at apply to transcripts, not to --format {args.format}"
+        )
     return None
 
 
@@ -126,7 +163,7 @@ _RISKY_HELP: Final = (
 )
 
 
-_COMMAND_NAMES: Final = ("validate", "compare", "convert", "rules", "explain")
+_COMMAND_NAMES: Final = ("validate", "compare", "stats", "convert", "rules", "explain")
 
 
 def _build_parser(command: str | None) -> _Parser:
@@ -164,6 +201,18 @@ def _build_parser(command: str | None) -> _Parser:
         )
         if command == "compare":
             _compare_arguments(compare)
+    if command == "stats" or not known:
+        stats = commands.add_parser(
+            "stats",
+            help="pass rates, pass^k and flaky tasks of repeated runs",
+            allow_abbrev=False,
+            description="Summarise repeated runs of the same tasks from validation reports: "
+            "pass@1 with a Wilson 95% interval, pass@k and pass^k, stable and flaky tasks, "
+            "rule hit rates, latency and cost per run; optionally check gates. Exit status: "
+            "0 no gate failed, 1 a gate failed or an input was bad, 2 usage error.",
+        )
+        if command == "stats":
+            _stats_arguments(stats)
     if command == "convert" or not known:
         convert = commands.add_parser(
             "convert",
@@ -212,6 +261,7 @@ def _validate_arguments(validate: _Parser) -> None:
         help="input format (default: auto)",
     )
     _record_options(validate)
+    _label_options(validate)
     validate.set_defaults(usage=validate.format_usage())
     validate.add_argument(
         "--fail-under",
@@ -224,6 +274,9 @@ def _validate_arguments(validate: _Parser) -> None:
     validate.add_argument("--md-out", metavar="PATH", help="write a Markdown report here")
     validate.add_argument("--junit-out", metavar="PATH", help="write a JUnit XML report here")
     validate.add_argument("--sarif-out", metavar="PATH", help="write a SARIF 2.1.0 report here")
+    validate.add_argument(
+        "--html-out", metavar="PATH", help="write a self-contained HTML report (one page) here"
+    )
     validate.add_argument(
         "--color",
         choices=("auto", "always", "never"),
@@ -246,8 +299,21 @@ def _compare_arguments(compare: _Parser) -> None:
     compare.add_argument(
         "traces", nargs="*", metavar="TRACE", help="candidate trace inputs (with --policy)"
     )
-    compare.add_argument("--baseline", required=True, metavar="REPORT", help="baseline JSON report")
-    compare.add_argument("--candidate", metavar="REPORT", help="candidate JSON report")
+    compare.add_argument(
+        "--baseline",
+        required=True,
+        nargs="+",
+        action="extend",
+        metavar="REPORT",
+        help="baseline JSON report; several (one per run) for the statistics",
+    )
+    compare.add_argument(
+        "--candidate",
+        nargs="+",
+        action="extend",
+        metavar="REPORT",
+        help="candidate JSON report; several (one per run) for the statistics",
+    )
     compare.add_argument("--policy", metavar="POLICY", help="policy to validate the traces with")
     compare.add_argument(
         "--format",
@@ -256,6 +322,7 @@ def _compare_arguments(compare: _Parser) -> None:
         help="input format of the traces (default: auto)",
     )
     _record_options(compare)
+    _label_options(compare)
     compare.add_argument(
         "--fail-under",
         type=_fail_under,
@@ -266,9 +333,10 @@ def _compare_arguments(compare: _Parser) -> None:
     compare.add_argument(
         "--fail-on",
         choices=("regressions", "failures", "never"),
-        default="regressions",
+        default=None,
         help="regressions: new error findings, pass->fail, added failing traces (default); "
-        "failures: any failing candidate trace; never: report only",
+        "failures: any failing candidate trace; never: report only (the default with --gate "
+        "or --gates)",
     )
     compare.add_argument(
         "--max-score-drop",
@@ -285,13 +353,93 @@ def _compare_arguments(compare: _Parser) -> None:
     compare.add_argument("--json-out", metavar="PATH", help="write the comparison as JSON")
     compare.add_argument("--md-out", metavar="PATH", help="write the comparison as Markdown")
     compare.add_argument(
+        "--html-out", metavar="PATH", help="write the comparison as a self-contained HTML page"
+    )
+    compare.add_argument(
         "--candidate-json-out",
         metavar="PATH",
         help="save the candidate's validation report (with --policy)",
     )
     compare.add_argument("--quiet", action="store_true", help="do not print the console report")
     compare.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
+    _stat_options(compare)
     compare.set_defaults(usage=compare.format_usage())
+
+
+def _positive_k(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+def _label_options(parser: argparse.ArgumentParser) -> None:
+    """The options that record a trace's task and success label in its report."""
+    parser.add_argument(
+        "--task-key",
+        type=_pointer,
+        metavar="POINTER",
+        help="JSON pointer to the task id inside each trace, recorded in its report to group "
+        "runs of the same task (default: the trace id without a run suffix)",
+    )
+    parser.add_argument(
+        "--outcome-at",
+        type=_pointer,
+        metavar="POINTER",
+        help="JSON pointer to a success label inside each trace (true/false or a number, 1 "
+        "meaning success), recorded in its report for --outcome label or both",
+    )
+
+
+def _stat_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the statistics (arh stats, and arh compare's statistical gates)."""
+    parser.add_argument(
+        "--outcome",
+        choices=("verdict", "label", "both"),
+        default=None,
+        help="what counts as a success: the policy verdict (default), the recorded label, or "
+        "both together",
+    )
+    parser.add_argument(
+        "--k",
+        type=_positive_k,
+        default=None,
+        metavar="K",
+        help="runs per task for pass@k and pass^k (default: the fewest runs of any task)",
+    )
+    parser.add_argument(
+        "--gate",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="a statistical gate, such as 'pass^k drop significant at 0.05' or "
+        "'pass rate >= 0.9' (repeatable)",
+    )
+    parser.add_argument(
+        "--gates", metavar="FILE", help="gate file (arh.toml) with per-workflow thresholds"
+    )
+    parser.add_argument(
+        "--allow-insufficient-data",
+        action="store_true",
+        help="do not fail a gate that the data cannot decide (it fails by default)",
+    )
+
+
+def _stats_arguments(stats: _Parser) -> None:
+    stats.add_argument(
+        "reports",
+        nargs="+",
+        metavar="REPORT",
+        help="JSON reports of arh validate: one per run, or one holding every run",
+    )
+    _stat_options(stats)
+    stats.add_argument("--json-out", metavar="PATH", help="write the statistics as JSON")
+    stats.add_argument("--md-out", metavar="PATH", help="write the statistics as Markdown")
+    stats.add_argument("--quiet", action="store_true", help="do not print the console report")
+    stats.set_defaults(usage=stats.format_usage())
 
 
 def _convert_arguments(convert: _Parser) -> None:
@@ -381,7 +529,7 @@ def _policy(path: str, allow_risky_patterns: bool) -> Policy | None:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from agent_reliability_harness._version import __version__
     from agent_reliability_harness.io import Spool
-    from agent_reliability_harness.model.report import SummaryBuilder
+    from agent_reliability_harness.model.report import RunReport, SummaryBuilder
     from agent_reliability_harness.render import writer
     from agent_reliability_harness.render.console import ConsoleWriter
     from agent_reliability_harness.runner import StepLines, iter_reports, sorted_errors
@@ -401,6 +549,12 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         for attribute, name, what in _VALIDATE_OUTPUTS
         if (path := getattr(args, attribute))
     ]
+    keeper = None
+    kept: list[TraceReport] = []  # only for the HTML report, which shows the whole run
+    if args.html_out:
+        from agent_reliability_harness.render.html import ValidationTraces
+
+        keeper = ValidationTraces()  # the traces the HTML report shows step by step
     totals = SummaryBuilder()
     errors: list[InputError] = []
 
@@ -417,6 +571,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             on_error=fail,
             messages_at=args.messages_at,
             trace_id_at=args.trace_id_at,
+            on_trace=keeper,
+            task_key=args.task_key,
+            outcome_at=args.outcome_at,
             jobs=args.jobs,
         ):
             totals.add(report)
@@ -424,24 +581,56 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                 sys.stdout.write(console.add(report))
             for _, report_writer, spool, _ in outputs:
                 spool.write(report_writer.add(report))
-        summary = totals.build(sorted_errors(errors), policy.policy_id, policy.sha256, __version__)
+            if keeper is not None:
+                kept.append(report)
+        # the policy's hash is for the report files (hashing costs milliseconds at start-up)
+        sha256 = policy.sha256 if outputs or keeper is not None else None
+        summary = totals.build(sorted_errors(errors), policy.policy_id, sha256, __version__)
         if console is not None:
             _print(console.tail(summary), sys.stdout)
         for path, report_writer, spool, what in outputs:
-            status = _write(
-                path, [report_writer.head(summary), spool, report_writer.tail(summary)], what,
-                args.quiet,
-            )  # fmt: skip
+            parts: list[str | Spool] = [
+                report_writer.head(summary),
+                spool,
+                report_writer.tail(summary),
+            ]
+            status = _write(path, parts, what, args.quiet)
             if status:
                 return status
     finally:
         for _, _, spool, _ in outputs:
             spool.close()
+    if keeper is not None:
+        from agent_reliability_harness.render.html import render_html
+
+        run = RunReport(
+            tuple(kept),
+            summary.input_errors,
+            summary.policy_id,
+            summary.policy_sha256,
+            summary.harness_version,
+        )
+        status = _write(args.html_out, render_html(run, keeper.traces), "HTML report", args.quiet)
+        if status:
+            return status
     return EXIT_OK if summary.passed == summary.total and not errors else EXIT_FAILED
 
 
 def _compare_usage(args: argparse.Namespace) -> str | None:
     """Check the combination of compare options before any file is read."""
+    if (
+        len(args.baseline) > 1
+        and not args.traces
+        and (args.policy is not None or args.candidate is None)
+    ):
+        # `--baseline REPORT TRACE...`, the form of earlier versions: unless several baselines
+        # are compared with --candidate reports, the values after the first are trace inputs
+        args.traces, args.baseline = args.baseline[1:], args.baseline[:1]
+    gated = bool(args.gate or args.gates)
+    defaulted = args.fail_on is None
+    if defaulted:
+        args.fail_on = "never" if gated else "regressions"
+    hint = " (with --gate or --gates it defaults to never)" if defaulted and gated else ""
     validating = args.policy is not None or bool(args.traces)
     if args.candidate is not None and validating:
         return "pass either --candidate REPORT or --policy POLICY with trace files, not both"
@@ -458,6 +647,8 @@ def _compare_usage(args: argparse.Namespace) -> str | None:
             ("--candidate-json-out", args.candidate_json_out),
             ("--messages-at", args.messages_at),
             ("--trace-id-at", args.trace_id_at or None),
+            ("--task-key", args.task_key),
+            ("--outcome-at", args.outcome_at),
         ):
             if value is not None:
                 return f"{option} applies only when validating traces with --policy"
@@ -466,42 +657,110 @@ def _compare_usage(args: argparse.Namespace) -> str | None:
         if problem:
             return problem
     if args.max_score_drop is not None and args.fail_on != "regressions":
-        return "--max-score-drop applies only to --fail-on regressions"
+        return f"--max-score-drop applies only to --fail-on regressions{hint}"
     if args.fail_on_drift and args.fail_on == "never":
-        return "--fail-on-drift does not apply to --fail-on never"
+        return f"--fail-on-drift does not apply to --fail-on never{hint}"
+    return _stat_usage(args)
+
+
+def _stat_usage(args: argparse.Namespace, *, baseline: bool = True) -> str | None:
+    """Check the statistics options; the gates become ``args.plan``. ``baseline`` is False for
+    arh stats, which cannot check the gates that compare with a baseline."""
+    from agent_reliability_harness.errors import UsageError
+    from agent_reliability_harness.regression.stat_gates import (
+        BASELINE_KEYS,
+        GatePlan,
+        parse_gate_expression,
+    )
+
+    if args.allow_insufficient_data and not (args.gate or args.gates):
+        return "--allow-insufficient-data applies only with --gate or --gates"
+    extra = []
+    for text in args.gate:
+        try:
+            setting = parse_gate_expression(text)
+        except UsageError as exc:
+            return str(exc)
+        if not baseline and setting.key in BASELINE_KEYS:
+            return f"--gate {text!r} compares with a baseline: use it with arh compare"
+        extra.append(setting)
+    args.plan = GatePlan(None, tuple(extra), args.k, args.allow_insufficient_data)
     return None
 
 
+def _read_reports(paths: Sequence[str], label: str) -> list[tuple[str, Any]] | None:
+    """Each report with its path, or None after printing why one cannot be read."""
+    from agent_reliability_harness.runner import load_report
+
+    runs = []
+    for path in paths:
+        try:
+            runs.append((path, load_report(path)))
+        except InputError as exc:
+            _error(f"invalid {label}: {exc}")
+            return None
+    return runs
+
+
+def _gate_plan(args: argparse.Namespace) -> tuple[Any, str] | None:
+    """The gate plan with the gate file read into it, and the outcome mode; or None after
+    printing why the gate file cannot be used."""
+    from agent_reliability_harness._record import replace
+    from agent_reliability_harness.runner import load_gate_file
+
+    plan = args.plan
+    file = None
+    if args.gates:
+        try:
+            file = load_gate_file(args.gates)
+        except InputError as exc:
+            _error(f"invalid gate file: {exc}")
+            return None
+        plan = replace(plan, file=file)
+    outcome = args.outcome or (file.outcome if file is not None else None) or "verdict"
+    return plan, outcome
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from agent_reliability_harness._record import replace
     from agent_reliability_harness.regression import compare_reports, evaluate_gate
+    from agent_reliability_harness.regression.stat_report import merge_runs
     from agent_reliability_harness.render.compare import (
         render_compare_console,
         render_compare_json,
         render_compare_markdown,
     )
     from agent_reliability_harness.render.json_report import render_json
-    from agent_reliability_harness.runner import load_report, run_validation
+    from agent_reliability_harness.runner import run_validation
 
     problem = _compare_usage(args)
     if problem:
         _print(f"{args.usage}arh compare: error: {problem}\n", sys.stderr)
         return EXIT_USAGE
-    try:
-        baseline = load_report(args.baseline)
-    except InputError as exc:
-        _error(f"invalid baseline: {exc}")
+    statistics = bool(args.gate or args.gates or args.outcome or args.k)
+    planned = _gate_plan(args) if statistics else None
+    if statistics and planned is None:
         return EXIT_FAILED
+    baselines = _read_reports(args.baseline, "baseline")
+    if baselines is None:
+        return EXIT_FAILED
+    baseline, notes = merge_runs(baselines, "baseline")
     input_errors = 0
+    keeper = None
     if args.candidate is not None:
-        try:
-            candidate = load_report(args.candidate)
-        except InputError as exc:
-            _error(f"invalid candidate: {exc}")
+        candidates = _read_reports(args.candidate, "candidate")
+        if candidates is None:
             return EXIT_FAILED
+        candidate, more = merge_runs(candidates, "candidate")
+        notes += more
     else:
         policy = _policy(args.policy, args.allow_risky_patterns)
         if policy is None:
             return EXIT_FAILED
+        if args.html_out:
+            from agent_reliability_harness.render.html import CompareTraces
+
+            keeper = CompareTraces(baseline)  # the changed traces, for their timelines
         candidate = run_validation(
             policy,
             args.traces,
@@ -510,7 +769,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             on_error=_report_error,
             messages_at=args.messages_at,
             trace_id_at=args.trace_id_at,
+            on_trace=keeper,
+            task_key=args.task_key,
+            outcome_at=args.outcome_at,
         )
+        candidates = [(args.candidate_json_out or "(validated now)", candidate)]
         input_errors = len(candidate.input_errors)
         if args.candidate_json_out:
             status = _write(
@@ -519,20 +782,97 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             if status:
                 return status
     result = compare_reports(baseline, candidate)
+    if notes:
+        result = replace(result, warnings=(*result.warnings, *notes))
     gate = evaluate_gate(
         result, args.fail_on, args.max_score_drop, fail_on_drift=args.fail_on_drift
     )
+    stats = None
+    if planned is not None:
+        from agent_reliability_harness.regression.stat_report import compare_stats
+
+        try:
+            stats = compare_stats(baselines, candidates, planned[1], planned[0])
+        except InputError as exc:
+            _error(str(exc))
+            return EXIT_FAILED
+        gate = replace(
+            gate,
+            passed=gate.passed and stats.gate.passed,
+            reasons=(*gate.reasons, *stats.gate.reasons),
+        )
+    console_extra: list[str] = []
+    markdown_extra: list[str] = []
+    data = None
+    if stats is not None:
+        from agent_reliability_harness.render.stats import (
+            comparison_console_lines,
+            comparison_markdown_lines,
+        )
+
+        console_extra = comparison_console_lines(stats)
+        markdown_extra = comparison_markdown_lines(stats)
+        data = stats.to_dict()
     if not args.quiet:
-        _print(render_compare_console(result, gate), sys.stdout)
+        _print(render_compare_console(result, gate, extra=console_extra), sys.stdout)
+    if args.json_out:
+        text = render_compare_json(result, gate, statistics=data)
+        status = _write(args.json_out, text, "Comparison JSON", args.quiet)
+        if status:
+            return status
+    if args.md_out:
+        text = render_compare_markdown(result, gate, extra=markdown_extra)
+        status = _write(args.md_out, text, "Comparison Markdown", args.quiet)
+        if status:
+            return status
+    if args.html_out:
+        from agent_reliability_harness.render.html import render_compare_html
+
+        html = render_compare_html(result, gate, keeper.traces if keeper else None)
+        status = _write(args.html_out, html, "Comparison HTML", args.quiet)
+        if status:
+            return status
+    return EXIT_OK if gate.passed and not input_errors else EXIT_FAILED
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    from agent_reliability_harness.regression.stat_report import stats_of
+    from agent_reliability_harness.render.stats import (
+        render_stats_console,
+        render_stats_json,
+        render_stats_markdown,
+    )
+
+    problem = _stat_usage(args, baseline=False)
+    if problem:
+        _print(f"{args.usage}arh stats: error: {problem}\n", sys.stderr)
+        return EXIT_USAGE
+    planned = _gate_plan(args)
+    if planned is None:
+        return EXIT_FAILED
+    plan, outcome = planned
+    runs = _read_reports(args.reports, "report")
+    if runs is None:
+        return EXIT_FAILED
+    if not any(run.reports for _, run in runs):
+        _error(f"no trace reports in {', '.join(args.reports)}: nothing to summarise")
+        return EXIT_FAILED
+    try:
+        result = stats_of(runs, outcome, plan)
+    except InputError as exc:
+        _error(str(exc))
+        return EXIT_FAILED
+    if not args.quiet:
+        _print(render_stats_console(result), sys.stdout)
     for path, render, what in (
-        (args.json_out, render_compare_json, "Comparison JSON"),
-        (args.md_out, render_compare_markdown, "Comparison Markdown"),
+        (args.json_out, render_stats_json, "Statistics JSON"),
+        (args.md_out, render_stats_markdown, "Statistics Markdown"),
     ):
         if path:
-            status = _write(path, render(result, gate), what, args.quiet)
+            status = _write(path, render(result), what, args.quiet)
             if status:
                 return status
-    return EXIT_OK if gate.passed and not input_errors else EXIT_FAILED
+    return EXIT_OK if result.passed else EXIT_FAILED
 
 
 def _write(path: str, text: str | Sequence[str | Spool], what: str, quiet: bool) -> int:
@@ -635,6 +975,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 _COMMANDS: Final[dict[str, Any]] = {
     "validate": _cmd_validate,
     "compare": _cmd_compare,
+    "stats": _cmd_stats,
     "convert": _cmd_convert,
     "rules": _cmd_rules,
     "explain": _cmd_explain,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.model.fidelity import fidelity_plan, not_applicable
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding, TraceReport
 from agent_reliability_harness.model.trace import Trace
@@ -33,14 +34,19 @@ _GROUNDING: Final = [m.CATEGORY for m in CATEGORY_MODULES].index("grounding")
 class Validator:
     """A policy compiled once, ready to validate any number of traces."""
 
-    __slots__ = ("_fail_under", "_plans", "policy")
+    __slots__ = ("_fail_under", "_fidelity", "_plans", "policy")
 
     def __init__(self, policy: Policy, fail_under: float = DEFAULT_FAIL_UNDER) -> None:
         self.policy = policy
         self._fail_under = check_fail_under(fail_under)
+        # The categories of policy language 1.1 are left out for a 1.0 policy, so that its
+        # reports list the same categories as before.
         self._plans: list[tuple[_Evaluate, Any]] = [
-            (module.evaluate, module.prepare(policy)) for module in CATEGORY_MODULES
+            (module.evaluate, module.prepare(policy))
+            for module in CATEGORY_MODULES
+            if policy.extensions is not None or getattr(module, "LANGUAGE", "1.0") == "1.0"
         ]
+        self._fidelity = fidelity_plan(policy)
 
     def validate(
         self, trace: Trace, *, source_path: str | None = None, source_line: int | None = None
@@ -79,6 +85,7 @@ class Validator:
             source_path=source_path,
             categories=results,
             source_line=source_line,
+            not_applicable=not_applicable(trace, self._fidelity),
         )
 
 

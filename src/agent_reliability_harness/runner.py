@@ -9,10 +9,17 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
 
+from agent_reliability_harness._formats import SPAN_FORMAT_NAMES
 from agent_reliability_harness._record import Record
 from agent_reliability_harness._version import __version__
-from agent_reliability_harness.adapters import RecordOptions, to_traces
+from agent_reliability_harness.adapters import (
+    RecordOptions,
+    is_span_export,
+    span_traces,
+    to_traces,
+)
 from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.errors import InputError, join_pointer
 from agent_reliability_harness.io import (
@@ -35,10 +42,13 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Any, Final
 
+    from agent_reliability_harness.regression.stat_gates import GateFile
+
 __all__ = [
     "StepLines",
     "TraceIds",
     "iter_reports",
+    "load_gate_file",
     "load_policy",
     "load_report",
     "read_traces",
@@ -54,6 +64,26 @@ def load_policy(path: str, *, allow_risky_patterns: bool = False) -> Policy:
         return Policy.from_dict(read_json_file(path), allow_risky_patterns=allow_risky_patterns)
     except InputError as exc:
         raise (exc if exc.source else exc.located(path)) from None
+
+
+def load_gate_file(path: str) -> GateFile:
+    """Read and parse a gate file (``arh.toml``); errors name the file (and line and key)."""
+    from agent_reliability_harness.regression.stat_gates import parse_gate_file
+
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=path) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not valid UTF-8: cannot decode byte 0x{data[exc.start]:02x} at offset {exc.start}",
+            pointer=None,
+            source=path,
+        ) from None
+    return parse_gate_file(text.removeprefix("\ufeff"), path)
 
 
 def load_report(path: str) -> RunReport:
@@ -89,20 +119,66 @@ def read_traces(
         fail(error)
     for source in sources:
         base = _default_id(source.relative or posixpath.basename(source.name))
-        for item in read_documents(source):
-            if isinstance(item, InputError):
-                fail(item)
-                continue
-            options = RecordOptions(
-                messages_at,
-                tuple(trace_id_at),
-                base if item.line is None else f"{base}:{item.line}",
-            )
-            for pointer, result in to_traces(item.value, fmt, options):
-                if isinstance(result, InputError):
-                    fail(result.located(item.source, item.line))
-                else:
-                    yield result, item, pointer
+        settings = _Settings(fmt, messages_at, tuple(trace_id_at), keep_traces=True)
+        for outcome in _source_traces(read_documents(source), base, settings):
+            if isinstance(outcome, InputError):
+                fail(outcome)
+            else:
+                yield outcome[2], outcome[0], outcome[1]
+
+
+def _source_traces(
+    documents: Iterable[Document | InputError], base: str, settings: _Settings
+) -> Iterator[tuple[Document, str, Trace] | InputError]:
+    """The traces of one source's documents, each with its document and its record's pointer,
+    or the (located) error in their place. The records of a JSON Lines file that are
+    OpenTelemetry export requests are read together: a trace's spans may be on several lines."""
+    documents = iter(documents)
+    leading: list[InputError] = []
+    first = next(documents, None)
+    while isinstance(first, InputError):
+        leading.append(first)
+        first = next(documents, None)
+    yield from leading
+    if first is None:
+        return
+    if first.line is not None and is_span_export(first.value, settings.fmt):
+        yield from _span_file_traces(first, documents, settings)
+        return
+    for item in chain((first,), documents):
+        if isinstance(item, InputError):
+            yield item
+            continue
+        options = RecordOptions(
+            settings.messages_at,
+            settings.trace_id_at,
+            base if item.line is None else f"{base}:{item.line}",
+        )
+        for pointer, result in to_traces(item.value, settings.fmt, options):
+            if isinstance(result, InputError):
+                yield result.located(item.source, item.line)
+            else:
+                yield item, pointer, result
+
+
+def _span_file_traces(
+    first: Document, documents: Iterator[Document | InputError], settings: _Settings
+) -> Iterator[tuple[Document, str, Trace] | InputError]:
+    """The traces of a JSON Lines file of OTLP export requests, one per trace id, in order of
+    their first line; the whole file is read first (memory is bounded by the file)."""
+    lines: dict[int | None, Document] = {first.line: first}
+    for item in documents:
+        if isinstance(item, InputError):
+            yield item
+        else:
+            lines[item.line] = item
+    options = RecordOptions(settings.messages_at, settings.trace_id_at, "")
+    parts = [(line, item.value) for line, item in lines.items()]
+    for line, result in span_traces(parts, settings.fmt, options):
+        if isinstance(result, InputError):
+            yield result.located(first.source)  # the error names its own line
+        else:
+            yield lines.get(line, first), "", result
 
 
 def _where(item: Document, pointer: str) -> str:
@@ -150,6 +226,8 @@ class _Settings(Record):
     messages_at: str | None
     trace_id_at: tuple[str, ...]
     keep_traces: bool
+    task_key: str | None = None  # JSON pointers into each trace, recorded in its report
+    outcome_at: str | None = None
 
 
 class _Checked(Record):
@@ -172,37 +250,35 @@ def _checked(
     settings: _Settings,
 ) -> Iterator[_Checked | InputError]:
     """Read the traces of a source's documents and validate each, in order."""
-    for item in documents:
-        if isinstance(item, InputError):
-            yield item
+    for outcome in _source_traces(documents, base, settings):
+        if isinstance(outcome, InputError):
+            yield outcome
             continue
-        options = RecordOptions(
-            settings.messages_at,
-            settings.trace_id_at,
-            base if item.line is None else f"{base}:{item.line}",
-        )
-        for pointer, trace in to_traces(item.value, settings.fmt, options):
-            if isinstance(trace, InputError):
-                yield trace.located(item.source, item.line)
-                continue
-            result: TraceReport | InputError
-            try:
-                result = validator.validate(
-                    trace,
-                    source_path=None if item.source == STDIN_NAME else item.source,
-                    source_line=item.line,
-                )
-            except InputError as exc:
-                result = exc if exc.source else exc.located(item.source, item.line)
-            yield _Checked(
-                trace.trace_id,
-                _where(item, pointer),
-                item.source,
-                item.line,
-                _id_pointer(item, pointer),
-                result,
-                trace if settings.keep_traces else None,
+        item, pointer, trace = outcome
+        result: TraceReport | InputError
+        try:
+            result = validator.validate(
+                trace,
+                source_path=None if item.source == STDIN_NAME else item.source,
+                source_line=item.line,
             )
+            if settings.task_key is not None or settings.outcome_at is not None:
+                from agent_reliability_harness.regression.trials import label_report
+
+                result = label_report(
+                    result, trace, task_key=settings.task_key, outcome_at=settings.outcome_at
+                )
+        except InputError as exc:
+            result = exc if exc.source else exc.located(item.source, item.line)
+        yield _Checked(
+            trace.trace_id,
+            _where(item, pointer),
+            item.source,
+            item.line,
+            _id_pointer(item, pointer),
+            result,
+            trace if settings.keep_traces else None,
+        )
 
 
 def _base(source: Source) -> str:
@@ -278,13 +354,28 @@ def _jsonl_units(source: Source, chunk_bytes: int) -> Iterator[_Unit]:
     yield _Unit((source,)) if previous is None else _Unit((source,), previous)  # (empty file)
 
 
-def _units(sources: Sequence[Source], chunk_bytes: int) -> Iterator[_Unit]:
-    """Cut the sources into units of work: JSON Lines files in chunks, other files in batches
-    (standard input alone, for the main process)."""
+def _span_export_file(path: str, fmt: str) -> bool:
+    """Is this JSON Lines file read as OTLP export requests? Their traces may span lines, so
+    such a file is one unit of work. (Auto: its first kilobytes name ``resourceSpans``.)"""
+    if fmt in SPAN_FORMAT_NAMES:
+        return True
+    if fmt != "auto":
+        return False
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(1 << 16)
+    except OSError:
+        return False
+    return b'"resourceSpans"' in head or b'"resource_spans"' in head
+
+
+def _units(sources: Sequence[Source], fmt: str, chunk_bytes: int) -> Iterator[_Unit]:
+    """Cut the sources into units of work: JSON Lines files in chunks (except OTLP exports),
+    other files in batches (standard input alone, for the main process)."""
     batch: list[Source] = []
     size = 0
     for source in sources:
-        if source.path is not None and source.jsonl:
+        if source.path is not None and source.jsonl and not _span_export_file(source.path, fmt):
             if batch:
                 yield _Unit(tuple(batch))
                 batch, size = [], 0
@@ -323,7 +414,8 @@ def _parallel(
         pending: deque[tuple[_Unit, Any]] = deque()
         records = 0  # of the JSON Lines file being read in chunks
         total = sum(_file_size(source.path) for source in sources if source.path is not None)
-        units = _units(sources, min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs))))
+        chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
+        units = _units(sources, settings.fmt, chunk_bytes)
 
         def submit() -> None:
             unit = next(units, None)
@@ -361,6 +453,8 @@ def iter_reports(
     trace_id_at: Sequence[str] = (),
     on_trace: Callable[[Trace, TraceReport], None] | None = None,
     jobs: int = 1,
+    task_key: str | None = None,
+    outcome_at: str | None = None,
 ) -> Iterator[TraceReport]:
     """Validate every trace found in ``inputs`` and yield its report, in input order (sorted
     paths, then JSON Lines order, then array order); problems go to ``on_error`` as they occur.
@@ -368,7 +462,9 @@ def iter_reports(
     With ``jobs`` > 1, worker processes read and validate the traces; the reports, errors and
     their order are exactly those of one process.
     """
-    settings = _Settings(fmt, messages_at, tuple(trace_id_at), on_trace is not None)
+    settings = _Settings(
+        fmt, messages_at, tuple(trace_id_at), on_trace is not None, task_key, outcome_at
+    )
     sources, bad_inputs = expand_inputs(inputs)
     for error in bad_inputs:
         on_error(error)
@@ -417,12 +513,16 @@ def run_validation(
     trace_id_at: Sequence[str] = (),
     on_trace: Callable[[Trace, TraceReport], None] | None = None,
     jobs: int = 1,
+    task_key: str | None = None,
+    outcome_at: str | None = None,
 ) -> RunReport:
     """Validate every trace found in ``inputs`` and collect the run's report.
 
     ``messages_at`` and ``trace_id_at`` are JSON pointers into each transcript record: where
     its messages are, and the parts of its trace id (joined with ``-``). ``on_trace`` is called
     with each trace and its report, in report order (the HTML report keeps some traces this way).
+    ``task_key`` and ``outcome_at`` are JSON pointers into each canonical trace: its task and
+    its success label, recorded in its report (``task``, ``outcome``) for the statistics.
     """
     errors: list[InputError] = []
 
@@ -442,6 +542,8 @@ def run_validation(
             trace_id_at=trace_id_at,
             on_trace=on_trace,
             jobs=jobs,
+            task_key=task_key,
+            outcome_at=outcome_at,
         )
     )
     return RunReport(reports, sorted_errors(errors), policy.policy_id, policy.sha256, __version__)

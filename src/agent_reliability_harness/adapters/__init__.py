@@ -5,14 +5,17 @@ JSON value it returns a :class:`Trace` or raises :class:`InputError`; what it ca
 as notes under ``metadata.adapter.notes`` (see docs/adapters.md).
 
 A document is one record, or an array of records (each a canonical trace or a transcript record
-such as ``{"task_id": 3, "traj": [...]}``); :func:`to_traces` yields one result per record.
+such as ``{"task_id": 3, "traj": [...]}``); :func:`to_traces` yields one result per record. An
+OpenTelemetry export request (``otel-genai``, ``openinference``) holds the spans of any number of
+traces: :func:`to_traces` yields one result per trace id, and :func:`span_traces` groups the
+spans of several requests (the lines of a JSON Lines export file) before converting them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from agent_reliability_harness._formats import FORMAT_NAMES
+from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
 from agent_reliability_harness._record import replace
 from agent_reliability_harness.adapters._options import MESSAGE_KEYS, RecordOptions
 from agent_reliability_harness.errors import InputError
@@ -23,7 +26,15 @@ if TYPE_CHECKING:
     from typing import Any, Final
 
     Adapter = Callable[[Any, RecordOptions], Trace]
-__all__ = ["FORMATS", "RecordOptions", "detect_format", "to_trace", "to_traces"]
+__all__ = [
+    "FORMATS",
+    "RecordOptions",
+    "detect_format",
+    "is_span_export",
+    "span_traces",
+    "to_trace",
+    "to_traces",
+]
 
 
 def _canonical(value: Any, options: RecordOptions | None = None) -> Trace:  # noqa: ARG001
@@ -52,10 +63,88 @@ def _cohere_chat(value: Any, options: RecordOptions) -> Trace:
     return cohere_chat.convert(value, options)
 
 
-# Format name -> adapter, in the order `--format` lists them (the names are FORMAT_NAMES).
+def _one_span_trace(value: Any, fmt: str, options: RecordOptions) -> Trace:
+    """The one trace of an OTLP export (see :func:`to_traces` for exports of several)."""
+    results = [r for _, r in span_traces([(None, value)], fmt, options)]
+    if len(results) == 1:
+        if isinstance(results[0], InputError):
+            raise results[0]
+        return results[0]
+    raise InputError(
+        f"the export holds {len(results)} traces (or errors), not one; read it with to_traces",
+        pointer="",
+    )
+
+
+def _otel_genai(value: Any, options: RecordOptions) -> Trace:
+    return _one_span_trace(value, "otel-genai", options)
+
+
+def _openinference(value: Any, options: RecordOptions) -> Trace:
+    return _one_span_trace(value, "openinference", options)
+
+
+def _openai_responses(value: Any, options: RecordOptions) -> Trace:
+    from agent_reliability_harness.adapters import openai_responses
+
+    return openai_responses.convert(value, options)
+
+
+def _gemini(value: Any, options: RecordOptions) -> Trace:
+    from agent_reliability_harness.adapters import gemini
+
+    return gemini.convert(value, options)
+
+
+def _bedrock_converse(value: Any, options: RecordOptions) -> Trace:
+    from agent_reliability_harness.adapters import bedrock_converse
+
+    return bedrock_converse.convert(value, options)
+
+
+# Format name -> adapter, in the order `--format` lists them (the names are FORMAT_NAMES). The
+# span formats' entries read an export holding one trace; to_traces reads any export.
 FORMATS: Final[Mapping[str, Adapter]] = dict(
-    zip(FORMAT_NAMES, (_canonical, _openai_chat, _anthropic_messages, _cohere_chat), strict=True)
+    zip(
+        FORMAT_NAMES,
+        (
+            _canonical,
+            _openai_chat,
+            _anthropic_messages,
+            _cohere_chat,
+            _otel_genai,
+            _openinference,
+            _openai_responses,
+            _gemini,
+            _bedrock_converse,
+        ),
+        strict=True,
+    )
 )
+
+
+def is_span_export(value: Any, fmt: str = "auto") -> bool:
+    """Is ``value`` read as an OpenTelemetry export in format ``fmt``? (``auto``: an object
+    with ``resourceSpans``.) Cheap: nothing is imported."""
+    if fmt in SPAN_FORMAT_NAMES:
+        return True
+    return (
+        fmt == "auto"
+        and type(value) is dict
+        and ("resourceSpans" in value or "resource_spans" in value)
+    )
+
+
+def span_traces(
+    parts: Iterable[tuple[int | None, Any]], fmt: str = "auto", options: RecordOptions | None = None
+) -> Iterator[tuple[int | None, Trace | InputError]]:
+    """One ``(line, trace or error)`` per trace id in the export requests ``parts`` (each with
+    the line of a JSON Lines file it was read from, or None); the spans of one trace may be
+    spread over several requests. ``line`` is the first line holding the trace's spans, or the
+    line of the request or span an error is about."""
+    from agent_reliability_harness.adapters import spans
+
+    return spans.convert(parts, fmt, options or RecordOptions())
 
 
 def detect_format(value: Any, options: RecordOptions | None = None) -> str:
@@ -104,6 +193,10 @@ def to_traces(
     id of its own is named ``options.default_id``, followed by ``#<index>`` in an array.
     """
     options = options or RecordOptions()
+    if is_span_export(document, fmt if options.messages_at is None else "arh"):
+        for _, result in span_traces([(None, document)], fmt, options):
+            yield "", result
+        return
     if type(document) is list and _is_record_array(document, options):
         for index, record in enumerate(document):
             named = replace(options, default_id=f"{options.default_id}#{index}")

@@ -117,18 +117,16 @@ def opt_object(data: Mapping[str, Any], key: str, base: str) -> dict[str, Any] |
     return value
 
 
-def id_part(value: Any, pointer: str) -> str:
-    """One part of a trace id taken from a record: a non-empty string or an integer."""
+def id_part(value: Any, pointer: str, what: str = "a trace id part") -> str:
+    """One part of an id taken from a record: a non-empty string or an integer."""
     if type(value) is str and value:
         return value
     if type(value) is int:
         try:
             return str(value)
         except ValueError:  # more digits than the interpreter turns into text
-            raise InputError(
-                "a trace id part is an integer too long to use", pointer=pointer
-            ) from None
+            raise InputError(f"{what} is an integer too long to use", pointer=pointer) from None
     shown = "an empty string" if value == "" else json_type(value)
     raise InputError(
-        f"a trace id part must be a non-empty string or an integer, got {shown}", pointer=pointer
+        f"{what} must be a non-empty string or an integer, got {shown}", pointer=pointer
     )

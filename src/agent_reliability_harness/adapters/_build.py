@@ -128,18 +128,27 @@ class Notes:
         self._notes.append(note)
 
     def tally(
-        self, code: str, message: str, pointer: str | None, *, key: str = "", **details: Any
+        self,
+        code: str,
+        message: str,
+        pointer: str | None,
+        *,
+        key: str = "",
+        refs: str = "pointers",
+        **details: Any,
     ) -> None:
+        """Count one occurrence; ``pointer`` (a JSON pointer, or under ``refs`` another reference
+        such as a span id) is listed when given."""
         note = self._tallies.get((code, key))
         if note is None:
             note = {"code": code, "message": message, **details, "count": 0}
             if pointer is not None:
-                note["pointers"] = []
+                note[refs] = []
             self._tallies[(code, key)] = note
             self._notes.append(note)
         note["count"] += 1
         if pointer is not None:
-            note["pointers"].append(pointer)
+            note[refs].append(pointer)
 
     def to_list(self) -> list[dict[str, Any]]:
         return self._notes
@@ -158,6 +167,12 @@ class Builder:
         self._calls: dict[str, dict[str, Any]] = {}  # step id -> tool_call step
         self._pending: dict[str, str] = {}  # step id -> pointer of calls still without a result
         self._has_user = False
+        # What the source provided, for metadata.adapter.missing (see ``missing``): the calls
+        # that got a result, those whose outcome the source states, those with a provider id.
+        self.results_state_status = False  # does an attached result say whether the call failed?
+        self._answered: set[str] = set()
+        self._status_known: set[str] = set()
+        self._with_id: set[str] = set()
 
     # -- positions and ids ---------------------------------------------------------------------
 
@@ -272,11 +287,15 @@ class Builder:
         return step
 
     def user_step(self, index: int, text: str | None) -> None:
+        self.user_turn(f"m{index}-user", text)
+
+    def user_turn(self, generated: str, text: str | None) -> None:
+        """A user_message step for non-blank ``text``."""
         if text is None or not text.strip():
             return
         self._has_user = True
         self.steps.append(
-            {"step_id": self.step_id(f"m{index}-user"), "type": "user_message", "text": text}
+            {"step_id": self.step_id(generated), "type": "user_message", "text": text}
         )
 
     def call_step(
@@ -322,6 +341,7 @@ class Builder:
         self.steps.append(step)
         if provider_id is not None:
             self._calls_by_id.setdefault(provider_id, []).append(step_id)
+            self._with_id.add(step_id)
         self._calls[step_id] = step
         self._pending[step_id] = pointer
         return step
@@ -554,6 +574,7 @@ class Builder:
                 reason=why_no_id,
             )
         del self._pending[target]
+        self.answered(target, status_known=self.results_state_status)
         step = self._calls[target]
         called = step["tool_name"]
         if name and called is not None and name != called:
@@ -565,6 +586,33 @@ class Builder:
             )
         step.update((k, v) for k, v in result.items() if v is not None)
 
+    def answered(self, step_id: str, *, status_known: bool, output: bool = True) -> None:
+        """Record that the call ``step_id`` is settled: the source gave it a result (``output``),
+        and says whether it failed (``status_known``); it no longer waits for a result."""
+        self._pending.pop(step_id, None)
+        if output:
+            self._answered.add(step_id)
+        if status_known:
+            self._status_known.add(step_id)
+
+    def missing(self) -> list[str]:
+        """The canonical fields the source provided for none of the steps they apply to, in the
+        order of ``MISSING_FIELDS`` (see TRACE-SPEC.md, "Fidelity of converted traces")."""
+        agent = [s for s in self.steps if s["type"] != "user_message"]
+        calls = [s["step_id"] for s in agent if s["type"] == "tool_call"]
+        found = {
+            "latency_ms": any(s.get("latency_ms") is not None for s in agent),
+            "cost_usd": any(s.get("cost_usd") is not None for s in agent),
+            "tokens": any(
+                s.get("input_tokens") is not None or s.get("output_tokens") is not None
+                for s in agent
+            ),
+            "tool_output": not calls or any(c in self._answered for c in calls),
+            "tool_status": not calls or any(c in self._status_known for c in calls),
+            "tool_call_id": not calls or any(c in self._with_id for c in calls),
+        }
+        return [name for name, present in found.items() if not present]
+
     # -- the trace -----------------------------------------------------------------------------
 
     def finish(
@@ -574,8 +622,10 @@ class Builder:
         workflow: str,
         *,
         consumed: Iterable[str] = (),
+        fidelity: bool = False,
     ) -> Trace:
-        """Assemble the canonical trace: identity, steps, record fields and notes."""
+        """Assemble the canonical trace: identity, steps, record fields and notes; with
+        ``fidelity``, also ``metadata.adapter.missing`` (the fields the source did not give)."""
         for pointer in self._pending.values():
             self.notes.tally(
                 "tool_call_without_result",
@@ -632,8 +682,11 @@ class Builder:
                 parts.append(id_part(value, where))
             trace_id = "-".join(parts)
         notes = self.notes.to_list()
+        adapter: dict[str, Any] = {"missing": self.missing()} if fidelity else {}
         if notes:
-            metadata["adapter"] = {"notes": notes}
+            adapter["notes"] = notes
+        if adapter:
+            metadata["adapter"] = adapter
         document: dict[str, Any] = {
             "schema_version": "1.1" if self._has_user else "1",
             "trace_id": trace_id,

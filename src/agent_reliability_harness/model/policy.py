@@ -30,6 +30,8 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Any, ClassVar, Final
 
+    from agent_reliability_harness.model.policy11 import Extensions
+
 __all__ = [
     "TYPE_NAMES",
     "ArgSpec",
@@ -466,7 +468,14 @@ _POLICY_KEYS: Final = (
     "sequence",
     "error_handling",
     "completion",
+    # policy language 1.1 (model/policy11.py)
+    "provenance",
+    "conditions",
+    "relations",
+    "confirmation",
+    "loops",
 )
+_EXTENSION_KEYS: Final = _POLICY_KEYS[-5:]
 
 
 class Policy(Record):
@@ -485,6 +494,8 @@ class Policy(Record):
     completion: Completion = field(default_factory=Completion)
     # problems accepted on request (such as risky patterns): "<pointer>: <message>"
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    # the sections of policy language 1.1; None when the policy declares version 1.0
+    extensions: Extensions | None = None
 
     @classmethod
     def from_dict(cls, data: object, *, allow_risky_patterns: bool = False) -> Policy:
@@ -538,6 +549,14 @@ class Policy(Record):
                             "rejected; add it to allowed_tools or set allow_unlisted_tools",
                         )
         warnings = _risky_patterns(tools, patterns, allow_risky_patterns)
+        extensions = None
+        if version != "1" or any(data.get(key) is not None for key in _EXTENSION_KEYS):
+            from agent_reliability_harness.model.policy11 import parse_extensions
+
+            extensions, more = parse_extensions(
+                data, version, tools, allow_unlisted, allow_risky_patterns
+            )
+            warnings += more
         return cls(
             policy_id,
             version,
@@ -551,6 +570,7 @@ class Policy(Record):
             ErrorHandling.from_section(_section(data, "error_handling")),
             Completion.from_section(_section(data, "completion")),
             warnings,
+            extensions,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -566,6 +586,8 @@ class Policy(Record):
         out["sequence"] = {k: list(getattr(self.sequence, k)) for k in Sequence._KEYS}
         out["error_handling"] = {k: getattr(self.error_handling, k) for k in ErrorHandling._KEYS}
         out["completion"] = {k: getattr(self.completion, k) for k in Completion._KEYS}
+        if self.extensions is not None:  # written only for 1.1, so 1.0 hashes stay as they were
+            out.update(self.extensions.to_dict())
         return out
 
     @property

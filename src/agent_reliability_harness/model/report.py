@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import InputError, join_pointer
+from agent_reliability_harness.model.fidelity import NotApplicable
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -126,6 +127,8 @@ class TraceReport(Record):
     # what `arh validate --task-key` and `--outcome-at` read from the trace (docs/statistics.md)
     task: str | None = None
     outcome: bool | float | None = None
+    # checks of the policy that need a field the trace's source did not provide (model/fidelity)
+    not_applicable: tuple[NotApplicable, ...] = ()
 
     @classmethod
     def from_dict(cls, data: object, *, pointer: str = "") -> TraceReport:
@@ -165,6 +168,8 @@ class TraceReport(Record):
             out["task"] = self.task
         if self.outcome is not None:
             out["outcome"] = self.outcome
+        if self.not_applicable:
+            out["not_applicable"] = [check.to_dict() for check in self.not_applicable]
         return out
 
 

@@ -61,12 +61,19 @@ def _sarif(run: RunReport) -> str:
     return render_sarif(run)
 
 
+def _html(run: RunReport) -> str:
+    from agent_reliability_harness.render.html import render_html
+
+    return render_html(run)  # without the traces: findings only, no timelines
+
+
 RENDERERS: Final[Mapping[str, Callable[[RunReport], str]]] = {
     "console": _console,
     "json": _json,
     "markdown": _markdown,
     "junit": _junit,
     "sarif": _sarif,
+    "html": _html,
 }
 
 

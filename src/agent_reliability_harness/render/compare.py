@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import Finding
@@ -15,7 +15,7 @@ from agent_reliability_harness.render._text import terminal_safe
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Final
+    from typing import Any, Final
 
 __all__ = [
     "COMPARE_RENDERERS",
@@ -41,8 +41,11 @@ _ARROWS: Final = {
 }
 
 
-def render_compare_json(result: CompareResult, gate: GateResult) -> str:
-    """The comparison as JSON: the 0.2.x keys, then the additions of this version."""
+def render_compare_json(
+    result: CompareResult, gate: GateResult, *, statistics: Mapping[str, Any] | None = None
+) -> str:
+    """The comparison as JSON: the 0.2.x keys, then the additions of this version, and
+    ``statistics`` when statistical options were given (docs/statistics.md)."""
     data = {
         "schema_version": "1",
         "baseline_policy_id": result.baseline.policy_id,
@@ -55,6 +58,8 @@ def render_compare_json(result: CompareResult, gate: GateResult) -> str:
         "candidate": result.candidate.to_dict(),
         "harness": {"name": "agent-reliability-harness", "version": __version__},
     }
+    if statistics is not None:
+        data["statistics"] = statistics
     return json.dumps(data, indent=2, ensure_ascii=True) + "\n"
 
 
@@ -85,8 +90,11 @@ def _finding_line(sign: str, finding: Finding) -> list[str]:
     ) or [head.rstrip()]
 
 
-def render_compare_console(result: CompareResult, gate: GateResult) -> str:
-    """The comparison for a terminal: summary, the traces that changed, then the gate."""
+def render_compare_console(
+    result: CompareResult, gate: GateResult, *, extra: Sequence[str] = ()
+) -> str:
+    """The comparison for a terminal: summary, the traces that changed, ``extra`` lines (the
+    statistics), then the gate."""
     s = result.summary()
     dot = " \u00b7 "
     lines = [
@@ -130,6 +138,7 @@ def render_compare_console(result: CompareResult, gate: GateResult) -> str:
     if result.warnings:
         lines.append("")
         lines += [f"warning: {terminal_safe(w)}" for w in result.warnings]
+    lines += extra
     lines += ["", f"GATE: {'PASS' if gate.passed else 'FAIL'} (fail-on {gate.fail_on})"]
     lines += [f"  - {terminal_safe(reason)}" for reason in gate.reasons]
     return "\n".join(lines) + "\n"
@@ -156,8 +165,11 @@ def _md_findings(delta: TraceDelta) -> list[str]:
     return rows
 
 
-def render_compare_markdown(result: CompareResult, gate: GateResult) -> str:
-    """The comparison for a pull-request comment or a CI step summary."""
+def render_compare_markdown(
+    result: CompareResult, gate: GateResult, *, extra: Sequence[str] = ()
+) -> str:
+    """The comparison for a pull-request comment or a CI step summary; ``extra`` lines (the
+    statistics) follow the summary table."""
     s = result.summary()
     verdict = "PASS" if gate.passed else "FAIL"
     out = [f"## arh regression gate: {verdict}", ""]
@@ -187,6 +199,7 @@ def render_compare_markdown(result: CompareResult, gate: GateResult) -> str:
         f"| Average score delta | {s['average_score_delta']:+.2f} |",
         f"| Largest score drop | {s['max_score_drop']:.2f} |",
     ]
+    out += extra
     notable = [d for d in result.traces if d.notable]
     if notable:
         out += [

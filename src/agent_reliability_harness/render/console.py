@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
+from agent_reliability_harness.render._fidelity import console_lines
 from agent_reliability_harness.render._text import terminal_safe
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -58,6 +59,7 @@ def _trace_lines(report: TraceReport) -> list[str]:
             where += f":{report.source_line}"
         details.append(terminal_safe(where))
     lines.append(_INDENT + " \u00b7 ".join(details))
+    lines += console_lines(report, _INDENT, WIDTH)  # checks its source gave no field for
     step_width = min(_STEP_WIDTH, max((len(_step(f)) for f in report.findings), default=1))
     for finding in report.findings:
         lines.extend(_finding_lines(finding, step_width))

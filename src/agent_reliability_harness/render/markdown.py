@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
+from agent_reliability_harness.render._fidelity import NotApplicableTally
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -89,6 +90,7 @@ def _document(
     first: Sequence[TraceReport],
     failing: Sequence[TraceReport],
     failing_count: int,
+    not_applicable: Sequence[str] = (),
 ) -> str:
     """The report from the run's summary, its first ``_ALL_ROWS`` reports (all of them when the
     run is no larger) and its first failing reports (all that can fit)."""
@@ -125,7 +127,7 @@ def _document(
     if listed_count < total:
         passing = total - failing_count
         head += ["", f"{passing} passing trace{'s are' if passing != 1 else ' is'} not listed."]
-    tail: list[str] = []
+    tail: list[str] = [*not_applicable]  # the section of NotApplicableTally (_fidelity.py)
     if summary.input_errors:
         tail += ["", "### Input errors", ""]
         tail += [f"- {md_text(str(error))}" for error in summary.input_errors]
@@ -162,8 +164,10 @@ class MarkdownWriter:
         self._failing_count = 0
         self._rows = 0  # characters of the failing traces kept so far, as rows and as sections
         self._sections = 0
+        self._not_applicable = NotApplicableTally()
 
     def add(self, report: TraceReport) -> str:
+        self._not_applicable.add(report)
         if len(self._first) < _ALL_ROWS:
             self._first.append(report)
         if not report.passed:
@@ -176,7 +180,13 @@ class MarkdownWriter:
         return ""
 
     def head(self, summary: RunSummary) -> str:
-        return _document(summary, self._first, self._failing, self._failing_count)
+        return _document(
+            summary,
+            self._first,
+            self._failing,
+            self._failing_count,
+            self._not_applicable.markdown(),
+        )
 
     def tail(self, _summary: RunSummary) -> str:
         return ""
@@ -185,4 +195,9 @@ class MarkdownWriter:
 def render_markdown(run: RunReport) -> str:
     """The report as GitHub-flavoured Markdown, ending with a newline."""
     failing = [r for r in run.reports if not r.passed]
-    return _document(run.summary(), run.reports[:_ALL_ROWS], failing, len(failing))
+    tally = NotApplicableTally()
+    for report in run.reports:
+        tally.add(report)
+    return _document(
+        run.summary(), run.reports[:_ALL_ROWS], failing, len(failing), tally.markdown()
+    )

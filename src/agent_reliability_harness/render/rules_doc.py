@@ -65,10 +65,11 @@ def rules_markdown() -> str:
 
 def rules_table() -> str:
     """One line per rule: ID, default severity, category, title."""
-    lines = [f"{'ID':<12} {'SEVERITY':<8} {'CATEGORY':<11} TITLE"]
+    width = max(11, *(len(c.name) for c in CATEGORIES))
+    lines = [f"{'ID':<12} {'SEVERITY':<8} {'CATEGORY':<{width}} TITLE"]
     for rule in sorted(RULES.values(), key=lambda r: r.rule_id):
         title = rule.title if rule.emitted else f"{rule.title} (not emitted)"
-        lines.append(f"{rule.rule_id:<12} {rule.severity:<8} {rule.category:<11} {title}")
+        lines.append(f"{rule.rule_id:<12} {rule.severity:<8} {rule.category:<{width}} {title}")
     return "\n".join(lines) + "\n"
 
 

@@ -8,9 +8,13 @@ category's :class:`~agent_reliability_harness.model.report.CategoryResult`.
 from agent_reliability_harness.rules import (
     budget,
     completion,
+    conditions,
+    confirmation,
     flow,
     grounding,
     lint,
+    loops,
+    provenance,
     safety,
     schema,
     sequence,
@@ -24,7 +28,20 @@ from agent_reliability_harness.rules.registry import (
 )
 
 # In scoring order; it matches registry.CATEGORIES (checked when the engine is imported).
-CATEGORY_MODULES = (schema, budget, safety, grounding, sequence, flow, completion)
+# The modules with LANGUAGE = "1.1" run only for policies that declare language 1.1.
+CATEGORY_MODULES = (
+    schema,
+    budget,
+    safety,
+    grounding,
+    sequence,
+    flow,
+    completion,
+    provenance,
+    conditions,
+    confirmation,
+    loops,
+)
 
 __all__ = [
     "CATEGORIES",

@@ -103,6 +103,51 @@ def _ms(value: float, limit: float) -> tuple[str, str]:
     return amount(value, limit, 0)
 
 
+# The findings that can be decided step by step are built here, for evaluate() and for the
+# runtime monitor alike, so that both word them the same way.
+
+
+def step_latency_finding(at: int, step_id: str, latency: float, limit: float) -> Finding:
+    """ARH-BUD-001: the step at ``at`` took longer than max_step_latency_ms."""
+    shown, limit_shown = _ms(latency, limit)
+    return STEP_LATENCY.finding(
+        f"step latency {shown} ms exceeds max_step_latency_ms of {limit_shown} ms",
+        at=at,
+        step_id=step_id,
+        expected=f"<= {limit_shown} ms",
+        observed=f"{shown} ms",
+    )
+
+
+def total_latency_finding(total: float, limit: float) -> Finding:
+    """ARH-BUD-002 for a total latency (rounded as TraceFacts rounds it) over the budget."""
+    shown, limit_shown = _ms(total, limit)
+    return TOTAL_LATENCY.finding(
+        f"total latency {shown} ms exceeds max_total_latency_ms of {limit_shown} ms",
+        expected=f"<= {limit_shown} ms",
+        observed=f"{shown} ms",
+    )
+
+
+def total_cost_finding(total: float, limit: float) -> Finding:
+    """ARH-BUD-003 for a total cost (rounded as TraceFacts rounds it) over the budget."""
+    shown, limit_shown = amount(total, limit, 4)
+    return TOTAL_COST.finding(
+        f"total cost ${shown} exceeds max_total_cost_usd of ${limit_shown}",
+        expected=f"<= ${limit_shown}",
+        observed=f"${shown}",
+    )
+
+
+def total_tokens_finding(tokens: int, limit: int) -> Finding:
+    """ARH-BUD-004 for a token total over the budget."""
+    return TOTAL_TOKENS.finding(
+        f"total token usage {tokens} exceeds max_total_tokens of {limit}",
+        expected=f"<= {limit} tokens",
+        observed=f"{tokens} tokens",
+    )
+
+
 def evaluate(facts: TraceFacts, budgets: Budgets, out: list[Finding]) -> CategoryResult:
     if not budgets.any_set:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
@@ -130,29 +175,12 @@ def evaluate(facts: TraceFacts, budgets: Budgets, out: list[Finding]) -> Categor
                     checks += 1
                     if latency > step_limit:
                         failed += 1
-                        shown, limit = _ms(latency, step_limit)
-                        out.append(
-                            STEP_LATENCY.finding(
-                                f"step latency {shown} ms exceeds max_step_latency_ms "
-                                f"of {limit} ms",
-                                at=at,
-                                step_id=step.step_id,
-                                expected=f"<= {limit} ms",
-                                observed=f"{shown} ms",
-                            )
-                        )
+                        out.append(step_latency_finding(at, step.step_id, latency, step_limit))
             if total_limit is not None:
                 checks += 1
                 if facts.latency_total > total_limit:
                     failed += 1
-                    shown, limit = _ms(facts.latency_total, total_limit)
-                    out.append(
-                        TOTAL_LATENCY.finding(
-                            f"total latency {shown} ms exceeds max_total_latency_ms of {limit} ms",
-                            expected=f"<= {limit} ms",
-                            observed=f"{shown} ms",
-                        )
-                    )
+                    out.append(total_latency_finding(facts.latency_total, total_limit))
     cost_limit = budgets.max_total_cost_usd
     if cost_limit is not None:
         if not facts.has_cost:
@@ -168,14 +196,7 @@ def evaluate(facts: TraceFacts, budgets: Budgets, out: list[Finding]) -> Categor
             checks += 1
             if facts.cost_total > cost_limit:
                 failed += 1
-                shown, limit = amount(facts.cost_total, cost_limit, 4)
-                out.append(
-                    TOTAL_COST.finding(
-                        f"total cost ${shown} exceeds max_total_cost_usd of ${limit}",
-                        expected=f"<= ${limit}",
-                        observed=f"${shown}",
-                    )
-                )
+                out.append(total_cost_finding(facts.cost_total, cost_limit))
     token_limit = budgets.max_total_tokens
     if token_limit is not None:
         tokens = facts.tokens_total
@@ -192,12 +213,6 @@ def evaluate(facts: TraceFacts, budgets: Budgets, out: list[Finding]) -> Categor
             checks += 1
             if tokens > token_limit:
                 failed += 1
-                out.append(
-                    TOTAL_TOKENS.finding(
-                        f"total token usage {tokens} exceeds max_total_tokens of {token_limit}",
-                        expected=f"<= {token_limit} tokens",
-                        observed=f"{tokens} tokens",
-                    )
-                )
+                out.append(total_tokens_finding(tokens, token_limit))
     score = 100.0 * (checks - failed) / checks if checks else 100.0
     return CategoryResult(CATEGORY, True, score, checks, failed)

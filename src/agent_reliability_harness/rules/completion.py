@@ -52,6 +52,19 @@ def _final_problem(facts: TraceFacts) -> str:
     return ""
 
 
+def too_many_steps_finding(count: int, limit: int, skipped: int) -> Finding:
+    """ARH-CMP-002: ``count`` agent steps (``skipped`` user turns not counted) over max_steps.
+
+    Built here for evaluate() and for the runtime monitor alike, so both word it the same way.
+    """
+    aside = f" ({skipped} user_message steps not counted)" if skipped else ""
+    return TOO_MANY_STEPS.finding(
+        f"trace has {count} steps, more than max_steps {limit}{aside}",
+        expected=f"<= {limit} steps",
+        observed=f"{count} steps",
+    )
+
+
 def evaluate(facts: TraceFacts, completion: Completion, out: list[Finding]) -> CategoryResult:
     checks = failed = 0
     if completion.require_final_response:
@@ -75,15 +88,7 @@ def evaluate(facts: TraceFacts, completion: Completion, out: list[Finding]) -> C
         count = len(facts.agent_steps)
         if count > limit:
             failed += 1
-            skipped = len(facts.steps) - count
-            aside = f" ({skipped} user_message steps not counted)" if skipped else ""
-            out.append(
-                TOO_MANY_STEPS.finding(
-                    f"trace has {count} steps, more than max_steps {limit}{aside}",
-                    expected=f"<= {limit} steps",
-                    observed=f"{count} steps",
-                )
-            )
+            out.append(too_many_steps_finding(count, limit, len(facts.steps) - count))
     if not checks:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)

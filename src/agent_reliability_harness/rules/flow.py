@@ -74,9 +74,42 @@ def _non_json(value: object) -> str:
     return f"<non-json:{type(value).__name__}>"
 
 
-def _arguments_key(arguments: Any) -> str:
+def arguments_key(arguments: Any) -> str:
+    """What makes two calls of one tool identical: their arguments as JSON with keys sorted."""
     return json.dumps(
         arguments or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_non_json
+    )
+
+
+# The findings that can be decided step by step are built here, for evaluate() and for the
+# runtime monitor alike, so that both word them the same way.
+
+
+def retry_storm_finding(tool: str, calls: int, limit: int, at: int, step_id: str) -> Finding:
+    """ARH-FLW-002 at the first call over the limit, of ``calls`` identical calls in all."""
+    return RETRY_STORM.finding(
+        f"retry storm: tool {tool!r} was called {calls} times with "
+        f"identical arguments, more than max_attempts {limit}",
+        at=at,
+        step_id=step_id,
+        subject=tool,
+        expected=f"<= {limit} identical calls",
+        observed=f"{calls} identical calls",
+    )
+
+
+def duplicate_side_effect_finding(
+    tool: str, succeeded: str, calls: int, at: int, step_id: str
+) -> Finding:
+    """ARH-FLW-003 at a repeat of the call that succeeded at step ``succeeded``."""
+    return DUPLICATE_SIDE_EFFECT.finding(
+        f"duplicate side effect: tool {tool!r} was called again with identical "
+        f"arguments after step {succeeded!r} succeeded",
+        at=at,
+        step_id=step_id,
+        subject=tool,
+        expected="one successful call per distinct set of arguments",
+        observed=f"{calls} calls with identical arguments",
     )
 
 
@@ -113,24 +146,14 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
             continue
         groups: dict[str, list[int]] = {}
         for at in positions:
-            groups.setdefault(_arguments_key(steps[at].arguments), []).append(at)
+            groups.setdefault(arguments_key(steps[at].arguments), []).append(at)
         for group in groups.values():
             if limit is not None:
                 checks += 1
                 if len(group) > limit:
                     failed += 1
                     at = group[limit]
-                    out.append(
-                        RETRY_STORM.finding(
-                            f"retry storm: tool {tool!r} was called {len(group)} times with "
-                            f"identical arguments, more than max_attempts {limit}",
-                            at=at,
-                            step_id=steps[at].step_id,
-                            subject=tool,
-                            expected=f"<= {limit} identical calls",
-                            observed=f"{len(group)} identical calls",
-                        )
-                    )
+                    out.append(retry_storm_finding(tool, len(group), limit, at, steps[at].step_id))
             if is_side_effect:
                 checks += 1
                 first_ok = next((i for i, at in enumerate(group) if steps[at].status == "ok"), None)
@@ -139,15 +162,7 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
                 failed += 1
                 first = steps[group[first_ok]].step_id
                 out.extend(
-                    DUPLICATE_SIDE_EFFECT.finding(
-                        f"duplicate side effect: tool {tool!r} was called again with identical "
-                        f"arguments after step {first!r} succeeded",
-                        at=at,
-                        step_id=steps[at].step_id,
-                        subject=tool,
-                        expected="one successful call per distinct set of arguments",
-                        observed=f"{len(group)} calls with identical arguments",
-                    )
+                    duplicate_side_effect_finding(tool, first, len(group), at, steps[at].step_id)
                     for at in group[first_ok + 1 :]
                 )
     return _result(checks, failed)

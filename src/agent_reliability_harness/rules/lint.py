@@ -20,6 +20,20 @@ DUPLICATE_STEP_ID = rule(
 )
 
 
+def duplicate_step_id_finding(step_id: str, count: int, first: int) -> Finding:
+    """ARH-SCH-010: ``count`` steps use ``step_id``, the first at position ``first``.
+
+    Built here for evaluate() and for the runtime monitor alike, so both word it the same way.
+    """
+    return DUPLICATE_STEP_ID.finding(
+        f"step_id {step_id!r} is used by {count} steps; step ids should be unique",
+        at=first,
+        step_id=step_id,
+        expected="unique step ids",
+        observed=f"{count} steps with id {step_id!r}",
+    )
+
+
 def evaluate(facts: TraceFacts, out: list[Finding]) -> None:
     first: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -32,12 +46,4 @@ def evaluate(facts: TraceFacts, out: list[Finding]) -> None:
             counts[sid] = 1
     for sid, count in counts.items():
         if count > 1:
-            out.append(
-                DUPLICATE_STEP_ID.finding(
-                    f"step_id {sid!r} is used by {count} steps; step ids should be unique",
-                    at=first[sid],
-                    step_id=sid,
-                    expected="unique step ids",
-                    observed=f"{count} steps with id {sid!r}",
-                )
-            )
+            out.append(duplicate_step_id_finding(sid, count, first[sid]))

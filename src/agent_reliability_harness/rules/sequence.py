@@ -93,6 +93,48 @@ def _times(n: int) -> str:
     return "1 time" if n == 1 else f"{n} times"
 
 
+# The findings that can be decided step by step are built here, for evaluate() and for the
+# runtime monitor alike, so that both word them the same way.
+
+
+def forbidden_finding(tool: str, at: int, step_id: str, calls: int) -> Finding:
+    """ARH-SEQ-002 at one call of a forbidden tool that was called ``calls`` times in all."""
+    return FORBIDDEN_CALLED.finding(
+        f"forbidden tool {tool!r} was called",
+        at=at,
+        step_id=step_id,
+        subject=tool,
+        expected=f"no calls to {tool!r}",
+        observed=f"called {_times(calls)}",
+    )
+
+
+def order_finding(earlier: tuple[str, int, str], later: tuple[str, int, str]) -> Finding:
+    """ARH-SEQ-003 for a pair of tools, each given as (tool, first position, its step id)."""
+    tool, first, first_id = earlier
+    later_tool, later_first, later_id = later
+    return ORDER_VIOLATION.finding(
+        f"call order violation: the first call of {tool!r} must come before the "
+        f"first call of {later_tool!r}",
+        at=later_first,
+        step_id=later_id,
+        subject=f"{tool} < {later_tool}",
+        expected=f"{tool!r} before {later_tool!r}",
+        observed=f"{later_tool!r} first at step {later_id!r} (#{later_first + 1}), {tool!r} "
+        f"first at step {first_id!r} (#{first + 1})",
+    )
+
+
+def too_many_calls_finding(tool: str, count: int, high: int) -> Finding:
+    """ARH-SEQ-004: ``tool`` was called ``count`` times, more than its max_calls ``high``."""
+    return TOO_MANY_CALLS.finding(
+        f"tool {tool!r} was called {_times(count)}, more than max_calls {high}",
+        subject=tool,
+        expected=f"<= {high} calls",
+        observed=f"{count} calls",
+    )
+
+
 def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResult:
     calls = facts.calls_by_tool
     checks = failed = 0
@@ -114,15 +156,7 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
         if positions:
             failed += 1
             out.extend(
-                FORBIDDEN_CALLED.finding(
-                    f"forbidden tool {tool!r} was called",
-                    at=at,
-                    step_id=facts.step_id(at),
-                    subject=tool,
-                    expected=f"no calls to {tool!r}",
-                    observed=f"called {_times(len(positions))}",
-                )
-                for at in positions
+                forbidden_finding(tool, at, facts.step_id(at), len(positions)) for at in positions
             )
     called = [(tool, calls[tool][0]) for tool in plan.order if tool in calls]
     for i, (earlier, first_earlier) in enumerate(called):
@@ -131,16 +165,9 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
             if first_earlier > first_later:
                 failed += 1
                 out.append(
-                    ORDER_VIOLATION.finding(
-                        f"call order violation: the first call of {earlier!r} must come before the "
-                        f"first call of {later!r}",
-                        at=first_later,
-                        step_id=facts.step_id(first_later),
-                        subject=f"{earlier} < {later}",
-                        expected=f"{earlier!r} before {later!r}",
-                        observed=f"{later!r} first at step {facts.step_id(first_later)!r} "
-                        f"(#{first_later + 1}), {earlier!r} first at step "
-                        f"{facts.step_id(first_earlier)!r} (#{first_earlier + 1})",
+                    order_finding(
+                        (earlier, first_earlier, facts.step_id(first_earlier)),
+                        (later, first_later, facts.step_id(first_later)),
                     )
                 )
     for tool, low, high in plan.bounds:
@@ -149,14 +176,7 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
             checks += 1
             if count > high:
                 failed += 1
-                out.append(
-                    TOO_MANY_CALLS.finding(
-                        f"tool {tool!r} was called {_times(count)}, more than max_calls {high}",
-                        subject=tool,
-                        expected=f"<= {high} calls",
-                        observed=f"{count} calls",
-                    )
-                )
+                out.append(too_many_calls_finding(tool, count, high))
         if low is not None:
             checks += 1
             if count < low:

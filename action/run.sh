@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# The logic of the arh GitHub Action (action.yml): install arh, run `arh validate` (and
+# `arh compare` when a baseline is given), publish the reports as outputs and in the step summary,
+# and exit with arh's own status.
+#
+# Every input arrives as an environment variable (ARH_INPUT_*) and is only ever expanded inside
+# double quotes or as a glob pattern, so a value is always data: never code, never an option.
+# Written for bash 3.2 (the /bin/bash of macOS) and Git for Windows' bash: no arrays (the
+# argument list is built in "$@"), no mapfile, no ${var,,}, no associative arrays.
+#
+# Environment:
+#   ARH_INPUT_POLICY, ARH_INPUT_TRACES (one path, directory or glob per line), ARH_INPUT_BASELINE,
+#   ARH_INPUT_FAIL_ON, ARH_INPUT_MAX_SCORE_DROP, ARH_INPUT_FAIL_UNDER, ARH_INPUT_FORMAT,
+#   ARH_INPUT_OUTPUT_DIR, ARH_INPUT_WORKING_DIRECTORY   the action's inputs
+#   GITHUB_ACTION_PATH            the action's checkout, installed with pip into a virtualenv
+#   RUNNER_TEMP                   where the virtualenv goes
+#   GITHUB_OUTPUT, GITHUB_STEP_SUMMARY   files the runner reads back (skipped when unset)
+#   ARH_ACTION_BOOTSTRAP_PYTHON   the Python that creates the virtualenv (default: python3, python)
+#   ARH_ACTION_PYTHON             a Python that already has arh installed: nothing is installed
+#                                 (the tests use it; so can a job that installed arh itself)
+
+set -u
+
+usage_error() {
+    printf 'arh action: error: %s\n' "$1" >&2
+    exit 2
+}
+
+trim() {
+    # print $1 without leading and trailing blanks (spaces, tabs, carriage returns)
+    _t=$1
+    _t=${_t#"${_t%%[![:space:]]*}"}
+    _t=${_t%"${_t##*[![:space:]]}"}
+    printf '%s' "$_t"
+}
+
+policy=$(trim "${ARH_INPUT_POLICY-}")
+traces=${ARH_INPUT_TRACES-}
+baseline=$(trim "${ARH_INPUT_BASELINE-}")
+fail_on=$(trim "${ARH_INPUT_FAIL_ON-}")
+max_score_drop=$(trim "${ARH_INPUT_MAX_SCORE_DROP-}")
+fail_under=$(trim "${ARH_INPUT_FAIL_UNDER-}")
+input_format=$(trim "${ARH_INPUT_FORMAT-}")
+output_dir=$(trim "${ARH_INPUT_OUTPUT_DIR-}")
+working_directory=$(trim "${ARH_INPUT_WORKING_DIRECTORY-}")
+
+[ -n "$policy" ] || usage_error "the 'policy' input is required"
+[ -n "$(trim "$traces")" ] || usage_error "the 'traces' input is required (one path, directory or glob per line)"
+if [ -z "$baseline" ]; then
+    [ -z "$fail_on" ] || usage_error "'fail-on' applies only with a 'baseline'"
+    [ -z "$max_score_drop" ] || usage_error "'max-score-drop' applies only with a 'baseline'"
+fi
+[ -n "$output_dir" ] || output_dir=arh-reports
+[ -n "$working_directory" ] || working_directory=.
+
+cd -- "$working_directory" || usage_error "cannot enter the working directory '$working_directory'"
+
+# -- Install -------------------------------------------------------------------------------------
+
+if [ -n "${ARH_ACTION_PYTHON-}" ]; then
+    python=$ARH_ACTION_PYTHON
+else
+    [ -n "${RUNNER_TEMP-}" ] || usage_error "RUNNER_TEMP is not set (run this script from action.yml)"
+    [ -n "${GITHUB_ACTION_PATH-}" ] || usage_error "GITHUB_ACTION_PATH is not set (run this script from action.yml)"
+    bootstrap=${ARH_ACTION_BOOTSTRAP_PYTHON-}
+    if [ -z "$bootstrap" ]; then
+        if command -v python3 >/dev/null 2>&1; then bootstrap=python3; else bootstrap=python; fi
+    fi
+    venv="$RUNNER_TEMP/arh-venv"
+    if [ ! -d "$venv" ]; then
+        echo "Creating a virtualenv for arh in $venv"
+        "$bootstrap" -m venv "$venv" || exit $?
+    fi
+    if [ -x "$venv/bin/python" ]; then python="$venv/bin/python"; else python="$venv/Scripts/python.exe"; fi
+    echo "Installing arh from $GITHUB_ACTION_PATH"
+    "$python" -m pip install --disable-pip-version-check --no-input --quiet "$GITHUB_ACTION_PATH" || exit $?
+fi
+
+# -- Reports -------------------------------------------------------------------------------------
+
+mkdir -p -- "$output_dir" || usage_error "cannot create the output directory '$output_dir'"
+json_report="$output_dir/report.json"
+markdown_report="$output_dir/report.md"
+junit_report="$output_dir/report.xml"
+sarif_report="$output_dir/report.sarif"
+compare_report="$output_dir/compare.json"
+compare_markdown_report="$output_dir/compare.md"
+# a report left by an earlier run in the same job must not pass for this run's
+rm -f -- "$json_report" "$markdown_report" "$junit_report" "$sarif_report" \
+    "$compare_report" "$compare_markdown_report"
+
+# -- Arguments -----------------------------------------------------------------------------------
+
+# Options use the --name=value form, so that a value starting with '-' stays a value.
+set -- "--policy=$policy"
+[ -z "$input_format" ] || set -- "$@" "--format=$input_format"
+[ -z "$fail_under" ] || set -- "$@" "--fail-under=$fail_under"
+common_count=$#
+
+# The traces follow '--', so that a path starting with '-' is a path. Each line is one path; a line
+# holding *, ? or [ is a glob, expanded here (no field splitting: IFS is empty) and kept as given
+# when nothing matches, so that arh reports it as missing.
+set -- "$@" --
+saved_ifs=$IFS
+IFS=
+while read -r line || [ -n "$line" ]; do
+    line=$(trim "$line")
+    [ -n "$line" ] || continue
+    case $line in
+        *'*'* | *'?'* | *'['*)
+            for path in $line; do
+                set -- "$@" "$path"
+            done
+            ;;
+        *) set -- "$@" "$line" ;;
+    esac
+done <<EOF
+$traces
+EOF
+IFS=$saved_ifs
+
+# -- Run -----------------------------------------------------------------------------------------
+
+# Text from the traces reaches the log. Workflow commands (lines starting with '::') are switched
+# off while arh runs, so a hostile trace cannot issue one.
+token=$(od -An -N16 -tx1 /dev/urandom 2>/dev/null | tr -d ' \n')
+[ -n "$token" ] || token="arh$$x${RANDOM}x${RANDOM}x${RANDOM}"
+echo "::stop-commands::$token"
+
+arh() {
+    # no standard input: a trace input '-' reads nothing instead of waiting
+    "$python" -m agent_reliability_harness "$@" </dev/null
+}
+
+if [ -z "$baseline" ]; then
+    arh validate "--json-out=$json_report" "--md-out=$markdown_report" \
+        "--junit-out=$junit_report" "--sarif-out=$sarif_report" "$@"
+    status=$?
+else
+    echo "arh validate (the candidate's reports; the comparison below decides the exit status):"
+    arh validate "--json-out=$json_report" "--md-out=$markdown_report" \
+        "--junit-out=$junit_report" "--sarif-out=$sarif_report" "$@"
+    echo
+    # compare takes the same policy, format and threshold options and trace list as validate
+    gate="--fail-on=${fail_on:-regressions}"
+    shift "$common_count"
+    if [ -n "$max_score_drop" ]; then
+        set -- "--max-score-drop=$max_score_drop" "$@"
+    fi
+    set -- "--baseline=$baseline" "--policy=$policy" "$gate" "$@"
+    [ -z "$input_format" ] || set -- "--format=$input_format" "$@"
+    [ -z "$fail_under" ] || set -- "--fail-under=$fail_under" "$@"
+    arh compare "--json-out=$compare_report" "--md-out=$compare_markdown_report" "$@"
+    status=$?
+fi
+
+echo "::$token::"
+
+# -- Outputs and summary -------------------------------------------------------------------------
+
+if [ "$status" -eq 0 ]; then verdict=pass; else verdict=fail; fi
+
+# Paths are given relative to where the step started (the workspace), or absolute.
+case $output_dir in
+    /* | [A-Za-z]:*) shown_dir=$output_dir ;;
+    *) if [ "$working_directory" = . ]; then shown_dir=$output_dir; else shown_dir="$working_directory/$output_dir"; fi ;;
+esac
+
+output() {
+    [ -n "${GITHUB_OUTPUT-}" ] || return 0
+    printf '%s=%s\n' "$1" "$2" >>"$GITHUB_OUTPUT"
+}
+
+output verdict "$verdict"
+output exit-code "$status"
+for pair in json-report:report.json markdown-report:report.md junit-report:report.xml \
+    sarif-report:report.sarif compare-report:compare.json compare-markdown-report:compare.md; do
+    name=${pair%%:*}
+    file=${pair#*:}
+    if [ -f "$output_dir/$file" ]; then output "$name" "$shown_dir/$file"; else output "$name" ""; fi
+done
+
+if [ -n "${GITHUB_STEP_SUMMARY-}" ]; then
+    if [ -f "$compare_markdown_report" ]; then
+        cat -- "$compare_markdown_report" >>"$GITHUB_STEP_SUMMARY"
+        echo >>"$GITHUB_STEP_SUMMARY"
+    fi
+    if [ -f "$markdown_report" ]; then
+        cat -- "$markdown_report" >>"$GITHUB_STEP_SUMMARY"
+    else
+        printf 'arh exited with status %s before writing a report; the job log says why.\n' \
+            "$status" >>"$GITHUB_STEP_SUMMARY"
+    fi
+fi
+
+echo "arh verdict: $verdict (exit status $status)"
+exit "$status"

@@ -1,0 +1,87 @@
+"""Fidelity of converted traces: the canonical fields a source format could not provide, and the
+checks of a policy that are therefore not applicable.
+
+An adapter records the fields its source gave for none of the steps they apply to in
+``metadata.adapter.missing`` (TRACE-SPEC.md, "Fidelity of converted traces"). A check that needs
+such a field cannot fail on that trace, so a pass would say nothing about it: the reports list
+these checks as *not applicable* instead. ``metadata`` is free-form, so a value there that is not
+a list of the names below is ignored, never an error.
+"""
+
+from __future__ import annotations
+
+from agent_reliability_harness._record import Record
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+    from agent_reliability_harness.model.policy import Policy
+    from agent_reliability_harness.model.trace import Trace
+
+__all__ = ["MISSING_FIELDS", "NotApplicable", "declared_missing", "fidelity_plan", "not_applicable"]
+
+# The names an adapter may list in metadata.adapter.missing, and what each means.
+MISSING_FIELDS: Final = {
+    "latency_ms": "no step records latency_ms",
+    "cost_usd": "no step records cost_usd",
+    "tokens": "no step records input_tokens or output_tokens",
+    "tool_output": "no tool call has its result",
+    "tool_status": "no tool call says whether it failed",
+    "tool_call_id": "no tool call has an id of its own",
+}
+
+
+class NotApplicable(Record):
+    """A check of the policy that a trace cannot be held to: ``rule_id`` would report it,
+    ``check`` is the policy setting, and ``field`` the missing field it needs."""
+
+    rule_id: str
+    check: str
+    field: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule_id": self.rule_id, "check": self.check, "field": self.field}
+
+
+def fidelity_plan(policy: Policy) -> tuple[NotApplicable, ...]:
+    """Every check the policy sets that needs a field a source may lack, in rule order."""
+    plan: list[NotApplicable] = []
+    budgets = policy.budgets
+    for value, rule_id, check, needs in (
+        (budgets.max_step_latency_ms, "ARH-BUD-001", "budgets.max_step_latency_ms", "latency_ms"),
+        (budgets.max_total_latency_ms, "ARH-BUD-002", "budgets.max_total_latency_ms", "latency_ms"),
+        (budgets.max_total_cost_usd, "ARH-BUD-003", "budgets.max_total_cost_usd", "cost_usd"),
+        (budgets.max_total_tokens, "ARH-BUD-004", "budgets.max_total_tokens", "tokens"),
+    ):
+        if value is not None:
+            plan.append(NotApplicable(rule_id, check, needs))
+    if policy.error_handling.require_retry_on_error:
+        plan.append(
+            NotApplicable("ARH-FLW-001", "error_handling.require_retry_on_error", "tool_status")
+        )
+    # provenance (policy language 1.1) follows values from tool outputs into later calls
+    extensions = policy.extensions
+    if extensions is not None and extensions.provenance is not None:
+        plan.append(NotApplicable("ARH-PRV-001", "provenance", "tool_output"))
+    if policy.unsafe_patterns:
+        plan.append(NotApplicable("ARH-SAF-001", "unsafe_patterns (tool outputs)", "tool_output"))
+    return tuple(plan)
+
+
+def declared_missing(trace: Trace) -> frozenset[str]:
+    """The known field names in the trace's ``metadata.adapter.missing`` (empty when absent or
+    malformed)."""
+    adapter = trace.metadata.get("adapter")
+    missing = adapter.get("missing") if type(adapter) is dict else None
+    if type(missing) is not list:
+        return frozenset()
+    return frozenset(name for name in missing if type(name) is str and name in MISSING_FIELDS)
+
+
+def not_applicable(trace: Trace, plan: tuple[NotApplicable, ...]) -> tuple[NotApplicable, ...]:
+    """The checks of ``plan`` that need a field the trace's source did not provide."""
+    if not plan:
+        return ()
+    missing = declared_missing(trace)
+    return tuple(check for check in plan if check.field in missing) if missing else ()

@@ -1,0 +1,703 @@
+"""The runtime guard: the policy of offline validation, applied while the agent runs.
+
+A :class:`Monitor` follows one run step by step::
+
+    monitor = Monitor(policy, trace_id="run-42")
+    found = monitor.check(step)      # before the tool runs: what this step would violate
+    ...                              # run the tool, unless an error finding says otherwise
+    monitor.observe(completed_step)  # after it ran: record it (and report what its outcome adds)
+    monitor.finish()                 # at the end: the findings of offline validation, exactly
+
+Only *monotone* findings can be decided while the run goes on: those that no later step can take
+back. ``check`` and ``observe`` report these, worded exactly as offline validation words them:
+
+* per step: every schema rule (ARH-SCH-001..009), unsafe content (ARH-SAF-001), grounding of a
+  response (ARH-GRD-001, ARH-GRD-003) and the step latency budget (ARH-BUD-001);
+* from what came before: forbidden tools (ARH-SEQ-002), call order (ARH-SEQ-003), max_calls
+  (ARH-SEQ-004), retry storms (ARH-FLW-002), duplicate side effects (ARH-FLW-003), total latency,
+  cost and token budgets already exceeded (ARH-BUD-002..004), max_steps (ARH-CMP-002) and
+  repeated step ids (ARH-SCH-010);
+* with a policy of language 1.1: untrusted values reaching a sink (ARH-PRV-001), conditions and
+  relations (ARH-CND-001..004), confirmation before side effects (ARH-CFM-001) and loops
+  (ARH-LOP-001, -002).
+
+Each finding that ``check`` or ``observe`` returns for the step at position ``i`` equals a finding
+of ``validate_trace`` on the steps ``0..i`` (counts in messages are those of that prefix), and it
+stays in the result of every longer run. Findings that depend on how the run ends (required tools
+never called, min_calls, unretried errors, citation coverage, the final response, budgets that
+cannot be verified) come only from :meth:`Monitor.finish`, which validates the recorded steps with
+the same :class:`~agent_reliability_harness.engine.Validator` as ``arh validate``.
+
+Cost: the rules of language 1.0 cost amortised O(1) per step in the length of the run (the time
+grows with the size of the step and of the policy only). A provenance sink call costs one search
+of the texts recorded so far; other steps add their own text once. Conditions, confirmation and
+loops are still replayed by their category's code over the run so far (``_Replay``), O(steps so
+far) per step, until they get watches of their own.
+
+Adding a rule means adding a ``_Watch`` to ``_WATCHES``: ``create`` compiles it from the policy
+(``None`` when the policy does not use it), ``look`` appends what a step would add to the findings
+without changing anything, and ``commit`` updates the watch's own state once the step is
+recorded. tests/test_monitor.py lists which rules are decided early; a new rule fails its
+completeness test until it is placed. The module is pure: it never reads a clock or a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agent_reliability_harness._record import replace
+from agent_reliability_harness.engine import Validator
+from agent_reliability_harness.errors import ArhError, InputError
+from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.report import Finding, TraceReport
+from agent_reliability_harness.model.trace import Step, Trace
+from agent_reliability_harness.rules import (
+    budget,
+    completion,
+    flow,
+    grounding,
+    lint,
+    safety,
+    schema,
+    sequence,
+)
+from agent_reliability_harness.rules._facts import COST_DECIMALS, LATENCY_DECIMALS, TraceFacts
+from agent_reliability_harness.scoring import DEFAULT_FAIL_UNDER
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+__all__ = ["BlockedCallError", "Monitor"]
+
+# Every finite float is a whole multiple of 2**-1074, so sums in these units are exact.
+_UNIT_EXPONENT: Final = 1074
+_UNIT: Final = 1 << _UNIT_EXPONENT
+_NESTED: Final = "a value in the trace is nested too deeply to check"
+
+
+class BlockedCallError(ArhError):
+    """A step was refused before it ran: checking it found at least one error.
+
+    ``findings`` are all the findings of the check (warnings included); ``step`` is the step
+    that was refused. Nothing was recorded for it.
+    """
+
+    def __init__(self, step: Step, findings: list[Finding]) -> None:
+        self.step = step
+        self.findings = tuple(findings)
+        errors = [f for f in findings if f.severity == "error"]
+        what = f"tool {step.tool_name!r}" if step.type == "tool_call" else f"a {step.type}"
+        lines = [f"{f.rule_id} {f.message}" for f in errors]
+        super().__init__(f"blocked {what} at step {step.step_id!r}: " + "; ".join(lines))
+
+
+class _Probe:
+    """One step at one position, with what several watches need from it, worked out once."""
+
+    __slots__ = ("_key", "at", "is_agent", "memo", "state", "step", "tool")
+
+    def __init__(self, step: Step, state: _State) -> None:
+        self.step = step
+        self.state = state  # the steps before this one
+        self.at = len(state.steps)
+        self.memo: dict[object, Any] = {}  # what a watch worked out in look() for commit()
+        self.is_agent = step.type != "user_message"
+        # a named tool call is what calls_by_tool indexes offline
+        self.tool = step.tool_name if step.type == "tool_call" and step.tool_name else None
+        self._key: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The identity of the call's arguments (see ``flow.arguments_key``)."""
+        if self._key is None:
+            self._key = flow.arguments_key(self.step.arguments)
+        return self._key
+
+
+class _State:
+    """What every watch may read about the steps recorded so far."""
+
+    __slots__ = ("agent_steps", "counts", "firsts", "steps")
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+        self.agent_steps = 0
+        self.counts: dict[str, int] = {}  # named tool -> calls so far
+        self.firsts: dict[str, tuple[int, str]] = {}  # named tool -> (position, step id) of call 1
+
+    def commit(self, probe: _Probe) -> None:
+        self.steps.append(probe.step)
+        if probe.is_agent:
+            self.agent_steps += 1
+        tool = probe.tool
+        if tool is not None:
+            count = self.counts.get(tool, 0)
+            if not count:
+                self.firsts[tool] = (probe.at, probe.step.step_id)
+            self.counts[tool] = count + 1
+
+
+class _Watch:
+    """A family of rules that can be decided step by step (see the module docstring)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def create(cls, policy: Policy) -> _Watch | None:
+        raise NotImplementedError
+
+    def look(self, probe: _Probe, out: list[Finding]) -> None:
+        raise NotImplementedError
+
+    def commit(self, probe: _Probe) -> None:
+        """Update the watch's own state; ``probe.state`` is still that of the steps before."""
+
+
+class _StepRules(_Watch):
+    """The rules that look at one step alone, run by their own category code on that step."""
+
+    __slots__ = ("_grounding", "_patterns", "_schema", "_step_limit")
+
+    def __init__(self, policy: Policy) -> None:
+        self._schema = schema.prepare(policy)
+        self._patterns = safety.prepare(policy)
+        self._grounding = grounding.prepare(policy)
+        self._step_limit = policy.budgets.max_step_latency_ms
+
+    @classmethod
+    def create(cls, policy: Policy) -> _Watch | None:
+        return cls(policy)
+
+    def look(self, probe: _Probe, out: list[Finding]) -> None:
+        step = probe.step
+        if not probe.is_agent:
+            return
+        found: list[Finding] = []
+        if step.type == "tool_call" or self._patterns or step.requires_grounding:
+            facts = TraceFacts(Trace("", "", "", (step,)))
+            if step.type == "tool_call":
+                schema.evaluate(facts, self._schema, found)
+            if self._patterns:
+                safety.evaluate(facts, self._patterns, found)
+            if facts.grounded:
+                kept = len(found)
+                grounding.evaluate(facts, self._grounding, found)
+                # coverage (ARH-GRD-002) is a trace-level matter, decided at the end
+                found[kept:] = [f for f in found[kept:] if f.rule_id != "ARH-GRD-002"]
+        out.extend(replace(f, step_index=probe.at) for f in found)
+        limit = self._step_limit
+        latency = step.latency_ms
+        if limit is not None and latency is not None and latency > limit:
+            out.append(budget.step_latency_finding(probe.at, step.step_id, latency, limit))
+
+
+class _Calls(_Watch):
+    """Forbidden tools, call order and max_calls (ARH-SEQ-002, -003, -004)."""
+
+    __slots__ = ("_after", "_forbidden", "_max_calls")
+
+    def __init__(self, policy: Policy) -> None:
+        self._forbidden = frozenset(policy.sequence.forbidden_tools)
+        order = policy.sequence.call_order
+        # for each tool of call_order, the tools listed after it (their first calls must follow)
+        self._after = {tool: order[i + 1 :] for i, tool in enumerate(order)}
+        self._max_calls = {
+            name: tool.max_calls
+            for name, tool in policy.allowed_tools.items()
+            if tool.max_calls is not None
+        }
+
+    @classmethod
+    def create(cls, policy: Policy) -> _Watch | None:
+        watch = cls(policy)
+        return watch if watch._forbidden or watch._after or watch._max_calls else None
+
+    def look(self, probe: _Probe, out: list[Finding]) -> None:
+        tool = probe.tool
+        if tool is None:
+            return
+        at, step_id = probe.at, probe.step.step_id
+        count = probe.state.counts.get(tool, 0) + 1
+        if tool in self._forbidden:
+            out.append(sequence.forbidden_finding(tool, at, step_id, count))
+        if count == 1:
+            for later in self._after.get(tool, ()):
+                first = probe.state.firsts.get(later)
+                if first is not None:
+                    out.append(sequence.order_finding((tool, at, step_id), (later, *first)))
+        high = self._max_calls.get(tool)
+        if high is not None and count > high:
+            out.append(sequence.too_many_calls_finding(tool, count, high))
+
+
+class _Group:
+    """The calls of one tool with identical arguments."""
+
+    __slots__ = ("count", "over", "succeeded")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.over: tuple[int, str] | None = None  # the first call over max_attempts
+        self.succeeded: str | None = None  # step id of the first call with status ok
+
+
+class _Repeats(_Watch):
+    """Retry storms and duplicate side effects (ARH-FLW-002, -003)."""
+
+    __slots__ = ("_groups", "_limit", "_side_effects")
+
+    def __init__(self, policy: Policy) -> None:
+        self._limit = policy.error_handling.max_attempts
+        self._side_effects = frozenset(n for n, t in policy.allowed_tools.items() if t.side_effect)
+        self._groups: dict[tuple[str, str], _Group] = {}
+
+    @classmethod
+    def create(cls, policy: Policy) -> _Watch | None:
+        watch = cls(policy)
+        return watch if watch._limit is not None or watch._side_effects else None
+
+    def _watched(self, tool: str | None) -> bool:
+        return tool is not None and (self._limit is not None or tool in self._side_effects)
+
+    def look(self, probe: _Probe, out: list[Finding]) -> None:
+        tool = probe.tool
+        if tool is None or not self._watched(tool):
+            return
+        at, step_id = probe.at, probe.step.step_id
+        group = self._groups.get((tool, probe.key))
+        count = (group.count if group is not None else 0) + 1
+        limit = self._limit
+        if limit is not None and count > limit:
+            over = (at, step_id) if group is None or group.over is None else group.over
+            out.append(flow.retry_storm_finding(tool, count, limit, *over))
+        if tool in self._side_effects and group is not None and group.succeeded is not None:
+            out.append(
+                flow.duplicate_side_effect_finding(tool, group.succeeded, count, at, step_id)
+            )
+
+    def commit(self, probe: _Probe) -> None:
+        tool = probe.tool
+        if tool is None or not self._watched(tool):
+            return
+        group = self._groups.setdefault((tool, probe.key), _Group())
+        group.count += 1
+        if self._limit is not None and group.count == self._limit + 1:
+            group.over = (probe.at, probe.step.step_id)
+        if group.succeeded is None and probe.step.status == "ok":
+            group.succeeded = probe.step.step_id
+
+
+def _units(value: float) -> int:
+    """``value`` as an exact whole number of 2**-1074 (a float's smallest step)."""
+    numerator, denominator = float(value).as_integer_ratio()
+    return numerator * (_UNIT // denominator)
+
+
+def _total(units: int, key: str) -> float:
+    """The float nearest an exact sum, as ``math.fsum`` gives it, or TraceFacts' error."""
+    try:
+        return units / _UNIT
+    except OverflowError:
+        raise InputError(
+            f"the steps' {key} values add up to more than the largest number a report can hold",
+            pointer="/steps",
+        ) from None
+
+
+class _Totals(_Watch):
+    """Total latency, cost and token budgets already exceeded (ARH-BUD-002, -003, -004).
+
+    Sums are kept exactly (in whole units of 2**-1074), so each total is the correctly rounded
+    sum that ``math.fsum`` gives offline, at O(1) per step.
+    """
+
+    __slots__ = ("_cost", "_cost_limit", "_latency", "_latency_limit", "_token_limit", "_tokens")
+
+    def __init__(self, policy: Policy) -> None:
+        budgets = policy.budgets
+        self._latency_limit = budgets.max_total_latency_ms
+        self._cost_limit = budgets.max_total_cost_usd
+        self._token_limit = budgets.max_total_tokens
+        self._latency = 0
+        self._cost = 0
+        self._tokens: int | None = None
+
+    @classmethod
+    def create(cls, policy: Policy) -> _Watch | None:
+        watch = cls(policy)
+        limits = (watch._latency_limit, watch._cost_limit, watch._token_limit)
+        return watch if any(limit is not None for limit in limits) else None
+
+    def _tokens_after(self, step: Step) -> int | None:
+        if step.input_tokens is None and step.output_tokens is None:
+            return self._tokens
+        return (self._tokens or 0) + (step.input_tokens or 0) + (step.output_tokens or 0)
+
+    def look(self, probe: _Probe, out: list[Finding]) -> None:
+        if not probe.is_agent:
+            return
+        step = probe.step
+        limit = self._latency_limit
+        if limit is not None:
+            units = self._latency + (0 if step.latency_ms is None else _units(step.latency_ms))
+            total = round(_total(units, "latency_ms"), LATENCY_DECIMALS)
+            if total > limit:
+                out.append(budget.total_latency_finding(total, limit))
+        limit = self._cost_limit
+        if limit is not None:
+            units = self._cost + (0 if step.cost_usd is None else _units(step.cost_usd))
+            total = round(_total(units, "cost_usd"), COST_DECIMALS)
+            if total > limit:
+                out.append(budget.total_cost_finding(total, limit))
+        token_limit = self._token_limit
+        if token_limit is not None:
+            tokens = self._tokens_after(step)
+            if tokens is not None and tokens > token_limit:
+                out.append(budget.total_tokens_finding(tokens, token_limit))
+
+    def commit(self, probe: _Probe) -> None:
+        if not probe.is_agent:
+            return
+        step = probe.step
+        if step.latency_ms is not None:
+            self._latency += _units(step.latency_ms)
+        if step.cost_usd is not None:
+            self._cost += _units(step.cost_usd)
+        self._tokens = self._tokens_after(step)
+
+
+class _Length(_Watch):
+    """max_steps (ARH-CMP-002)."""
+
+    __slots__ = ("_limit",)
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+
+    @classmethod
+    def create(cls, policy: Policy) -> _Watch | None:
+        limit = policy.completion.max_steps
+        return None if limit is None else cls(limit)
+
+    def look(self, probe: _Probe, out: list[Finding]) -> None:
+        if not probe.is_agent:
+            return
+        count = probe.state.agent_steps + 1
+        if count > self._limit:
+            skipped = probe.at + 1 - count
+            out.append(completion.too_many_steps_finding(count, self._limit, skipped))
+
+
+class _StepIds(_Watch):
+    """Step ids used more than once (ARH-SCH-010, a warning)."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: dict[str, list[int]] = {}  # step id -> [first position, uses]
+
+    @classmethod
+    def create(cls, policy: Policy) -> _Watch | None:  # noqa: ARG003 - every policy has ids
+        return cls()
+
+    def look(self, probe: _Probe, out: list[Finding]) -> None:
+        step_id = probe.step.step_id
+        seen = self._seen.get(step_id)
+        if seen is not None:
+            out.append(lint.duplicate_step_id_finding(step_id, seen[1] + 1, seen[0]))
+
+    def commit(self, probe: _Probe) -> None:
+        seen = self._seen.setdefault(probe.step.step_id, [probe.at, 0])
+        seen[1] += 1
+
+
+class _Steps:
+    """The steps before a probe and the probe's own, indexable by position (for rule code that
+    reads ``facts.steps``) without copying the run."""
+
+    __slots__ = ("_probe",)
+
+    def __init__(self, probe: _Probe) -> None:
+        self._probe = probe
+
+    def __getitem__(self, at: int) -> Step:
+        probe = self._probe
+        return probe.step if at == probe.at else probe.state.steps[at]
+
+
+class _Provenance(_Watch):
+    """Values from untrusted output reaching a sink (ARH-PRV-001, policy language 1.1).
+
+    The texts of the steps recorded so far are kept in the rule's two corpora (untrusted tool
+    output; user turns and trusted output), added as each step is recorded, and a sink call's
+    values are looked up in them with the rule's own code. A step that calls no sink costs
+    O(its own size); a sink call costs one search of the corpora, O(their length).
+    """
+
+    __slots__ = ("_plan", "_trusted", "_untrusted")
+
+    def __init__(self, plan: Any) -> None:
+        from agent_reliability_harness.rules._taint import Corpus
+
+        self._plan = plan
+        self._untrusted = Corpus()
+        self._trusted = Corpus()
+
+    @classmethod
+    def create(cls, policy: Policy) -> _Watch | None:
+        if policy.extensions is None:
+            return None
+        from agent_reliability_harness.rules import provenance
+
+        plan = provenance.prepare(policy)
+        return None if plan is None else cls(plan)
+
+    def look(self, probe: _Probe, out: list[Finding]) -> None:
+        step = probe.step
+        sinks = self._plan.sinks.get(step.tool_name or "", ()) if step.type == "tool_call" else ()
+        if not sinks or not self._untrusted:
+            return
+        from agent_reliability_harness.rules import provenance
+
+        minimum = self._plan.provenance.min_value_length
+        checks = []
+        for sink in sinks:
+            values = provenance._sink_values(step, sink, minimum)
+            if values:
+                checks.append(provenance._Check(probe.at, sink, values))
+        if not checks:
+            return
+        needles = list(dict.fromkeys(v.key for check in checks for v in check.values))
+        tainted_at = provenance._first_positions(self._untrusted, needles)
+        if not tainted_at:
+            return
+        cleared_at = provenance._first_positions(self._trusted, needles) if self._trusted else {}
+        facts: Any = _FactsView(probe)  # all that the rule's finding builder reads of TraceFacts
+        for check in checks:
+            for value in check.values:
+                source = tainted_at.get(value.key)
+                if source is not None and value.key not in cleared_at:
+                    out.append(provenance._finding(facts, check, value, source))
+
+    def commit(self, probe: _Probe) -> None:
+        step = probe.step
+        plan = self._plan
+        if step.type == "user_message":
+            if step.text:
+                self._trusted.add(probe.at, [step.text])
+            return
+        if step.type != "tool_call":
+            return
+        from agent_reliability_harness.rules import provenance
+
+        name = step.tool_name or ""
+        section = plan.provenance
+        if name in plan.trusted:
+            texts = provenance._returned_texts(step)
+            if texts:
+                self._trusted.add(probe.at, texts)
+        elif section.all_tools or name in plan.untrusted:
+            texts = provenance._returned_texts(step)
+            patterns = section.output_regexes
+            if texts and (not patterns or any(p.search(t) for p in patterns for t in texts)):
+                self._untrusted.add(probe.at, texts)
+
+
+class _FactsView:
+    """The part of TraceFacts that a finding builder reads: the steps by position."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, probe: _Probe) -> None:
+        self.steps = _Steps(probe)
+
+
+class _Replay(_Watch):
+    """A category of policy language 1.1, run by its own code over the steps so far.
+
+    Exact by construction, but it costs O(steps so far) per step: the stopgap for a category
+    that has no incremental watch yet. It reports the findings of ``rule_ids`` (the category's
+    monotone rules) that adding the step creates or changes.
+    """
+
+    __slots__ = ("_evaluate", "_plan", "_rule_ids", "_seen")
+
+    def __init__(self, module: Any, plan: Any, rule_ids: frozenset[str]) -> None:
+        self._evaluate = module.evaluate
+        self._plan = plan
+        self._rule_ids = rule_ids
+        self._seen: set[tuple[Finding, int | None]] = set()
+
+    @classmethod
+    def replays(cls, policy: Policy) -> list[_Watch]:
+        """One replay per category of language 1.1 that the policy turns on."""
+        if policy.extensions is None:
+            return []
+        from agent_reliability_harness.rules import CATEGORY_MODULES
+
+        watches: list[_Watch] = []
+        for module in CATEGORY_MODULES:
+            rule_ids = _EARLY_BY_CATEGORY.get(module.CATEGORY)
+            if rule_ids is None or getattr(module, "LANGUAGE", "1.0") == "1.0":
+                continue
+            plan = module.prepare(policy)
+            if plan is not None:
+                watches.append(cls(module, plan, rule_ids))
+        return watches
+
+    def _findings(self, probe: _Probe) -> set[tuple[Finding, int | None]]:
+        found = probe.memo.get(self)
+        if found is None:
+            facts = TraceFacts(Trace("", "", "", (*probe.state.steps, probe.step)))
+            out: list[Finding] = []
+            self._evaluate(facts, self._plan, out)
+            found = probe.memo[self] = {
+                (f, f.step_index) for f in out if f.rule_id in self._rule_ids
+            }
+        return found
+
+    def look(self, probe: _Probe, out: list[Finding]) -> None:
+        out.extend(finding for finding, _ in self._findings(probe) - self._seen)
+
+    def commit(self, probe: _Probe) -> None:
+        self._seen = self._findings(probe)
+
+
+# Rules of policy language 1.1 that no later step can take back (each depends only on the steps
+# up to the call it is anchored at), for the categories without a watch of their own (provenance
+# has one); ARH-CFM-002, a warning about missing user turns, is not one of them.
+_EARLY_BY_CATEGORY: Final = {
+    "conditions": frozenset({"ARH-CND-001", "ARH-CND-002", "ARH-CND-003", "ARH-CND-004"}),
+    "confirmation": frozenset({"ARH-CFM-001"}),
+    "loops": frozenset({"ARH-LOP-001", "ARH-LOP-002"}),
+}
+
+
+def _same_call(checked: Step, done: Step) -> bool:
+    """Whether ``done`` is the step that was checked (what was known of it before it ran)."""
+    return (
+        checked.step_id == done.step_id
+        and checked.type == done.type
+        and checked.tool_name == done.tool_name
+        and checked.arguments == done.arguments
+    )
+
+
+_WATCHES: Final = (_StepRules, _Calls, _Repeats, _Totals, _Length, _StepIds, _Provenance)
+
+
+class Monitor:
+    """Guard one run of an agent with a policy, step by step; see the module docstring.
+
+    Steps are :class:`~agent_reliability_harness.model.trace.Step` objects or their JSON form
+    (a mapping, parsed strictly; an :class:`InputError` points at ``/steps/<position>``). A
+    monitor follows one run and is not thread-safe.
+    """
+
+    __slots__ = (
+        "_checked",
+        "_state",
+        "_validator",
+        "_watches",
+        "agent_name",
+        "trace_id",
+        "workflow",
+    )
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        trace_id: str = "runtime",
+        agent_name: str = "",
+        workflow: str = "",
+        fail_under: float = DEFAULT_FAIL_UNDER,
+    ) -> None:
+        self._validator = Validator(policy, fail_under)
+        self.trace_id = trace_id
+        self.agent_name = agent_name
+        self.workflow = workflow
+        watches = (watch.create(policy) for watch in _WATCHES)
+        self._watches = (
+            *(watch for watch in watches if watch is not None),
+            *_Replay.replays(policy),
+        )
+        self._state = _State()
+        self._checked: tuple[Step, list[Finding]] | None = None
+
+    @property
+    def policy(self) -> Policy:
+        return self._validator.policy
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The steps observed so far, in order."""
+        return tuple(self._state.steps)
+
+    def _probe(self, step: Step | Mapping[str, Any]) -> _Probe:
+        if not isinstance(step, Step):
+            data = step if type(step) is dict else dict(step)
+            step = Step.from_dict(data, pointer=f"/steps/{len(self._state.steps)}")
+        return _Probe(step, self._state)
+
+    def _look(self, probe: _Probe) -> list[Finding]:
+        found: list[Finding] = []
+        try:
+            for watch in self._watches:
+                watch.look(probe, found)
+        except RecursionError:
+            raise InputError(_NESTED, pointer=None) from None
+        found.sort(key=Finding.sort_key)
+        return found
+
+    def check(self, step: Step | Mapping[str, Any]) -> list[Finding]:
+        """The findings this step would add if it were recorded next, without recording it.
+
+        Call it before a tool runs, with the step as it is known then (its name and
+        arguments); rules that need the outcome (output, status, latency) wait for
+        :meth:`observe`.
+        """
+        probe = self._probe(step)
+        found = self._look(probe)
+        self._checked = (probe.step, found)
+        return found
+
+    def guard(self, step: Step | Mapping[str, Any]) -> list[Finding]:
+        """:meth:`check` the step and raise :class:`BlockedCallError` if an error was found;
+        otherwise return the findings (warnings and info)."""
+        probe = self._probe(step)
+        found = self._look(probe)
+        self._checked = (probe.step, found)
+        if any(f.severity == "error" for f in found):
+            raise BlockedCallError(probe.step, found)
+        return found
+
+    def observe(self, step: Step | Mapping[str, Any]) -> list[Finding]:
+        """Record a step that happened; return the findings it adds that :meth:`check` did not
+        already return for it (those that depend on its outcome; all of them when the last
+        check was not of this step: same id, type, tool and arguments)."""
+        probe = self._probe(step)
+        found = self._look(probe)
+        checked = self._checked
+        if checked is not None and _same_call(checked[0], probe.step):
+            found = [f for f in found if f not in checked[1]]
+        self._checked = None
+        for watch in self._watches:
+            watch.commit(probe)
+        self._state.commit(probe)
+        return found
+
+    def trace(self) -> Trace:
+        """The run so far as a canonical trace."""
+        steps = tuple(self._state.steps)
+        version = "1.1" if any(s.type == "user_message" for s in steps) else "1"
+        return Trace(self.trace_id, self.agent_name, self.workflow, steps, version)
+
+    def report(self) -> TraceReport:
+        """Offline validation of the steps observed so far (score, verdict, findings)."""
+        return self._validator.validate(self.trace())
+
+    def finish(self) -> list[Finding]:
+        """The findings of offline validation of the recorded run, in report order."""
+        return list(self.report().findings)

@@ -1,0 +1,342 @@
+"""The pytest plugin of arh: check agent traces against a policy in the test suite you have.
+
+pytest loads it through the ``pytest11`` entry point ``arh`` (``-p no:arh`` turns it off);
+nothing else imports it, and it imports the rest of arh only when a test uses it. It adds:
+
+* ``assert_trace_passes(trace, policy=None)``: validate a trace (a ``Trace``, its JSON form, a
+  ``Recorder`` or ``Monitor``, or the path of a trace file) and fail the test with every finding,
+  expected against observed, unless it passes. It returns the ``TraceReport``.
+* the fixture ``arh_policy``: the policy of the test, parsed;
+* the marker ``agent_eval`` (``pytest -m agent_eval`` selects those tests); as
+  ``@pytest.mark.agent_eval(policy="path.json")`` it also names the test's policy (a path
+  relative to the test's file);
+* ``--arh-policy PATH`` (or the ini option ``arh_policy``, relative to the rootdir): the policy
+  used when a test names none;
+* ``--arh-report-dir DIR`` (or ``arh_report_dir``): at the end of the session, write the JSON
+  validation report of every trace checked, one file per policy (``<policy_id>.json``), so that
+  ``arh compare --baseline B --candidate DIR/<policy_id>.json`` can gate on the run.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
+
+    from agent_reliability_harness.model.policy import Policy
+    from agent_reliability_harness.model.report import TraceReport
+    from agent_reliability_harness.model.trace import Trace
+
+__all__ = ["assert_trace_passes", "format_failure"]
+
+MARKER: Final = "agent_eval"
+_NO_POLICY: Final = (
+    "arh: no policy for this test: pass --arh-policy PATH, set arh_policy in the pytest "
+    "configuration, or mark the test @pytest.mark.agent_eval(policy=PATH)"
+)
+_DEFAULT_FAIL_UNDER: Final = 70.0
+
+
+class _Session:
+    """What the plugin keeps for one pytest run: where policies come from, what was checked."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.policy_path = _configured_path(config, "arh_policy")
+        self.report_dir = _configured_path(config, "arh_report_dir")
+        self.item: pytest.Item | None = None
+        self._policies: dict[str, Policy] = {}
+        # policy sha256 -> (policy, trace id -> report), in the order traces were checked
+        self.checked: dict[str, tuple[Policy, dict[str, TraceReport]]] = {}
+        self.duplicates: list[str] = []
+        self.written: list[tuple[str, int]] = []
+        self.write_error: str | None = None
+
+    def policy(self, path: str, *, at_start: bool = False) -> Policy:
+        """The parsed policy file (read once per session); a bad one stops the session when
+        it is named on the command line, and fails the test that names it otherwise."""
+        policy = self._policies.get(path)
+        if policy is None:
+            from agent_reliability_harness.errors import InputError
+            from agent_reliability_harness.runner import load_policy
+
+            try:
+                policy = load_policy(path)
+            except InputError as exc:
+                if at_start:
+                    raise pytest.UsageError(f"arh: invalid policy: {exc}") from None
+                pytest.fail(f"arh: invalid policy: {exc}", pytrace=False)
+            self._policies[path] = policy
+        return policy
+
+    def policy_for(self, item: pytest.Item | None) -> Policy:
+        """The policy of a test: its marker's, else the session's; fail the test if none."""
+        path = self.marker_policy(item) or self.policy_path
+        if path is None:
+            pytest.fail(_NO_POLICY, pytrace=False)
+        return self.policy(path)
+
+    def marker_policy(self, item: pytest.Item | None) -> str | None:
+        """The policy named by the test's agent_eval marker, relative to the test's file."""
+        marker = None if item is None else item.get_closest_marker(MARKER)
+        value = None if marker is None else marker.kwargs.get("policy")
+        if value is None or item is None:
+            return None
+        return os.path.join(os.path.dirname(str(item.path)), os.fspath(value))
+
+    def add(self, policy: Policy, report: TraceReport) -> None:
+        if self.report_dir is None:
+            return
+        _, reports = self.checked.setdefault(policy.sha256, (policy, {}))
+        if report.trace_id in reports:
+            self.duplicates.append(report.trace_id)
+            del reports[report.trace_id]  # the latest check wins, at the latest position
+        reports[report.trace_id] = report
+
+    def write_reports(self) -> None:
+        if self.report_dir is None or not self.checked:
+            return
+        from agent_reliability_harness._version import __version__
+        from agent_reliability_harness.io import write_atomic
+        from agent_reliability_harness.model.report import RunReport
+        from agent_reliability_harness.render.json_report import render_json
+
+        taken: set[str] = set()
+        for sha, (policy, reports) in self.checked.items():
+            name = _file_name(policy.policy_id)
+            if name in taken:
+                name = f"{name}-{sha[:12]}"
+            taken.add(name)
+            path = os.path.join(self.report_dir, f"{name}.json")
+            run = RunReport(
+                tuple(reports.values()), (), policy.policy_id, policy.sha256, __version__
+            )
+            write_atomic(path, render_json(run))
+            self.written.append((path, len(reports)))
+
+
+def _configured_path(config: pytest.Config, name: str) -> str | None:
+    """An option's path: from the command line (relative to where pytest was started), else
+    from the ini file (relative to the rootdir)."""
+    value = config.getoption(name)
+    if value:
+        return os.path.join(str(config.invocation_params.dir), value)
+    value = config.getini(name)
+    if value:
+        return os.path.join(str(config.rootpath), str(value))
+    return None
+
+
+def _file_name(policy_id: str) -> str:
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in policy_id)
+    return safe.strip(".") or "policy"
+
+
+_SESSIONS: list[_Session] = []  # a stack: pytester runs sessions inside sessions
+
+
+def _current() -> _Session | None:
+    return _SESSIONS[-1] if _SESSIONS else None
+
+
+# -- hooks ----------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("arh", "agent traces (arh)")
+    group.addoption(
+        "--arh-policy",
+        dest="arh_policy",
+        metavar="PATH",
+        help="policy JSON file for tests that name none (fixture arh_policy, assert_trace_passes)",
+    )
+    group.addoption(
+        "--arh-report-dir",
+        dest="arh_report_dir",
+        metavar="DIR",
+        help="write the JSON report of every trace checked to DIR/<policy_id>.json",
+    )
+    parser.addini("arh_policy", "default policy file for arh (relative to the rootdir)")
+    parser.addini("arh_report_dir", "directory for the arh reports (relative to the rootdir)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(policy=None): evaluates an agent run with arh; "
+        "policy= names the test's policy file (relative to the test's file)",
+    )
+    session = _Session(config)
+    if session.policy_path is not None:
+        session.policy(session.policy_path, at_start=True)  # a bad one stops the run at once
+    _SESSIONS.append(session)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for index in range(len(_SESSIONS) - 1, -1, -1):
+        if _SESSIONS[index].config is config:
+            del _SESSIONS[index]
+            break
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    session = _current()
+    if session is None or session.config is not config:
+        return []
+    lines = []
+    if session.policy_path is not None:
+        lines.append(f"arh: policy {session.policy_path}")
+    if session.report_dir is not None:
+        lines.append(f"arh: reports to {session.report_dir}")
+    return lines
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> None:
+    session = _current()
+    if session is not None:
+        session.item = item  # for assert_trace_passes without a policy
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    state = _current()
+    if state is None or state.config is not session.config:
+        return
+    try:
+        state.write_reports()
+    except OSError as exc:
+        state.write_error = f"arh: cannot write the report: {exc.strerror or exc}"
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a CI gate must not pass on it
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    state = _current()
+    if state is None or state.config is not config or state.report_dir is None:
+        return
+    if state.write_error is not None:
+        terminalreporter.write_line(state.write_error, red=True)
+    elif not state.written:
+        terminalreporter.write_line("arh: no trace was checked, so no report was written")
+    for path, count in state.written:
+        terminalreporter.write_line(f"arh: report of {count} trace(s) written to {path}")
+    if state.duplicates:
+        shown = ", ".join(sorted(set(state.duplicates)))
+        terminalreporter.write_line(
+            f"arh: trace ids checked more than once (the report keeps the last check): {shown}"
+        )
+
+
+@pytest.fixture
+def arh_policy(request: pytest.FixtureRequest) -> Policy:
+    """The policy of this test: ``@pytest.mark.agent_eval(policy=...)``, else ``--arh-policy``
+    (or the ``arh_policy`` ini option)."""
+    session = _current()
+    if session is None:  # pragma: no cover - the fixture exists only while the plugin runs
+        raise pytest.UsageError("arh: the pytest plugin is not configured")
+    return session.policy_for(request.node)
+
+
+# -- the assertion --------------------------------------------------------------------------
+
+
+def _as_trace(trace: object) -> Trace:
+    from agent_reliability_harness.model.trace import Trace
+
+    if isinstance(trace, Trace):
+        return trace
+    if isinstance(trace, str | os.PathLike):
+        from agent_reliability_harness.io import read_json_file
+
+        data = read_json_file(os.fspath(trace))
+        return Trace.from_dict(data)
+    make = getattr(trace, "trace", None)
+    if callable(make):  # a Recorder or a Monitor
+        made = make()
+        if isinstance(made, Trace):
+            return made
+    if isinstance(trace, dict):
+        return Trace.from_dict(trace)
+    raise TypeError(
+        "assert_trace_passes needs a Trace, its JSON form (a dict), a Recorder or Monitor, or "
+        f"the path of a trace file, got {type(trace).__name__}"
+    )
+
+
+def _as_policy(policy: object, session: _Session | None) -> Policy:
+    from agent_reliability_harness.model.policy import Policy
+
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, dict):
+        return Policy.from_dict(policy)
+    if isinstance(policy, str | os.PathLike):
+        if session is not None:
+            return session.policy(os.fspath(policy))
+        from agent_reliability_harness.runner import load_policy
+
+        return load_policy(os.fspath(policy))
+    if policy is None:
+        if session is None:
+            raise TypeError("assert_trace_passes needs a policy outside a pytest run")
+        return session.policy_for(session.item)
+    raise TypeError(
+        "the policy must be a Policy, its JSON form (a dict) or the path of a policy file, got "
+        f"{type(policy).__name__}"
+    )
+
+
+def format_failure(report: TraceReport, fail_under: float = _DEFAULT_FAIL_UNDER) -> str:
+    """The failure message: the verdict, then each finding with expected (``-``) against
+    observed (``+``), in report order."""
+    errors = report.errors
+    why = []
+    if errors:
+        why.append(f"{errors} error finding{'s' if errors != 1 else ''}")
+    low = report.score < fail_under
+    if low:
+        why.append(f"score {report.score:.2f} is below {fail_under:g}")
+    lines = [
+        f"trace {report.trace_id!r} does not pass policy {report.policy_id!r}: "
+        + " and ".join(why)
+        + ("" if low else f" (score {report.score:.2f})")
+    ]
+    width = max((len(f.severity) for f in report.findings), default=0)
+    for finding in report.findings:
+        where = "the trace" if finding.step_id is None else f"step {finding.step_id!r}"
+        lines.append(
+            f"  {finding.severity:<{width}}  {finding.rule_id} at {where}: {finding.message}"
+        )
+        if finding.expected is not None:
+            lines.append(f"    - expected: {finding.expected}")
+        if finding.observed is not None:
+            lines.append(f"    + observed: {finding.observed}")
+    return "\n".join(lines)
+
+
+def assert_trace_passes(
+    trace: object, policy: object = None, *, fail_under: float = _DEFAULT_FAIL_UNDER
+) -> TraceReport:
+    """Validate ``trace`` against ``policy`` and raise AssertionError, listing every finding,
+    unless the trace passes; return its report.
+
+    Without a policy, the test's policy is used (see ``arh_policy``). With
+    ``--arh-report-dir``, the report is kept for the session's JSON report either way.
+    """
+    __tracebackhide__ = True
+    from agent_reliability_harness.engine import Validator
+
+    session = _current()
+    resolved = _as_policy(policy, session)
+    report = Validator(resolved, fail_under).validate(_as_trace(trace))
+    if session is not None:
+        session.add(resolved, report)
+    if not report.passed:
+        raise AssertionError(format_failure(report, fail_under))
+    return report

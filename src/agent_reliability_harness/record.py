@@ -1,0 +1,528 @@
+"""Record a canonical trace from any agent loop, in a few lines.
+
+::
+
+    from agent_reliability_harness.record import Recorder
+
+    with Recorder("run-42", agent_name="support-bot", workflow="refunds",
+                  path="traces/run-42.json") as rec:
+        rec.user_message("Please refund order A1")
+        lookup = rec.tool(lookup_order)        # or decorate: @rec.tool
+        order = lookup(order_id="A1")          # recorded: arguments, output or error, latency
+        rec.model_response("Refunded.", citations=["https://shop.example/orders/A1"])
+
+The recorder builds the same :class:`~agent_reliability_harness.model.trace.Trace` that
+``arh validate`` reads, parsing each step as strictly as a trace file (a bad value raises
+:class:`~agent_reliability_harness.errors.UsageError` at once). With ``guard=`` (a policy or a
+:class:`~agent_reliability_harness.monitor.Monitor`) every wrapped tool is checked before it runs
+and refused with :class:`~agent_reliability_harness.monitor.BlockedCallError` when the call would
+break the policy.
+
+Timing uses a monotonic clock (``time.perf_counter``) and measures latency only; the recorder is
+the only part of the package that reads a clock, and what it measures is data in the trace like
+any other, so validation stays deterministic. A trace is written as one JSON file (through a
+temporary file and a rename) or appended as one line to a JSON Lines file (one ``write`` to a
+file opened for appending), so a reader never sees half a trace.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from agent_reliability_harness.errors import InputError, UsageError
+from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.trace import Step, Trace
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Any, Final, ParamSpec, TypeVar, overload
+
+    from agent_reliability_harness.model.report import Finding
+    from agent_reliability_harness.monitor import Monitor
+
+    _P = ParamSpec("_P")
+    _R = TypeVar("_R")
+
+__all__ = ["Recorder", "json_value", "record_tool"]
+
+_JSONL_SUFFIXES: Final = (".jsonl", ".ndjson")
+_MAX_DEPTH: Final = 200
+_LATENCY_DECIMALS: Final = 3  # a microsecond
+
+
+def json_value(value: object) -> Any:
+    """``value`` as plain JSON data, so that the trace holds what a trace file would hold.
+
+    Mappings become objects (keys that are not strings are written as JSON writes them:
+    ``1`` -> ``"1"``, ``None`` -> ``"null"``; other keys by ``str``), lists, tuples and sets
+    become arrays (sets sorted by their JSON text), dataclass instances become objects of their
+    fields, NaN and infinities become the strings ``"nan"``, ``"inf"`` and ``"-inf"``, and
+    anything else becomes its ``str()``. A container inside itself becomes ``"<cycle>"``.
+    """
+    return _convert(value, set(), 0)
+
+
+def _key(key: object) -> str:
+    if isinstance(key, str):
+        return str(key)
+    if key is None or isinstance(key, bool | int | float):
+        return json.dumps(key)
+    return str(key)
+
+
+def _convert(value: object, active: set[int], depth: int) -> Any:
+    if value is None or type(value) in (str, bool, int):
+        return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else repr(float(value))
+    if isinstance(value, str):
+        return str(value)
+    if depth >= _MAX_DEPTH:
+        return "<nested too deeply>"
+    marker = id(value)
+    if marker in active:
+        return "<cycle>"
+    active.add(marker)
+    try:
+        if isinstance(value, Mapping):
+            return {_key(k): _convert(v, active, depth + 1) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [_convert(v, active, depth + 1) for v in value]
+        if isinstance(value, set | frozenset):
+            items = [_convert(v, active, depth + 1) for v in value]
+            return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+        if hasattr(type(value), "__dataclass_fields__"):
+            import dataclasses  # already loaded: the value is a dataclass instance
+
+            return {
+                f.name: _convert(getattr(value, f.name), active, depth + 1)
+                for f in dataclasses.fields(value)  # type: ignore[arg-type]
+            }
+        return _text(value)
+    finally:
+        active.discard(marker)
+
+
+def _text(value: object) -> str:
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not stop the agent
+        return f"<{type(value).__name__}>"
+
+
+def _citation(value: object) -> Any:
+    if isinstance(value, str):
+        return {"url": value} if value.startswith(("http://", "https://")) else {"source": value}
+    return json_value(value)
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Recorder:
+    """Build a canonical trace step by step; see the module docstring.
+
+    ``path`` is written when the ``with`` block ends, also when it ends with an exception (the
+    trace of a crashed run is worth keeping): ``.jsonl`` and ``.ndjson`` paths get one line
+    appended, any other path is replaced by the trace as indented JSON. ``clock`` returns
+    seconds from a monotonic clock; ``None`` records no latency (for reproducible traces).
+    ``guard`` is a policy or a monitor that checks each wrapped tool before it runs.
+
+    A recorder follows one run and is not thread-safe. Calls of wrapped tools that overlap
+    (asyncio tasks) get their step ids when they start and are recorded when they finish.
+    """
+
+    def __init__(
+        self,
+        trace_id: str,
+        agent_name: str = "",
+        workflow: str = "",
+        *,
+        path: str | os.PathLike[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source: str | None = None,
+        guard: Policy | Monitor | None = None,
+        clock: Callable[[], float] | None = time.perf_counter,
+    ) -> None:
+        for name, value in (("agent_name", agent_name), ("workflow", workflow)):
+            if not isinstance(value, str):
+                raise UsageError(f"{name} must be a string, got {type(value).__name__}")
+        if not isinstance(trace_id, str) or not trace_id:
+            raise UsageError("trace_id must be a non-empty string")
+        self.trace_id = trace_id
+        self.agent_name = agent_name
+        self.workflow = workflow
+        self.path = None if path is None else os.fspath(path)
+        self.metadata: dict[str, Any] = json_value(metadata) if metadata is not None else {}
+        self.source = source
+        self.clock = clock
+        self.monitor: Monitor | None
+        if isinstance(guard, Policy):
+            from agent_reliability_harness.monitor import Monitor
+
+            guard = Monitor(guard, trace_id=trace_id, agent_name=agent_name, workflow=workflow)
+        self.monitor = guard
+        # every finding the guard returned while the run went on, in order
+        self.runtime_findings: list[Finding] = []
+        self._steps: list[Step] = []
+        self._numbered = 0
+        self._blocked: list[dict[str, Any]] = []
+
+    # -- context manager ------------------------------------------------------------------
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self.path is not None:
+            self.write(self.path)
+
+    # -- steps ----------------------------------------------------------------------------
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return tuple(self._steps)
+
+    def _next_id(self, step_id: str | None) -> str:
+        self._numbered += 1
+        return f"s{self._numbered}" if step_id is None else step_id
+
+    def _parse(self, data: dict[str, Any]) -> Step:
+        try:
+            return Step.from_dict(data, pointer=f"/steps/{len(self._steps)}")
+        except InputError as exc:
+            raise UsageError(f"cannot record step {data.get('step_id')!r}: {exc}") from None
+
+    def _add(self, data: dict[str, Any]) -> Step:
+        step = self._parse({k: v for k, v in data.items() if v is not None})
+        if self.monitor is not None:
+            self.runtime_findings.extend(self.monitor.observe(step))
+        self._steps.append(step)
+        return step
+
+    def tool_call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        output: Any = None,
+        error: str | None = None,
+        status: str | None = None,
+        latency_ms: float | None = None,
+        cost_usd: float | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        step_id: str | None = None,
+    ) -> Step:
+        """Record a tool call that has happened. ``status`` defaults to ``"error"`` when
+        ``error`` is given, else ``"ok"``."""
+        return self._add(
+            {
+                "step_id": self._next_id(step_id),
+                "type": "tool_call",
+                "tool_name": name,
+                "arguments": json_value(arguments if arguments is not None else {}),
+                "output": json_value(output),
+                "status": status,
+                "error": error,
+                "latency_ms": latency_ms,
+                "cost_usd": cost_usd,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "metadata": None if metadata is None else json_value(metadata),
+            }
+        )
+
+    def model_response(
+        self,
+        text: str | None,
+        *,
+        citations: Iterable[Mapping[str, Any] | str] | None = None,
+        requires_grounding: bool = False,
+        error: str | None = None,
+        status: str | None = None,
+        latency_ms: float | None = None,
+        cost_usd: float | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        step_id: str | None = None,
+    ) -> Step:
+        """Record what the model said. A citation given as a string is an ``http(s)`` URL
+        (``{"url": ...}``) or else the name of a source (``{"source": ...}``)."""
+        return self._add(
+            {
+                "step_id": self._next_id(step_id),
+                "type": "model_response",
+                "text": text,
+                "citations": None if citations is None else [_citation(c) for c in citations],
+                "requires_grounding": requires_grounding or None,
+                "status": status,
+                "error": error,
+                "latency_ms": latency_ms,
+                "cost_usd": cost_usd,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "metadata": None if metadata is None else json_value(metadata),
+            }
+        )
+
+    def user_message(
+        self,
+        text: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        step_id: str | None = None,
+    ) -> Step:
+        """Record a user turn (schema version 1.1; no rule reads it)."""
+        return self._add(
+            {
+                "step_id": self._next_id(step_id),
+                "type": "user_message",
+                "text": text,
+                "metadata": None if metadata is None else json_value(metadata),
+            }
+        )
+
+    def check_call(self, name: str, arguments: Mapping[str, Any] | None = None) -> list[Finding]:
+        """What the guard says about calling ``name`` next, without recording anything.
+
+        Use it in loops that call tools themselves and then record them with
+        :meth:`tool_call`. Without a guard there is nothing to check and the list is empty.
+        """
+        if self.monitor is None:
+            return []
+        step = self._proposed(f"s{self._numbered + 1}", name, arguments or {})
+        found = self.monitor.check(step)
+        self.runtime_findings.extend(found)
+        return found
+
+    def _proposed(self, step_id: str, name: str, arguments: Mapping[str, Any]) -> Step:
+        data = {
+            "step_id": step_id,
+            "type": "tool_call",
+            "tool_name": name,
+            "arguments": json_value(arguments),
+        }
+        return self._parse(data)
+
+    # -- wrapping functions ---------------------------------------------------------------
+
+    if TYPE_CHECKING:
+
+        @overload
+        def tool(self, fn: Callable[_P, _R], *, name: str | None = None) -> Callable[_P, _R]: ...
+        @overload
+        def tool(
+            self, fn: None = None, *, name: str | None = None
+        ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
+
+    def tool(self, fn: Any = None, *, name: str | None = None) -> Any:
+        """Wrap a function (``rec.tool(fn)``, ``@rec.tool`` or ``@rec.tool(name=...)``) so that
+        each call is recorded as a tool_call step.
+
+        The arguments are those passed, by parameter name (defaults that were not passed are not
+        recorded); the output is the return value; an exception is recorded as status error,
+        with ``error`` saying ``Type: message``, and raised again. Coroutine functions are
+        awaited. With a guard, a call that would break the policy is refused before the
+        function runs: :class:`~agent_reliability_harness.monitor.BlockedCallError` is raised
+        and the attempt is listed under ``blocked_calls`` in the trace's metadata.
+        """
+        if fn is None:
+            return lambda function: self.tool(function, name=name)
+        return _wrap(self, fn, name or getattr(fn, "__name__", None) or "tool")
+
+    def _begin(self, name: str, arguments: dict[str, Any]) -> tuple[str, float | None]:
+        """Check the call with the guard (raising if it is refused); start its clock."""
+        step_id = self._next_id(None)
+        if self.monitor is not None:
+            from agent_reliability_harness.monitor import BlockedCallError
+
+            step = self._proposed(step_id, name, arguments)
+            try:
+                self.runtime_findings.extend(self.monitor.guard(step))
+            except BlockedCallError as exc:
+                self.runtime_findings.extend(exc.findings)
+                self._blocked.append(
+                    {
+                        "step_id": step_id,
+                        "tool_name": name,
+                        "arguments": step.arguments,
+                        "rule_ids": sorted({f.rule_id for f in exc.findings}),
+                    }
+                )
+                raise
+        return step_id, None if self.clock is None else self.clock()
+
+    def _end(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        started: tuple[str, float | None],
+        output: Any = None,
+        error: BaseException | None = None,
+    ) -> None:
+        step_id, start = started
+        latency = None
+        if start is not None and self.clock is not None:
+            latency = round(max(0.0, (self.clock() - start) * 1000.0), _LATENCY_DECIMALS)
+        self._add(
+            {
+                "step_id": step_id,
+                "type": "tool_call",
+                "tool_name": name,
+                "arguments": json_value(arguments),
+                "output": None if error is not None else json_value(output),
+                "status": "error" if error is not None else "ok",
+                "error": None if error is None else _error_text(error),
+                "latency_ms": latency,
+            }
+        )
+
+    # -- the trace ------------------------------------------------------------------------
+
+    def trace(self) -> Trace:
+        """The run so far as a canonical trace (schema version 1.1 if it has user turns)."""
+        steps = tuple(self._steps)
+        version = "1.1" if any(s.type == "user_message" for s in steps) else "1"
+        metadata = dict(self.metadata)
+        if self._blocked:
+            metadata["blocked_calls"] = list(self._blocked)
+        return Trace(
+            self.trace_id, self.agent_name, self.workflow, steps, version, self.source, metadata
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The trace's canonical JSON form."""
+        return self.trace().to_dict()
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        """Append the trace to a ``.jsonl``/``.ndjson`` file, or write it as a JSON file."""
+        text = os.fspath(path)
+        if os.path.splitext(text)[1].lower() in _JSONL_SUFFIXES:
+            self.append_jsonl(text)
+        else:
+            self.write_json(text)
+
+    def write_json(self, path: str | os.PathLike[str]) -> None:
+        """Write the trace as indented JSON, replacing the file in one rename."""
+        from agent_reliability_harness.io import write_atomic
+        from agent_reliability_harness.render.traces import render_trace
+
+        write_atomic(os.fspath(path), render_trace(self.trace(), indent=True))
+
+    def append_jsonl(self, path: str | os.PathLike[str]) -> None:
+        """Append the trace as one line of JSON Lines, in a single write."""
+        from agent_reliability_harness.render.traces import render_trace
+
+        append_line(os.fspath(path), render_trace(self.trace(), indent=False))
+
+
+def append_line(path: str, line: str) -> None:
+    """Append one line (ending in a newline) to ``path`` with one ``write`` in append mode.
+
+    Appends of one ``write`` each do not interleave, so several processes may append traces to
+    one file. If the file does not end with a line break (a writer died mid-line), one is added
+    first, so that the new record stands on its own line.
+    """
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    data = line.encode("utf-8")
+    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags, 0o644)
+    try:
+        if os.fstat(fd).st_size:
+            os.lseek(fd, -1, os.SEEK_END)
+            if os.read(fd, 1) != b"\n":
+                data = b"\n" + data
+        written = os.write(fd, data)
+        while written < len(data):  # only on a full disk or a signal; finish the record
+            written += os.write(fd, data[written:])
+    finally:
+        os.close(fd)
+
+
+def _arguments(signature: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of one call by parameter name, as they were passed."""
+    if signature is not None:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            pass
+        else:
+            out: dict[str, Any] = {}
+            for key, value in bound.arguments.items():
+                kind = signature.parameters[key].kind
+                if kind == kind.VAR_KEYWORD:
+                    out.update(value)
+                else:
+                    out[key] = list(value) if kind == kind.VAR_POSITIONAL else value
+            return out
+    out = dict(kwargs)
+    if args:
+        out["args"] = list(args)
+    return out
+
+
+def _wrap(recorder: Recorder, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    import functools
+    import inspect
+
+    try:
+        signature: Any = inspect.signature(fn)
+    except (TypeError, ValueError):  # some built-ins have none
+        signature = None
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            arguments = _arguments(signature, args, kwargs)
+            started = recorder._begin(name, arguments)
+            try:
+                result = await fn(*args, **kwargs)
+            except BaseException as exc:
+                recorder._end(name, arguments, started, error=exc)
+                raise
+            recorder._end(name, arguments, started, output=result)
+            return result
+
+        return run_async
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        arguments = _arguments(signature, args, kwargs)
+        started = recorder._begin(name, arguments)
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            recorder._end(name, arguments, started, error=exc)
+            raise
+        recorder._end(name, arguments, started, output=result)
+        return result
+
+    return run
+
+
+def record_tool(recorder: Recorder, *, name: str | None = None) -> Callable[[Any], Any]:
+    """A decorator that records each call of the function with ``recorder``
+    (the same as ``@recorder.tool``)."""
+    return lambda fn: recorder.tool(fn, name=name)

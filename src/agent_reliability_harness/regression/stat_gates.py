@@ -1,0 +1,707 @@
+"""Statistical gates: thresholds on pass rates, pass^k, flaky tasks and paired tests.
+
+Thresholds come from a reviewed file (``arh.toml``, read with :mod:`tomllib`) or from ``--gate``
+expressions. Each threshold checked against a workflow becomes a :class:`GateCheck`; a breached
+one carries a reason that names the workflow, the metric, the value, the threshold and where the
+threshold was set (``arh.toml:7``, or the ``--gate`` expression).
+
+``arh.toml``::
+
+    outcome = "both"            # optional: verdict, label or both
+
+    [defaults]                  # every workflow
+    significance = 0.05
+
+    [workflows.refunds]         # one workflow; its keys replace those of [defaults]
+    min_pass_rate = 0.9
+
+:mod:`tomllib` does not say on which line a key is, so the lines come from a scan of the text
+(:func:`key_lines`), which understands table headers and keys, bare or quoted, dotted or not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+
+from agent_reliability_harness._record import Record
+from agent_reliability_harness.errors import InputError, UsageError, join_pointer
+from agent_reliability_harness.regression.trials import (
+    OUTCOMES,
+    PairedTest,
+    Summary,
+    WorkflowComparison,
+)
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+__all__ = [
+    "BASELINE_KEYS",
+    "GATE_KEYS",
+    "THRESHOLD_KEYS",
+    "GateCheck",
+    "GateFile",
+    "GatePlan",
+    "Setting",
+    "StatGateResult",
+    "check_comparisons",
+    "check_summaries",
+    "key_lines",
+    "parse_gate_expression",
+    "parse_gate_file",
+]
+
+# key -> what its value must be, in the order checks are made and listed
+GATE_KEYS: Final = {
+    "min_pass_rate": "a number from 0 to 1",
+    "min_pass_hat_k": "a number from 0 to 1",
+    "max_flaky_tasks": "an integer >= 0",
+    "max_pass_rate_drop": "a number from 0 to 1",
+    "max_pass_hat_k_drop": "a number from 0 to 1",
+    "significance": "a number greater than 0 and less than 1",
+    "pass_hat_k_significance": "a number greater than 0 and less than 1",
+    "k": "an integer >= 1",
+    "allow_insufficient_data": "true or false",
+}
+THRESHOLD_KEYS: Final = tuple(
+    key for key in GATE_KEYS if key not in ("k", "allow_insufficient_data")
+)
+# thresholds that compare a candidate with a baseline; `arh stats` has none and skips them
+BASELINE_KEYS: Final = frozenset(
+    {"max_pass_rate_drop", "max_pass_hat_k_drop", "significance", "pass_hat_k_significance"}
+)
+_RATES: Final = frozenset(
+    {"min_pass_rate", "min_pass_hat_k", "max_pass_rate_drop", "max_pass_hat_k_drop"}
+)
+_ALPHAS: Final = frozenset({"significance", "pass_hat_k_significance"})
+_TOP_KEYS: Final = ("outcome", "defaults", "workflows")
+
+
+class Setting(Record):
+    """One key of a gate table: its value (exact) and where it was set."""
+
+    key: str
+    value: Fraction | int | bool
+    shown: str  # the value as written
+    origin: str  # "arh.toml:7", "arh.toml" (line unknown), or "--gate '...'"
+
+    def to_dict(self) -> dict[str, Any]:
+        value = self.value
+        return {
+            "key": self.key,
+            "value": float(value) if isinstance(value, Fraction) else value,
+            "origin": self.origin,
+        }
+
+
+class GateFile(Record):
+    """A parsed gate file."""
+
+    source: str
+    outcome: str | None
+    defaults: tuple[Setting, ...]
+    workflows: tuple[tuple[str, str, tuple[Setting, ...]], ...]  # (name, origin, settings)
+
+
+# -- reading the file -----------------------------------------------------------------------
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t":
+        at += 1
+    return at
+
+
+def _basic_string(text: str, at: int) -> tuple[str, int] | None:
+    """A TOML basic string starting at ``text[at] == '"'``: its value and the index after it."""
+    out: list[str] = []
+    i = at + 1
+    escapes = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
+    while i < len(text):
+        char = text[i]
+        if char == '"':
+            return "".join(out), i + 1
+        if char == "\\" and i + 1 < len(text):
+            code = text[i + 1]
+            if code in escapes:
+                out.append(escapes[code])
+                i += 2
+                continue
+            width = {"u": 4, "U": 8}.get(code)
+            if width is not None:
+                digits = text[i + 2 : i + 2 + width]
+                try:
+                    out.append(chr(int(digits, 16)))
+                except ValueError:
+                    return None
+                i += 2 + width
+                continue
+            return None
+        out.append(char)
+        i += 1
+    return None
+
+
+def _keys(text: str, at: int) -> tuple[tuple[str, ...], int] | None:
+    """A dotted key starting at ``text[at]``: its parts and the index after it."""
+    import re
+
+    parts: list[str] = []
+    while True:
+        at = _skip_space(text, at)
+        if at >= len(text):
+            return None
+        char = text[at]
+        if char == '"':
+            found = _basic_string(text, at)
+            if found is None:
+                return None
+            part, at = found
+        elif char == "'":
+            end = text.find("'", at + 1)
+            if end < 0:
+                return None
+            part, at = text[at + 1 : end], end + 1
+        else:
+            match = re.compile(r"[A-Za-z0-9_-]+").match(text, at)
+            if match is None:
+                return None
+            part, at = match.group(), match.end()
+        parts.append(part)
+        at = _skip_space(text, at)
+        if at < len(text) and text[at] == ".":
+            at += 1
+            continue
+        return tuple(parts), at
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """The line (1-based) on which each table and key of a TOML document is first written.
+
+    A key is found at ``key = value`` under the latest table header, and a table at its header
+    (``[a.b]``, ``[[a]]``) or at the first key that implies it (``a.b = 1`` implies table
+    ``a``). Lines inside multi-line strings are skipped. Keys written inside inline tables or
+    arrays (``t = { a = 1 }``) are not found; their enclosing key's line is used instead.
+    """
+    lines: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    closing: str | None = None  # the delimiter of the multi-line string being skipped
+    for number, raw in enumerate(text.splitlines(), 1):
+        if closing is not None:
+            if raw.count(closing) % 2 == 1:
+                closing = None
+            continue
+        at = _skip_space(raw, 0)
+        if at >= len(raw) or raw[at] == "#":
+            continue
+        if raw[at] == "[":
+            start = at + 2 if raw.startswith("[[", at) else at + 1
+            found = _keys(raw, start)
+            if found is not None and raw[found[1] : found[1] + 1] == "]":
+                table = found[0]
+                for end in range(1, len(table) + 1):
+                    lines.setdefault(table[:end], number)
+            continue
+        found = _keys(raw, at)
+        if found is None or raw[found[1] : found[1] + 1] != "=":
+            continue
+        full = table + found[0]
+        for end in range(1, len(full) + 1):
+            lines.setdefault(full[:end], number)
+        value = raw[found[1] + 1 :].strip()
+        for quote in ('"""', "'''"):
+            if value.startswith(quote) and value.count(quote) % 2 == 1:
+                closing = quote
+                break
+    return lines
+
+
+def _line_of(lines: Mapping[tuple[str, ...], int], path: tuple[str, ...]) -> int | None:
+    for end in range(len(path), 0, -1):
+        line = lines.get(path[:end])
+        if line is not None:
+            return line
+    return None
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return "a date or time"
+
+
+def _suggest(key: str, known: Sequence[str]) -> str:
+    import difflib  # only on the error path
+
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(known)}"
+
+
+def _number_text(value: float) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _setting_value(key: str, value: object) -> tuple[Fraction | int | bool, str]:
+    """Check a value for ``key``; ValueError with the reason when it is not acceptable."""
+    expected = GATE_KEYS[key]
+    if key == "allow_insufficient_data":
+        if type(value) is not bool:
+            raise ValueError(f"must be {expected}, got {_kind(value)}")
+        return value, "true" if value else "false"
+    if type(value) is bool or not isinstance(value, int | float):
+        raise ValueError(f"must be {expected}, got {_kind(value)}")
+    if key in ("k", "max_flaky_tasks"):
+        minimum = 1 if key == "k" else 0
+        if type(value) is not int or value < minimum:
+            raise ValueError(f"must be {expected}, got {_number_text(value)}")
+        return value, str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"must be {expected}, got {_number_text(value)}")
+    exact = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
+    if (key in _ALPHAS and not 0 < exact < 1) or (key in _RATES and not 0 <= exact <= 1):
+        raise ValueError(f"must be {expected}, got {_number_text(value)}")
+    return exact, _number_text(value)
+
+
+def _table(
+    data: object,
+    path: tuple[str, ...],
+    source: str,
+    lines: Mapping[tuple[str, ...], int],
+) -> tuple[Setting, ...]:
+    if not isinstance(data, dict):
+        raise _file_error(f"must be a table, got {_kind(data)}", path, source, lines)
+    settings: list[Setting] = []
+    for key, value in data.items():
+        where = (*path, key)
+        if key not in GATE_KEYS:
+            raise _file_error(
+                f"unknown gate key {key!r}{_suggest(key, list(GATE_KEYS))}", where, source, lines
+            )
+        try:
+            exact, shown = _setting_value(key, value)
+        except ValueError as exc:
+            raise _file_error(str(exc), where, source, lines) from None
+        line = _line_of(lines, where)
+        settings.append(Setting(key, exact, shown, source if line is None else f"{source}:{line}"))
+    order = list(GATE_KEYS)
+    return tuple(sorted(settings, key=lambda s: order.index(s.key)))
+
+
+def _file_error(
+    message: str, path: tuple[str, ...], source: str, lines: Mapping[tuple[str, ...], int]
+) -> InputError:
+    return InputError(
+        message, pointer=join_pointer("", *path), source=source, line=_line_of(lines, path)
+    )
+
+
+def parse_gate_file(text: str, source: str) -> GateFile:
+    """Parse the text of a gate file; InputError naming ``source``, the line and the key."""
+    import re
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        line = getattr(exc, "lineno", None)
+        column = getattr(exc, "colno", None)
+        match = re.search(r" \(at line (\d+), column (\d+)\)$", message)
+        if match:
+            message = message[: match.start()]
+            line, column = int(match.group(1)), int(match.group(2))
+        elif message.endswith(" (at end of document)"):
+            message = message.removesuffix(" (at end of document)") + " at the end of the file"
+        raise InputError(
+            f"invalid TOML: {message}", pointer=None, source=source, line=line, column=column
+        ) from None
+    lines = key_lines(text)
+    for key in data:
+        if key not in _TOP_KEYS:
+            hint = _suggest(key, _TOP_KEYS)
+            if key in GATE_KEYS:
+                hint = " (gate keys belong in [defaults] or [workflows.<name>])"
+            raise _file_error(f"unknown key {key!r}{hint}", (key,), source, lines)
+    outcome = data.get("outcome")
+    if outcome is not None and outcome not in OUTCOMES:
+        shown = repr(outcome) if isinstance(outcome, str) else _kind(outcome)
+        raise _file_error(
+            f"must be one of {', '.join(map(repr, OUTCOMES))}, got {shown}",
+            ("outcome",),
+            source,
+            lines,
+        )
+    defaults = _table(data.get("defaults", {}), ("defaults",), source, lines)
+    workflows_table = data.get("workflows", {})
+    if not isinstance(workflows_table, dict):
+        raise _file_error(
+            f"must be a table of workflows, got {_kind(workflows_table)}",
+            ("workflows",),
+            source,
+            lines,
+        )
+    workflows = []
+    for name in sorted(workflows_table):
+        settings = _table(workflows_table[name], ("workflows", name), source, lines)
+        line = _line_of(lines, ("workflows", name))
+        workflows.append((name, source if line is None else f"{source}:{line}", settings))
+    return GateFile(source, outcome, defaults, tuple(workflows))
+
+
+# -- --gate expressions -----------------------------------------------------------------------
+
+_METRIC: Final = r"(pass rate|pass@1|pass\^k)"
+_NUMBER: Final = r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_OWN_OPTIONS: Final = {"k": "--k", "allow_insufficient_data": "--allow-insufficient-data"}
+_FORMS: Final = (
+    "'pass rate >= X', 'pass^k >= X', 'flaky tasks <= N', 'pass rate drop <= X', "
+    "'pass^k drop <= X', 'pass rate drop significant at A', 'pass^k drop significant at A' "
+    "('pass@1' may stand for 'pass rate'), or KEY=VALUE with a key of the gate file"
+)
+
+
+def parse_gate_expression(text: str) -> Setting:
+    """A ``--gate`` expression as a setting; UsageError when it is not one of the forms."""
+    import re
+
+    spoken = " ".join(text.strip().lower().split())
+    patterns = (
+        (_METRIC + r" ?>= ?" + _NUMBER, ("min_pass_rate", "min_pass_hat_k")),
+        (_METRIC + r" drop ?<= ?" + _NUMBER, ("max_pass_rate_drop", "max_pass_hat_k_drop")),
+        (
+            _METRIC + r" drop (?:is )?significant at " + _NUMBER,
+            ("significance", "pass_hat_k_significance"),
+        ),
+        (r"(flaky tasks) ?<= ?" + _NUMBER, ("max_flaky_tasks", "max_flaky_tasks")),
+    )
+    key = number = None
+    for pattern, keys in patterns:
+        match = re.fullmatch(pattern, spoken)
+        if match:
+            key = keys[1] if match.group(1) == "pass^k" else keys[0]
+            number = match.group(2)
+            break
+    else:
+        match = re.fullmatch(r"([a-z_^@]+) ?= ?(\S+)", spoken)
+        if match and match.group(1) in THRESHOLD_KEYS:
+            key, number = match.group(1), match.group(2)
+        elif match and match.group(1) in _OWN_OPTIONS:
+            raise UsageError(
+                f"--gate {text!r}: {match.group(1)} is set with {_OWN_OPTIONS[match.group(1)]} "
+                "or in the gate file"
+            )
+    if key is None or number is None:
+        raise UsageError(f"--gate {text!r} is not a gate; the forms are {_FORMS}")
+    try:
+        value: float | int = int(number) if number.isdigit() else float(number)
+    except ValueError:
+        raise UsageError(f"--gate {text!r}: {number!r} is not a number") from None
+    try:
+        exact, _ = _setting_value(key, value)
+    except ValueError as exc:
+        raise UsageError(f"--gate {text!r}: {key} {exc}") from None
+    if isinstance(exact, Fraction):
+        exact = Fraction(number)  # the decimal as written, never its binary approximation
+    return Setting(key, exact, number, f"--gate {text!r}")
+
+
+# -- the plan: which thresholds apply to which workflow ---------------------------------------
+
+
+class GatePlan(Record):
+    """Everything that decides the gates: the file, ``--gate`` settings, ``--k`` and
+    ``--allow-insufficient-data``."""
+
+    file: GateFile | None = None
+    extra: tuple[Setting, ...] = ()
+    k: int | None = None
+    allow_insufficient: bool = False
+
+    def _own(self, workflow: str) -> tuple[Setting, ...]:
+        if self.file is None:
+            return ()
+        return next((s for name, _, s in self.file.workflows if name == workflow), ())
+
+    def _lookup(self, workflow: str, key: str) -> Setting | None:
+        for settings in (self._own(workflow), self.file.defaults if self.file else ()):
+            found = next((s for s in settings if s.key == key), None)
+            if found is not None:
+                return found
+        return None
+
+    def k_for(self, workflow: str) -> int | None:
+        """``--k``, else the workflow's ``k``, else the default ``k``, else None (automatic)."""
+        if self.k is not None:
+            return self.k
+        found = self._lookup(workflow, "k")
+        return None if found is None else int(found.value)
+
+    def allow_for(self, workflow: str) -> bool:
+        if self.allow_insufficient:
+            return True
+        found = self._lookup(workflow, "allow_insufficient_data")
+        return bool(found is not None and found.value)
+
+    def thresholds_for(self, workflow: str) -> list[Setting]:
+        """The file's thresholds (a workflow's own replace the defaults), then ``--gate``'s."""
+        merged = {s.key: s for s in (self.file.defaults if self.file else ())}
+        merged.update({s.key: s for s in self._own(workflow)})
+        chosen = [merged[key] for key in THRESHOLD_KEYS if key in merged]
+        return chosen + list(self.extra)
+
+    @property
+    def named_workflows(self) -> list[tuple[str, str]]:
+        return (
+            [] if self.file is None else [(name, origin) for name, origin, _ in self.file.workflows]
+        )
+
+    @property
+    def active(self) -> bool:
+        """Whether any threshold is set (a file with only ``k`` or ``outcome`` sets none)."""
+        if self.extra:
+            return True
+        if self.file is None:
+            return False
+        tables = [self.file.defaults, *(settings for _, _, settings in self.file.workflows)]
+        return any(s.key in THRESHOLD_KEYS for settings in tables for s in settings)
+
+
+# -- evaluation -------------------------------------------------------------------------------
+
+STATUSES: Final = ("pass", "fail", "insufficient", "allowed", "skipped")
+
+
+class GateCheck(Record):
+    """One threshold checked against one workflow.
+
+    ``status``: ``pass``; ``fail`` (breached); ``insufficient`` (the data cannot decide, which
+    fails); ``allowed`` (insufficient, but allow_insufficient_data accepts it); ``skipped`` (the
+    threshold needs a baseline and there is none)."""
+
+    workflow: str
+    key: str
+    threshold: str
+    origin: str
+    status: str
+    observed: str | None
+    reason: str | None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("fail", "insufficient")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workflow": self.workflow,
+            "key": self.key,
+            "threshold": self.threshold,
+            "origin": self.origin,
+            "status": self.status,
+            "observed": self.observed,
+            "reason": self.reason,
+        }
+
+
+class StatGateResult(Record):
+    """Every check made; the gate passes when none failed."""
+
+    checks: tuple[GateCheck, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not any(c.failed for c in self.checks)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(c.reason for c in self.checks if c.failed and c.reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "reasons": list(self.reasons),
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+def rate_text(value: Fraction | float | None) -> str:
+    """A probability with 3 decimals (``-`` for none)."""
+    return "-" if value is None else f"{float(value):.3f}"
+
+
+def p_text(value: Fraction) -> str:
+    """A p-value with 4 significant digits (``0.03125``, ``1``, ``1.526e-05``)."""
+    return f"{float(value):.4g}"
+
+
+def _names(tasks: Sequence[str], limit: int = 10) -> str:
+    shown = ", ".join(tasks[:limit])
+    return shown + (f", and {len(tasks) - limit} more" if len(tasks) > limit else "")
+
+
+def _significance(test: PairedTest, alpha: Fraction, label: str) -> tuple[str, str, str | None]:
+    """(status, observed, why) of a significance threshold."""
+    observed = f"p = {p_text(test.p_value)}"
+    if test.pairs == 0:
+        return "insufficient", "no paired tasks", "no task ran on both sides"
+    if test.insufficient(alpha):
+        noun = "task ran" if test.pairs == 1 else "tasks ran"
+        return (
+            "insufficient",
+            observed,
+            (
+                f"{test.pairs} {noun} on both sides, and the smallest p-value that many "
+                f"paired tasks can give is {p_text(test.min_p_value)}"
+            ),
+        )
+    if test.drop and test.p_value <= alpha:
+        return (
+            "fail",
+            observed,
+            (
+                f"{label} dropped significantly ({rate_text(test.baseline_mean)} -> "
+                f"{rate_text(test.candidate_mean)} over {test.pairs} paired tasks, "
+                f"{len(test.down)} down, {len(test.up)} up): {observed} ({test.method})"
+            ),
+        )
+    return "pass", observed, None
+
+
+def _check(
+    setting: Setting,
+    workflow: str,
+    *,
+    baseline: Summary | None,
+    candidate: Summary,
+    tests: tuple[PairedTest, PairedTest] | None,
+    allow: bool,
+) -> GateCheck:
+    key, threshold = setting.key, setting.value
+    k = candidate.k
+    status, observed, why = "pass", None, None  # why: the text of a failure
+    if key in BASELINE_KEYS and tests is None:
+        status, why = "skipped", None
+    elif candidate.runs == 0:
+        status, why = "insufficient", "no candidate runs" if tests else "no runs"
+    elif key == "min_pass_rate":
+        rate = candidate.pass_rate
+        observed = rate_text(rate)
+        if rate is not None and rate < threshold:
+            status = "fail"
+            why = f"pass rate {observed} ({candidate.successes} of {candidate.runs} runs) is below"
+    elif key == "min_pass_hat_k":
+        value = candidate.pass_hat()
+        observed = rate_text(value)
+        if value is None:
+            status, why = "insufficient", f"no task has {k} runs"
+        elif value < threshold:
+            status, why = "fail", f"pass^{k} {observed} is below"
+    elif key == "max_flaky_tasks":
+        flaky = [t.task for t in candidate.flaky]
+        observed = str(len(flaky))
+        if candidate.max_runs < 2:
+            status, why = "insufficient", "every task ran once, so no task can show flakiness"
+        elif len(flaky) > threshold:
+            noun = "task" if len(flaky) == 1 else "tasks"
+            status, why = "fail", f"{len(flaky)} flaky {noun} ({_names(flaky)}) exceed"
+    elif key in ("max_pass_rate_drop", "max_pass_hat_k_drop"):
+        assert baseline is not None
+        hat = key == "max_pass_hat_k_drop"
+        before = baseline.pass_hat() if hat else baseline.pass_rate
+        after = candidate.pass_hat() if hat else candidate.pass_rate
+        label = f"pass^{k}" if hat else "pass rate"
+        if baseline.runs == 0:
+            status, why = "insufficient", "no baseline runs"
+        elif before is None or after is None:
+            status, why = "insufficient", f"no task has {k} runs on both sides"
+        else:
+            drop = before - after
+            observed = rate_text(drop)
+            if drop > threshold:
+                status = "fail"
+                why = (
+                    f"{label} dropped {observed} ({rate_text(before)} -> {rate_text(after)}), "
+                    "more than"
+                )
+    elif key in ("significance", "pass_hat_k_significance"):
+        assert tests is not None
+        hat = key == "pass_hat_k_significance"
+        status, observed, why = _significance(
+            tests[1] if hat else tests[0], Fraction(threshold), f"pass^{k}" if hat else "pass rate"
+        )
+    if status == "insufficient" and allow:
+        status = "allowed"
+    reason = None
+    where = f"[{setting.origin}]"
+    if status == "fail":
+        if key in _ALPHAS:
+            reason = f"workflow {workflow!r}: {why}, at {key} {setting.shown} {where}"
+        else:
+            reason = f"workflow {workflow!r}: {why} {key} {setting.shown} {where}"
+    elif status in ("insufficient", "allowed"):
+        reason = (
+            f"workflow {workflow!r}: insufficient data for {key} {setting.shown}: {why} {where}"
+        )
+    return GateCheck(workflow, key, setting.shown, setting.origin, status, observed, reason)
+
+
+def _missing(plan: GatePlan, present: set[str]) -> list[GateCheck]:
+    return [
+        GateCheck(
+            name,
+            "workflow",
+            name,
+            origin,
+            "fail",
+            None,
+            f"workflow {name!r}: no runs, but the gate file sets thresholds for it [{origin}]",
+        )
+        for name, origin in plan.named_workflows
+        if name not in present
+    ]
+
+
+def check_comparisons(plan: GatePlan, comparisons: Sequence[WorkflowComparison]) -> StatGateResult:
+    """Check every threshold that applies to each compared workflow."""
+    checks: list[GateCheck] = []
+    for comparison in comparisons:
+        tests = (comparison.rate_test, comparison.hat_test)
+        allow = plan.allow_for(comparison.workflow)
+        checks += [
+            _check(
+                setting,
+                comparison.workflow,
+                baseline=comparison.baseline,
+                candidate=comparison.candidate,
+                tests=tests,
+                allow=allow,
+            )
+            for setting in plan.thresholds_for(comparison.workflow)
+        ]
+    checks += _missing(plan, {c.workflow for c in comparisons})
+    return StatGateResult(tuple(checks))
+
+
+def check_summaries(plan: GatePlan, summaries: Sequence[Summary]) -> StatGateResult:
+    """Check the thresholds that need no baseline; the others are ``skipped``."""
+    checks: list[GateCheck] = []
+    for summary in summaries:
+        name = summary.workflow or ""
+        allow = plan.allow_for(name)
+        checks += [
+            _check(setting, name, baseline=None, candidate=summary, tests=None, allow=allow)
+            for setting in plan.thresholds_for(name)
+        ]
+    checks += _missing(plan, {s.workflow or "" for s in summaries})
+    return StatGateResult(tuple(checks))

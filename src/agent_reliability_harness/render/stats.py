@@ -1,0 +1,435 @@
+"""Renderers of the statistics: ``arh stats`` (console, JSON, Markdown) and the statistics
+section that ``arh compare`` adds when statistical gates are given."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Sequence
+from fractions import Fraction
+
+from agent_reliability_harness.regression.stat_gates import GateCheck, p_text, rate_text
+from agent_reliability_harness.regression.stat_report import StatComparison, StatsResult
+from agent_reliability_harness.regression.trials import PairedTest, Summary, WorkflowComparison
+from agent_reliability_harness.render._markdown import md_code, md_row, md_text
+from agent_reliability_harness.render._text import terminal_safe
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
+
+__all__ = [
+    "comparison_console_lines",
+    "comparison_markdown_lines",
+    "render_stats_console",
+    "render_stats_json",
+    "render_stats_markdown",
+]
+
+_WIDTH: Final = 100
+_LISTED: Final = 10  # task names listed before "and N more"
+_DOT: Final = " \u00b7 "
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _number(value: float) -> str:
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def _listing(names: Sequence[str], limit: int = _LISTED) -> str:
+    shown = ", ".join(terminal_safe(n) for n in names[:limit])
+    return shown + (f", and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _interval(summary: Summary) -> str:
+    low, high = summary.interval
+    return f"{low:.3f}-{high:.3f}"
+
+
+def _runs_per_task(summary: Summary) -> str:
+    low, high = summary.min_runs, summary.max_runs
+    if low == high:
+        return f"{_plural(low, 'run')} per task"
+    return f"{low}-{high} runs per task"
+
+
+def _title(summary: Summary) -> str:
+    name = "all workflows" if summary.workflow is None else terminal_safe(summary.workflow)
+    return _DOT.join(
+        [
+            name,
+            _plural(len(summary.tasks), "task"),
+            _runs_per_task(summary),
+            f"k = {summary.k}",
+        ]
+    )
+
+
+def _wrap(label: str, parts: Sequence[str]) -> list[str]:
+    head = f"  {label:<9} "
+    return textwrap.wrap(
+        _DOT.join(parts),
+        width=_WIDTH,
+        initial_indent=head,
+        subsequent_indent=" " * len(head),
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [head.rstrip()]
+
+
+def _curve(summary: Summary, hat: bool) -> list[str]:
+    parts = []
+    for k, pass_hat, pass_at, evaluable in summary.curve():
+        value = pass_hat if hat else pass_at
+        part = f"k={k} {rate_text(value)}"
+        if evaluable < len(summary.tasks):
+            part += f" ({evaluable} of {len(summary.tasks)} tasks)"
+        parts.append(part)
+    return parts
+
+
+def _run_line(summary: Summary) -> list[str]:
+    lines = []
+    for run in summary.per_run:
+        parts = [_plural(run.traces, "trace"), f"{run.successes} succeeded"]
+        if run.latency_p50_ms is not None and run.latency_p95_ms is not None:
+            parts.append(
+                f"latency p50 {_number(run.latency_p50_ms)} ms p95 {_number(run.latency_p95_ms)} ms"
+            )
+        if run.cost_usd is not None:
+            parts.append(f"cost ${run.cost_usd:.4f}")
+        if run.tokens is not None:
+            parts.append(f"tokens {run.tokens}")
+        lines += _wrap(f"run {run.run}", parts)
+    return lines
+
+
+def _summary_lines(summary: Summary) -> list[str]:
+    lines = [_title(summary)]
+    if not summary.runs:
+        return [*lines, "  no runs"]
+    lines.append(
+        f"  {'pass@1':<9} {rate_text(summary.pass_rate)}  95% CI {_interval(summary)}  "
+        f"({summary.successes} of {_plural(summary.runs, 'run')})"
+    )
+    lines += _wrap("pass^k", _curve(summary, hat=True))
+    lines += _wrap("pass@k", _curve(summary, hat=False))
+    missing = [t.task for t in summary.tasks if t.runs < summary.k]
+    if missing:
+        lines += _wrap(
+            "k",
+            [
+                (
+                    f"{_plural(len(missing), 'task')} with fewer than {summary.k} runs not "
+                    f"evaluable: {_listing(missing)}"
+                )
+            ],
+        )
+    classes = summary.classes()
+    tasks = [f"{n} {name}" for name, n in classes.items()]
+    flaky = [t.task for t in summary.flaky]
+    if flaky:
+        tasks[-1] += f": {_listing(flaky)}"
+    lines += _wrap("tasks", tasks)
+    if summary.rule_hits:
+        hits = [
+            f"{terminal_safe(rule)} in {n} of {summary.runs} runs ({n / summary.runs:.1%})"
+            for rule, n in summary.rule_hits[:_LISTED]
+        ]
+        hidden = len(summary.rule_hits) - _LISTED
+        if hidden > 0:
+            hits.append(f"and {hidden} more")
+        lines += _wrap("rules", hits)
+    lines += _run_line(summary)
+    return lines
+
+
+def _gate_lines(checks: Sequence[GateCheck], passed: bool) -> list[str]:
+    failed = sum(1 for c in checks if c.failed)
+    counted = [c for c in checks if c.status != "skipped"]
+    lines = [
+        f"GATE: {'PASS' if passed else 'FAIL'} ({_plural(len(counted), 'check')}, {failed} failed)"
+    ]
+    lines += [f"  - {terminal_safe(c.reason)}" for c in checks if c.failed and c.reason]
+    lines += [
+        f"  note: {terminal_safe(c.reason)}" for c in checks if c.status == "allowed" and c.reason
+    ]
+    skipped = [c for c in checks if c.status == "skipped"]
+    if skipped:
+        names = sorted({f"{c.key} [{c.origin}]" for c in skipped})
+        lines.append(f"  not checked without a baseline: {terminal_safe(', '.join(names))}")
+    return lines
+
+
+def render_stats_console(result: StatsResult) -> str:
+    """``arh stats`` for a terminal."""
+    overall = result.overall
+    workflows = len(result.workflows)
+    lines = [
+        _DOT.join(
+            [
+                _plural(len(result.reports), "report"),
+                f"outcome {result.outcome}",
+                (
+                    f"{_plural(overall.runs, 'run')} of {_plural(len(overall.tasks), 'task')} in "
+                    f"{_plural(workflows, 'workflow')}"
+                ),
+            ]
+        )
+    ]
+    blocks = ([overall] if workflows > 1 else []) + list(result.workflows)
+    for summary in blocks:
+        lines += ["", *_summary_lines(summary)]
+    if result.warnings:
+        lines.append("")
+        lines += [f"warning: {terminal_safe(w)}" for w in result.warnings]
+    if result.gate is not None:
+        lines += ["", *_gate_lines(result.gate.checks, result.gate.passed)]
+    return "\n".join(lines) + "\n"
+
+
+def render_stats_json(result: StatsResult) -> str:
+    """``arh stats --json-out``: ASCII JSON, indented, with a trailing newline."""
+    return json.dumps(result.to_dict(), indent=2, ensure_ascii=True) + "\n"
+
+
+def _md_ci(summary: Summary) -> str:
+    if not summary.runs:
+        return "-"
+    low, high = summary.interval
+    return f"{rate_text(summary.pass_rate)} ({low:.3f}\u2013{high:.3f})"
+
+
+def _md_gate(checks: Sequence[GateCheck], passed: bool) -> list[str]:
+    out = ["", f"### Gate: {'PASS' if passed else 'FAIL'}"]
+    reasons = [c.reason for c in checks if c.failed and c.reason]
+    if reasons:
+        out += [""] + [f"- {md_text(r)}" for r in reasons]
+    allowed = [c.reason for c in checks if c.status == "allowed" and c.reason]
+    if allowed:
+        out += [""] + [f"- allowed: {md_text(r)}" for r in allowed]
+    out += [
+        "",
+        "| Workflow | Threshold | Set at | Observed | Status |",
+        "|---|---|---|---|---|",
+    ]
+    out += [
+        md_row(
+            [
+                md_code(c.workflow),
+                md_text(f"{c.key} {c.threshold}"),
+                md_code(c.origin),
+                md_text(c.observed or "-"),
+                c.status,
+            ]
+        )
+        for c in checks
+    ]
+    return out
+
+
+def render_stats_markdown(result: StatsResult) -> str:
+    """``arh stats --md-out``: tables for a pull-request comment or a CI step summary."""
+    overall = result.overall
+    out = [
+        "## arh statistics",
+        "",
+        (
+            f"Outcome: {result.outcome}. {_plural(len(result.reports), 'report')}, "
+            f"{_plural(overall.runs, 'run')} of {_plural(len(overall.tasks), 'task')}."
+        ),
+    ]
+    if result.warnings:
+        out += [""] + [f"> Warning: {md_text(w)}" for w in result.warnings]
+    blocks = ([overall] if len(result.workflows) > 1 else []) + list(result.workflows)
+    out += [
+        "",
+        "| Workflow | Tasks | Runs | pass@1 (95% CI) | k | pass^k | pass@k | Flaky tasks |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in blocks:
+        name = "all workflows" if s.workflow is None else md_code(s.workflow)
+        out.append(
+            md_row(
+                [
+                    name,
+                    str(len(s.tasks)),
+                    str(s.runs),
+                    _md_ci(s),
+                    str(s.k),
+                    rate_text(s.pass_hat()),
+                    rate_text(s.pass_at()),
+                    str(len(s.flaky)),
+                ]
+            )
+        )
+    most = max((s.max_runs for s in blocks), default=0)
+    if most > 1:
+        out += [
+            "",
+            "### pass^k by k",
+            "",
+            "| Workflow | " + " | ".join(f"k={k}" for k in range(1, most + 1)) + " |",
+            "|---|" + "---|" * most,
+        ]
+        for s in blocks:
+            values = {k: hat for k, hat, _, _ in s.curve()}
+            name = "all workflows" if s.workflow is None else md_code(s.workflow)
+            out.append(md_row([name] + [rate_text(values.get(k)) for k in range(1, most + 1)]))
+    flaky = [(s, s.flaky) for s in result.workflows if s.flaky]
+    if flaky:
+        out += ["", "### Flaky tasks", ""]
+        for s, tasks in flaky:
+            names = ", ".join(md_code(t.task, in_table=False) for t in tasks[:_LISTED])
+            more = f", and {len(tasks) - _LISTED} more" if len(tasks) > _LISTED else ""
+            out.append(
+                f"- {md_code(s.workflow or '', in_table=False)} ({len(tasks)}): {names}{more}"
+            )
+    if result.gate is not None:
+        out += _md_gate(result.gate.checks, result.gate.passed)
+    return "\n".join(out) + "\n"
+
+
+# -- the statistics section of arh compare ---------------------------------------------------
+
+
+def _change(before: float | None, after: float | None) -> str:
+    text = f"{rate_text(before)} -> {rate_text(after)}"
+    if before is not None and after is not None:
+        text += f" ({after - before:+.3f})"
+    return text
+
+
+def _test_text(test: PairedTest) -> str:
+    label = "pass rate" if test.metric == "pass rate" else f"pass^{test.k}"
+    return f"{label} p = {p_text(test.p_value)} ({test.method}, {test.pairs} paired)"
+
+
+def _comparison_lines(comparison: WorkflowComparison, checks: Sequence[GateCheck]) -> list[str]:
+    base, cand = comparison.baseline, comparison.candidate
+    rate = comparison.rate_test
+    runs = _runs_per_task(base)
+    if _runs_per_task(cand) != runs:
+        runs = f"baseline {runs}, candidate {_runs_per_task(cand)}"
+    lines = [
+        _DOT.join(
+            [
+                terminal_safe(comparison.workflow),
+                f"{_plural(rate.pairs, 'task')} on both sides",
+                runs,
+                f"k = {comparison.k}",
+            ]
+        )
+    ]
+    rates = [_change(_f(base.pass_rate), _f(cand.pass_rate))]
+    if base.runs and cand.runs:
+        rates.append(f"95% CI {_interval(base)} -> {_interval(cand)}")
+    lines += _wrap("pass@1", rates)
+    lines += _wrap(f"pass^{comparison.k}", [_change(_f(base.pass_hat()), _f(cand.pass_hat()))])
+    lines += _wrap("flaky", [f"{len(base.flaky)} -> {len(cand.flaky)}"])
+    flips = [f"{len(rate.down)} down", f"{len(rate.up)} up"]
+    if rate.down:
+        flips[0] += f": {_listing(rate.down)}"
+    lines += _wrap("flips", flips)
+    lines += _wrap("tests", [_test_text(rate), _test_text(comparison.hat_test)])
+    if checks:
+        lines += _wrap(
+            "gates",
+            [
+                terminal_safe(f"{c.key} {c.threshold} {c.status.upper()} [{c.origin}]")
+                for c in checks
+            ],
+        )
+    return lines
+
+
+def _f(value: Fraction | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def comparison_console_lines(stats: StatComparison) -> list[str]:
+    """The lines ``arh compare`` prints before its gate line."""
+    lines = ["", f"STATISTICS{_DOT}outcome {stats.outcome}"]
+    by_workflow: dict[str, list[GateCheck]] = {}
+    for check in stats.gate.checks:
+        by_workflow.setdefault(check.workflow, []).append(check)
+    for comparison in stats.workflows:
+        lines += ["", *_comparison_lines(comparison, by_workflow.get(comparison.workflow, []))]
+    for warning in stats.warnings:
+        lines.append(f"warning: {terminal_safe(warning)}")
+    return lines
+
+
+def _verdict(checks: Sequence[GateCheck]) -> str:
+    if not checks:
+        return "not gated"
+    if any(c.status == "fail" for c in checks):
+        return "FAIL"
+    if any(c.status == "insufficient" for c in checks):
+        return "insufficient data"
+    return "PASS"
+
+
+def comparison_markdown_lines(stats: StatComparison) -> list[str]:
+    """The statistics section of ``arh compare --md-out``."""
+    by_workflow: dict[str, list[GateCheck]] = {}
+    for check in stats.gate.checks:
+        by_workflow.setdefault(check.workflow, []).append(check)
+    out = [
+        "",
+        "### Statistics",
+        "",
+        (
+            f"Outcome: {stats.outcome}. Baseline \u2192 candidate; p-values of exact two-sided "
+            "paired tests over the tasks both sides ran."
+        ),
+        "",
+        (
+            "| Workflow | Tasks | k | pass@1 (95% CI) | pass^k | Flaky tasks | Flips down / up "
+            "| p-value (pass rate / pass^k) | Verdict |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in stats.workflows:
+        base, cand = c.baseline, c.candidate
+        out.append(
+            md_row(
+                [
+                    md_code(c.workflow),
+                    str(c.rate_test.pairs),
+                    str(c.k),
+                    f"{_md_ci(base)} \u2192 {_md_ci(cand)}",
+                    f"{rate_text(base.pass_hat())} \u2192 {rate_text(cand.pass_hat())}",
+                    f"{len(base.flaky)} \u2192 {len(cand.flaky)}",
+                    f"{len(c.rate_test.down)} / {len(c.rate_test.up)}",
+                    f"{p_text(c.rate_test.p_value)} / {p_text(c.hat_test.p_value)}",
+                    _verdict(by_workflow.get(c.workflow, [])),
+                ]
+            )
+        )
+    for warning in stats.warnings:
+        out += ["", f"> Warning: {md_text(warning)}"]
+    checks = stats.gate.checks
+    if checks:
+        out += [
+            "",
+            "| Workflow | Threshold | Set at | Observed | Status |",
+            "|---|---|---|---|---|",
+        ]
+        out += [
+            md_row(
+                [
+                    md_code(c.workflow),
+                    md_text(f"{c.key} {c.threshold}"),
+                    md_code(c.origin),
+                    md_text(c.observed or "-"),
+                    c.status,
+                ]
+            )
+            for c in checks
+        ]
+    return out

@@ -1,0 +1,367 @@
+"""Condition and relation rules (policy language 1.1).
+
+A *condition* applies to the calls of one tool whose arguments satisfy its ``when`` clauses; such a
+call is forbidden, or needs earlier successful calls of other tools (optionally with matching
+arguments). A *relation* compares an argument of a call with a value in the output of the latest
+earlier successful call of another tool (optionally the one with matching arguments).
+
+One pass over the tool calls, in order. Each successful call is indexed under the argument values
+that conditions and relations match on, so a later call finds its prior or its source by one
+dictionary lookup; each output is parsed and searched at most once per pointer. The cost is linear
+in the number of calls times the number of conditions and relations, plus the size of the
+arguments and outputs they read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from agent_reliability_harness._record import Record
+from agent_reliability_harness.model._paths import ArgPath, collect, collect_located, json_key
+from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.report import CategoryResult, Finding
+from agent_reliability_harness.model.trace import Step
+from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.rules._format import show
+from agent_reliability_harness.rules.registry import rule
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+    # the parser of the 1.1 sections is loaded only for policies that declare 1.1
+    from agent_reliability_harness.model.policy11 import Condition, Prior, Relation
+
+    Paths = tuple[ArgPath, ...]
+CATEGORY = "conditions"
+LANGUAGE: Final = "1.1"
+
+PRIOR_MISSING = rule(
+    "ARH-CND-001",
+    category=CATEGORY,
+    severity="error",
+    title="Conditional call without the required prior call",
+    trigger="A call meets the when clauses of a condition with require_prior, and for at least "
+    "one of the required tools there is no earlier call with status ok (with the same values at "
+    "the match paths, when the requirement has a match). One check per condition and call that "
+    "meets its when clauses.",
+    scoring="One failed conditions check per call and condition.",
+    anchor="the call",
+    remediation="Make the agent perform the required step first (an approval, a lookup that "
+    "identifies the customer or the record), or narrow the condition.",
+)
+FORBIDDEN_BY_CONDITION = rule(
+    "ARH-CND-002",
+    category=CATEGORY,
+    severity="error",
+    title="Call is forbidden by a condition",
+    trigger="A call meets the when clauses of a condition with forbid: true. One check per "
+    "condition and call that meets its when clauses.",
+    scoring="One failed conditions check per call and condition.",
+    anchor="the call",
+    remediation="Stop the agent from making such calls (refuse, escalate, or ask the user for "
+    "an allowed alternative), or narrow the condition if it forbids legitimate calls.",
+)
+RELATION_VIOLATED = rule(
+    "ARH-CND-003",
+    category=CATEGORY,
+    severity="error",
+    title="Argument violates its relation to an earlier output",
+    trigger="A call meets a relation's when clauses, and a value at the relation's argument "
+    "path does not stand in the relation's operator to the reference taken from the output of "
+    "the latest earlier successful call of the source tool (==, !=, <, <=, >, >= compare with "
+    "the one value at the output pointer; in and not_in with the values there). Ordering needs "
+    "two numbers or two strings. One check per relation and call; one finding per bad value.",
+    scoring="One failed conditions check per call and relation.",
+    anchor="the call",
+    remediation="Make the agent take the value from what it looked up (an amount within the "
+    "total, an id from the customer's profile) instead of from the conversation or a guess.",
+)
+RELATION_UNCHECKED = rule(
+    "ARH-CND-004",
+    category=CATEGORY,
+    severity="error",
+    title="Relation has no earlier output to compare with",
+    trigger="A call meets a relation's when clauses and has a value at the argument path, but "
+    "there is no earlier successful call of the source tool (with the same values at the match "
+    "paths), or its output has no value at the pointer. Not raised when the relation sets "
+    "if_missing: skip.",
+    scoring="One failed conditions check per call and relation.",
+    anchor="the call",
+    remediation="Make the agent look the reference up before acting on it, or set if_missing: "
+    "skip when acting without a lookup is acceptable.",
+)
+
+
+class _Index(Record):
+    """Successful calls of one tool, keyed by the values at some of their argument paths."""
+
+    tool: str
+    paths: tuple[ArgPath, ...]
+
+
+class Plan(Record):
+    conditions: Mapping[str, tuple[Condition, ...]]
+    relations: Mapping[str, tuple[Relation, ...]]
+    indexes: Mapping[str, tuple[_Index, ...]]  # tool -> the indexes its successful calls feed
+
+
+def prepare(policy: Policy) -> Plan | None:
+    ext = policy.extensions
+    if ext is None or not (ext.conditions or ext.relations):
+        return None
+    conditions: dict[str, list[Condition]] = {}
+    relations: dict[str, list[Relation]] = {}
+    indexes: dict[str, dict[_Index, None]] = {}
+    for condition in ext.conditions:
+        conditions.setdefault(condition.tool, []).append(condition)
+        for prior in condition.require_prior:
+            index = _Index(prior.tool, tuple(theirs for _, theirs in prior.match))
+            indexes.setdefault(prior.tool, {})[index] = None
+    for relation in ext.relations:
+        relations.setdefault(relation.tool, []).append(relation)
+        index = _Index(relation.source_tool, tuple(theirs for _, theirs in relation.source_match))
+        indexes.setdefault(relation.source_tool, {})[index] = None
+    return Plan(
+        {tool: tuple(group) for tool, group in conditions.items()},
+        {tool: tuple(group) for tool, group in relations.items()},
+        {tool: tuple(group) for tool, group in indexes.items()},
+    )
+
+
+def _key(arguments: Mapping[str, Any], paths: Paths) -> tuple[Any, ...] | None:
+    """The values at ``paths`` (each a single location) as a hashable key; None if one is absent."""
+    parts: list[Any] = []
+    for path in paths:
+        found = collect(arguments, path)
+        if not found:
+            return None
+        parts.append(json_key(found[0]))
+    return tuple(parts)
+
+
+def _parsed(step: Step) -> Any:
+    """A tool output as data: a string that holds a JSON object or array is read as that."""
+    output = step.output
+    if type(output) is str:
+        text = output.strip()
+        if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
+            try:
+                return json.loads(text)
+            except (ValueError, RecursionError):
+                return output
+    return output
+
+
+class _State:
+    """What the sweep has seen so far: the latest successful call per index key."""
+
+    def __init__(self, facts: TraceFacts, plan: Plan) -> None:
+        self.facts = facts
+        self.plan = plan
+        self.latest: dict[_Index, dict[tuple[Any, ...], int]] = {}
+        self.outputs: dict[int, Any] = {}
+        self.references: dict[tuple[int, str, bool], tuple[bool, Any]] = {}
+
+    def record(self, at: int, step: Step) -> None:
+        arguments = step.arguments or {}
+        for index in self.plan.indexes.get(step.tool_name or "", ()):
+            key = _key(arguments, index.paths)
+            if key is not None:
+                self.latest.setdefault(index, {})[key] = at
+
+    def find(self, tool: str, match: tuple[tuple[ArgPath, ArgPath], ...], args: Any) -> int | None:
+        """The latest earlier successful call of ``tool`` that matches ``args``."""
+        key = _key(args, tuple(mine for mine, _ in match))
+        if key is None:
+            return None
+        return self.latest.get(_Index(tool, tuple(theirs for _, theirs in match)), {}).get(key)
+
+    def reference(self, at: int, relation: Relation) -> tuple[bool, Any]:
+        """(found, value or set of keys) at the relation's output pointer in step ``at``."""
+        members = relation.op in ("in", "not_in")
+        cache_key = (at, relation.source_output.text, members)
+        cached = self.references.get(cache_key)
+        if cached is not None:
+            return cached
+        if at not in self.outputs:
+            self.outputs[at] = _parsed(self.facts.steps[at])
+        values = collect(self.outputs[at], relation.source_output)
+        result: tuple[bool, Any]
+        if members:
+            if not relation.source_output.wildcard and len(values) == 1 and type(values[0]) is list:
+                values = values[0]
+            result = (bool(values), frozenset(json_key(v) for v in values))
+        else:
+            result = (bool(values), values[0] if values else None)
+        self.references[cache_key] = result
+        return result
+
+
+def _holds(value: Any, op: str, reference: Any) -> bool:
+    if op == "in":
+        return json_key(value) in reference
+    if op == "not_in":
+        return json_key(value) not in reference
+    if op == "==":
+        return bool(json_key(value) == json_key(reference))
+    if op == "!=":
+        return bool(json_key(value) != json_key(reference))
+    numbers = (int, float)
+    if type(value) in numbers and type(reference) in numbers:
+        pass
+    elif not (type(value) is str and type(reference) is str):
+        return False  # not comparable
+    if op == "<":
+        return bool(value < reference)
+    if op == "<=":
+        return bool(value <= reference)
+    if op == ">":
+        return bool(value > reference)
+    return bool(value >= reference)
+
+
+def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> CategoryResult:
+    if plan is None:
+        return CategoryResult(CATEGORY, False, 100.0, 0, 0)
+    state = _State(facts, plan)
+    steps = facts.steps
+    checks = failed = 0
+    for at in facts.named_calls:
+        step = steps[at]
+        name = step.tool_name or ""
+        args = step.arguments or {}
+        for condition in plan.conditions.get(name, ()):
+            if not condition.applies(args):
+                continue
+            checks += 1
+            if condition.forbid:
+                failed += 1
+                out.append(_forbidden(step, at, condition))
+                continue
+            missing = [
+                p for p in condition.require_prior if state.find(p.tool, p.match, args) is None
+            ]
+            if missing:
+                failed += 1
+                out.append(_prior_missing(step, at, condition, missing))
+        for relation in plan.relations.get(name, ()):
+            if not relation.applies(args):
+                continue
+            values = collect_located(args, relation.argument, "/arguments")
+            if not values:
+                continue
+            source = state.find(relation.source_tool, relation.source_match, args)
+            found, reference = (
+                (False, None) if source is None else state.reference(source, relation)
+            )
+            if not found:
+                if relation.if_missing == "skip":
+                    continue
+                checks += 1
+                failed += 1
+                out.append(_unchecked(facts, step, at, relation, source))
+                continue
+            checks += 1
+            bad = [(p, v) for p, v in values if not _holds(v, relation.op, reference)]
+            if bad:
+                failed += 1
+                out.extend(
+                    _violated(
+                        facts,
+                        step,
+                        at=at,
+                        relation=relation,
+                        source=source,
+                        pointer=p,
+                        value=v,
+                        reference=reference,
+                    )
+                    for p, v in bad
+                )
+        if step.status == "ok":
+            state.record(at, step)
+    if not checks:
+        return CategoryResult(CATEGORY, False, 100.0, 0, 0)
+    return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)
+
+
+def _describe_prior(prior: Prior) -> str:
+    if not prior.match:
+        return repr(prior.tool)
+    pairs = ", ".join(f"{theirs.text} = this call's {mine.text}" for mine, theirs in prior.match)
+    return f"{prior.tool!r} with {pairs}"
+
+
+def _forbidden(step: Step, at: int, condition: Condition) -> Finding:
+    return FORBIDDEN_BY_CONDITION.finding(
+        f"call to {step.tool_name!r} is forbidden by condition {condition.name!r}",
+        at=at,
+        step_id=step.step_id,
+        subject=condition.name,
+        expected=f"no call to {condition.tool!r} that meets the condition",
+        observed=f"arguments {show(step.arguments or {})}",
+    )
+
+
+def _prior_missing(step: Step, at: int, condition: Condition, missing: list[Prior]) -> Finding:
+    wanted = " and ".join(_describe_prior(p) for p in missing)
+    return PRIOR_MISSING.finding(
+        f"call to {step.tool_name!r} meets condition {condition.name!r} but no successful call "
+        f"of {wanted} came before it",
+        at=at,
+        step_id=step.step_id,
+        subject=condition.name,
+        expected=f"an earlier successful call of {wanted}",
+        observed="none before this call",
+    )
+
+
+def _unchecked(
+    facts: TraceFacts, step: Step, at: int, relation: Relation, source: int | None
+) -> Finding:
+    if source is None:
+        match = "" if not relation.source_match else " with matching arguments"
+        why = f"no earlier successful call of {relation.source_tool!r}{match}"
+    else:
+        why = (
+            f"the output of step {facts.step_id(source)!r} has no value at "
+            f"{relation.source_output.text or '(the whole output)'!r}"
+        )
+    return RELATION_UNCHECKED.finding(
+        f"relation {relation.name!r} cannot be checked for {step.tool_name!r}: {why}",
+        at=at,
+        step_id=step.step_id,
+        subject=relation.name,
+        expected=f"{relation.argument.text} {relation.op} {relation.source_tool}.output"
+        f"{relation.source_output.text}",
+        observed=why,
+    )
+
+
+def _violated(
+    facts: TraceFacts,
+    step: Step,
+    *,
+    at: int,
+    relation: Relation,
+    source: int | None,
+    pointer: str,
+    value: Any,
+    reference: Any,
+) -> Finding:
+    assert source is not None
+    target = f"{relation.source_tool}.output{relation.source_output.text}"
+    shown = (
+        f"one of {len(reference)} values" if relation.op in ("in", "not_in") else show(reference)
+    )
+    return RELATION_VIOLATED.finding(
+        f"{pointer} = {show(value)} of {step.tool_name!r} breaks relation {relation.name!r}: "
+        f"expected {relation.op} {target} ({shown}, from step {facts.step_id(source)!r})",
+        at=at,
+        step_id=step.step_id,
+        subject=f"{relation.name} {pointer}",
+        expected=f"{relation.argument.text} {relation.op} {target} ({shown})",
+        observed=show(value),
+    )

@@ -1,0 +1,221 @@
+"""Loop rules (policy language 1.1): identical calls piling up, and cycles of calls repeating.
+
+Calls are compared by tool name and arguments (identical as for max_attempts: equal JSON with keys
+sorted), or by tool name alone with ``ignore_arguments``. Each distinct call is given a small
+integer once, so every later comparison is constant time.
+
+* Identical calls: one pass with, per distinct call, a queue of the positions (in the sequence of
+  named tool calls) still inside the window. Linear in the number of calls.
+* Cycles: for each cycle length ``p`` from 2 to ``max_cycle_length``, one pass that counts how
+  long the sequence has been repeating itself with period ``p``. Linear in the number of calls
+  times ``max_cycle_length`` (at most 16).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+
+from agent_reliability_harness._record import Record
+from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.report import CategoryResult, Finding
+from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.rules.registry import rule
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Final
+
+    # the parser of the 1.1 sections is loaded only for policies that declare 1.1
+    from agent_reliability_harness.model.policy11 import Loops
+
+CATEGORY = "loops"
+LANGUAGE: Final = "1.1"
+
+IDENTICAL_CALLS = rule(
+    "ARH-LOP-001",
+    category=CATEGORY,
+    severity="error",
+    title="Identical call repeated too often within the window",
+    trigger="loops.max_identical_calls is set and more than that many calls of one tool with "
+    "identical arguments (or of one tool, with ignore_arguments) fall within loops.window "
+    "consecutive tool calls (within the whole trace when no window is set), whatever their "
+    "outcomes. One check per distinct call.",
+    scoring="One failed loops check per distinct call over the limit.",
+    anchor="the first call over the limit",
+    remediation="Make the agent notice that it is repeating itself: use what the call already "
+    "returned, change the request, or stop and tell the user.",
+)
+CYCLE = rule(
+    "ARH-LOP-002",
+    category=CATEGORY,
+    severity="error",
+    title="Cycle of calls repeated too often",
+    trigger="loops.max_cycle_repeats is set and a cycle of 2 to max_cycle_length different "
+    "consecutive tool calls (A, B, A, B, ...) occurs more than max_cycle_repeats times back to "
+    "back. A cycle is reported with its shortest length; one finding per run of repetitions.",
+    scoring="One loops check for the whole trace, failed when any cycle is too long.",
+    anchor="the call that completes the first repetition over the limit",
+    remediation="Find what the agent waits for in the cycle (a result it never accepts, a state "
+    "that never changes) and give it a way out; bound the number of rounds.",
+)
+
+
+class Plan(Record):
+    loops: Loops
+
+
+def prepare(policy: Policy) -> Plan | None:
+    section = None if policy.extensions is None else policy.extensions.loops
+    return None if section is None else Plan(section)
+
+
+def _non_json(value: object) -> str:
+    return f"<non-json:{type(value).__name__}>"
+
+
+def _call_ids(facts: TraceFacts, ignore_arguments: bool) -> tuple[list[int], list[str]]:
+    """A small integer per distinct call, for each named call in order; and a label per id."""
+    ids: dict[str, int] = {}
+    labels: list[str] = []
+    sequence: list[int] = []
+    steps = facts.steps
+    for at in facts.named_calls:
+        step = steps[at]
+        name = step.tool_name or ""
+        key = name
+        if not ignore_arguments:
+            key += "\x00" + json.dumps(
+                step.arguments or {},
+                sort_keys=True,
+                separators=(",", ":"),
+                ensure_ascii=True,
+                default=_non_json,
+            )
+        number = ids.get(key)
+        if number is None:
+            number = ids[key] = len(labels)
+            labels.append(name)
+        sequence.append(number)
+    return sequence, labels
+
+
+def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> CategoryResult:
+    if plan is None or not facts.named_calls:
+        return CategoryResult(CATEGORY, False, 100.0, 0, 0)
+    loops = plan.loops
+    sequence, labels = _call_ids(facts, loops.ignore_arguments)
+    checks = failed = 0
+    if loops.max_identical_calls is not None:
+        checks += len(labels)
+        failed += _identical(facts, loops, sequence, labels, out)
+    if loops.max_cycle_repeats is not None:
+        checks += 1
+        failed += _cycles(facts, loops, sequence, labels, out) > 0
+    return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)
+
+
+def _identical(
+    facts: TraceFacts, loops: Loops, sequence: list[int], labels: list[str], out: list[Finding]
+) -> int:
+    limit = loops.max_identical_calls
+    assert limit is not None
+    window = loops.window
+    recent: dict[int, deque[int]] = {}
+    reported: set[int] = set()
+    for index, number in enumerate(sequence):
+        if number in reported:
+            continue
+        queue = recent.get(number)
+        if queue is None:
+            queue = recent[number] = deque()
+        queue.append(index)
+        if window is not None:
+            while queue[0] <= index - window:
+                queue.popleft()
+        if len(queue) > limit:
+            reported.add(number)
+            at = facts.named_calls[index]
+            first = facts.named_calls[queue[0]]
+            what = "calls of" if loops.ignore_arguments else "identical calls of"
+            scope = "in the trace" if window is None else f"within {window} tool calls"
+            out.append(
+                IDENTICAL_CALLS.finding(
+                    f"{len(queue)} {what} {labels[number]!r} {scope} (from step "
+                    f"{facts.step_id(first)!r}), more than max_identical_calls {limit}",
+                    at=at,
+                    step_id=facts.step_id(at),
+                    subject=labels[number],
+                    expected=f"<= {limit} {what} the tool {scope}",
+                    observed=f"{len(queue)} calls",
+                )
+            )
+    return len(reported)
+
+
+def _primitive(block: list[int]) -> bool:
+    """Whether ``block`` is not a repetition of a shorter block (so its cycle length is its own)."""
+    size = len(block)
+    return all(block[:d] * (size // d) != block for d in range(1, size // 2 + 1) if size % d == 0)
+
+
+def _cycles(
+    facts: TraceFacts, loops: Loops, sequence: list[int], labels: list[str], out: list[Finding]
+) -> int:
+    repeats = loops.max_cycle_repeats
+    assert repeats is not None
+    found = 0
+    count = len(sequence)
+    for period in range(2, loops.max_cycle_length + 1):
+        threshold = (
+            period * repeats
+        )  # matching calls in a row: the cycle then occurs repeats+1 times
+        run = 0
+        for index in range(period, count + 1):
+            if index < count and sequence[index] == sequence[index - period]:
+                run += 1
+                continue
+            if run >= threshold:
+                start = index - run - period  # first call of the periodic stretch
+                block = sequence[start : start + period]
+                if _primitive(block):
+                    found += 1
+                    out.append(
+                        _cycle_finding(
+                            facts,
+                            repeats=repeats,
+                            period=period,
+                            start=start,
+                            run=run,
+                            block=block,
+                            labels=labels,
+                        )
+                    )
+            run = 0
+    return found
+
+
+def _cycle_finding(
+    facts: TraceFacts,
+    *,
+    repeats: int,
+    period: int,
+    start: int,
+    run: int,
+    block: list[int],
+    labels: list[str],
+) -> Finding:
+    total = (run + period) // period
+    over = start + period * (repeats + 1) - 1  # the call that completes repetition repeats+1
+    at = facts.named_calls[over]
+    cycle = " -> ".join(labels[number] for number in block)
+    first = facts.step_id(facts.named_calls[start])
+    return CYCLE.finding(
+        f"the cycle {cycle} repeats {total} times in a row from step {first!r}, more than "
+        f"max_cycle_repeats {repeats}",
+        at=at,
+        step_id=facts.step_id(at),
+        subject=f"cycle {cycle} from {first}",
+        expected=f"<= {repeats} repetitions of a cycle",
+        observed=f"{total} repetitions ({run + period} calls)",
+    )

@@ -1,0 +1,875 @@
+"""The GitHub Action: action.yml, its script action/run.sh, the pre-commit hook and the workflows.
+
+The script is run end to end with bash, as the runner runs it, against fake GITHUB_OUTPUT,
+GITHUB_STEP_SUMMARY and RUNNER_TEMP files. ``ARH_ACTION_PYTHON`` points it at the Python running
+these tests (which has arh installed), so nothing is downloaded; one test replaces the Python that
+creates the virtualenv with a stub to check the install path the real action takes.
+
+Expected reports and exit statuses come from running ``arh`` itself in-process with the same
+arguments: the action must fail exactly when arh fails and publish exactly what arh wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_reliability_harness._version import PROJECT_URL, __version__
+
+from conftest import ROOT, Run
+
+yaml = pytest.importorskip("yaml", reason="PyYAML is in the dev extra")
+
+SCRIPT = ROOT / "action" / "run.sh"
+ACTION = ROOT / "action.yml"
+BASH = shutil.which("bash")
+needs_bash = pytest.mark.skipif(BASH is None, reason="bash is not installed")
+
+POLICY = "samples/policy_trajectory.json"
+REPORTS = {  # output name -> file name in the output directory
+    "json-report": "report.json",
+    "markdown-report": "report.md",
+    "junit-report": "report.xml",
+    "sarif-report": "report.sarif",
+    "compare-report": "compare.json",
+    "compare-markdown-report": "compare.md",
+}
+
+
+@dataclass
+class ActionRun:
+    status: int
+    out: str
+    err: str
+    outputs: dict[str, str]
+    summary: str
+    cwd: Path  # where the step started (the workspace)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A checkout-like directory with the samples and the documentation examples."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copytree(ROOT / "samples", work / "samples")
+    shutil.copytree(ROOT / "docs" / "examples", work / "docs" / "examples")
+    (tmp_path / "runner-temp").mkdir()
+    return work
+
+
+def _parse_outputs(text: str) -> dict[str, str]:
+    """Read a GITHUB_OUTPUT file: ``name=value`` lines and ``name<<DELIM`` blocks."""
+    outputs: dict[str, str] = {}
+    lines = iter(text.splitlines())
+    for line in lines:
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            value: list[str] = []
+            for item in lines:
+                if item == delimiter:
+                    break
+                value.append(item)
+            outputs[name] = "\n".join(value)
+        else:
+            name, value_text = line.split("=", 1)
+            assert name not in outputs, f"output {name} written twice"
+            outputs[name] = value_text
+    return outputs
+
+
+def run_action(
+    cwd: Path, inputs: dict[str, str], *, install: bool = False, **env: str
+) -> ActionRun:
+    """Run action/run.sh in ``cwd`` as the composite action's step does."""
+    assert BASH is not None
+    temp = cwd.parent / "runner-temp"
+    output_file = cwd.parent / "github-output"
+    summary_file = cwd.parent / "step-summary.md"
+    for path in (output_file, summary_file):
+        path.write_text("", encoding="utf-8")
+    # the test's own environment (Windows needs SYSTEMROOT and the like), less anything that
+    # could steer the action or the runner
+    environ = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("ARH_", "GITHUB_", "RUNNER_", "STUB_"))
+    }
+    environ.update(
+        {
+            "RUNNER_TEMP": str(temp),
+            "GITHUB_ACTION_PATH": str(ROOT),
+            "GITHUB_OUTPUT": str(output_file),
+            "GITHUB_STEP_SUMMARY": str(summary_file),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+    )
+    if not install:
+        environ["ARH_ACTION_PYTHON"] = sys.executable
+    for name, value in inputs.items():
+        environ["ARH_INPUT_" + name.upper().replace("-", "_")] = value
+    environ.update(env)
+    done = subprocess.run(
+        [BASH, str(SCRIPT)],
+        cwd=cwd,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=False,
+    )
+    return ActionRun(
+        done.returncode,
+        done.stdout,
+        done.stderr,
+        _parse_outputs(output_file.read_text(encoding="utf-8")),
+        summary_file.read_text(encoding="utf-8"),
+        cwd,
+    )
+
+
+def _arh_in(cwd: Path, arh: Callable[..., Run], *args: str) -> Run:
+    """Run arh in-process in ``cwd`` (the reference the action is held to)."""
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        return arh(*args)
+    finally:
+        os.chdir(old)
+
+
+def _read(run: ActionRun, output: str) -> str:
+    path = run.outputs[output]
+    assert path, f"output {output} is empty"
+    return (run.cwd / path).read_text(encoding="utf-8")
+
+
+# -- validate only -------------------------------------------------------------------------------
+
+
+@needs_bash
+def test_validate_pass_publishes_every_report(workspace: Path, arh: Callable[..., Run]) -> None:
+    run = run_action(workspace, {"policy": POLICY, "traces": "samples/traces/rebook_pass.json"})
+    assert run.status == 0, run.err
+    assert run.outputs["verdict"] == "pass"
+    assert run.outputs["exit-code"] == "0"
+    for name, file in REPORTS.items():
+        expected = f"arh-reports/{file}" if not name.startswith("compare") else ""
+        assert run.outputs[name] == expected, name
+    # the reports are byte for byte what arh writes for the same arguments
+    reference = _arh_in(
+        workspace,
+        arh,
+        "validate",
+        "--policy",
+        POLICY,
+        "samples/traces/rebook_pass.json",
+        "--json-out",
+        "ref/report.json",
+        "--md-out",
+        "ref/report.md",
+        "--junit-out",
+        "ref/report.xml",
+        "--sarif-out",
+        "ref/report.sarif",
+    )
+    assert reference.status == 0
+    for name in ("json-report", "markdown-report", "junit-report", "sarif-report"):
+        assert _read(run, name) == (workspace / "ref" / REPORTS[name]).read_text("utf-8"), name
+    assert run.summary == _read(run, "markdown-report")
+    assert "PASS  rebook-1001" in run.out
+
+
+@needs_bash
+def test_validate_fail_exits_as_arh_does(workspace: Path, arh: Callable[..., Run]) -> None:
+    run = run_action(workspace, {"policy": POLICY, "traces": "samples/traces/"})
+    reference = _arh_in(workspace, arh, "validate", "--policy", POLICY, "samples/traces/")
+    assert reference.status == 1  # three of the six sample runs fail (README)
+    assert run.status == reference.status
+    assert run.outputs["verdict"] == "fail"
+    assert run.outputs["exit-code"] == "1"
+    assert "traces failed" in run.summary
+    assert run.summary == _read(run, "markdown-report")
+
+
+@needs_bash
+def test_options_reach_arh(workspace: Path, arh: Callable[..., Run]) -> None:
+    # docs/examples/traces/uncited_answer.json scores 66.67 with only a warning (POLICY-SPEC.md,
+    # "Warnings can lower a score"): it fails the default threshold of 70 and passes 66.66
+    inputs = {
+        "policy": "docs/examples/policy_docs_assistant.json",
+        "traces": "docs/examples/traces/uncited_answer.json",
+    }
+    assert run_action(workspace, inputs).status == 1
+    assert run_action(workspace, {**inputs, "fail-under": "66.66"}).status == 0
+    # out of range: arh's usage error
+    inputs = {"policy": POLICY, "traces": "samples/traces/rebook_pass.json", "fail-under": "101"}
+    run = run_action(workspace, inputs)
+    reference = _arh_in(
+        workspace, arh, "validate", "--policy", POLICY, "--fail-under", "101", "samples/traces"
+    )
+    assert run.status == reference.status == 2
+    assert "--fail-under: must be a number from 0 to 100" in run.err
+    run = run_action(
+        workspace,
+        {"policy": POLICY, "traces": "samples/traces/rebook_pass.json", "format": "openai-chat"},
+    )
+    # a canonical trace read as an OpenAI transcript is not one: arh's input error, exit 1
+    assert run.status == 1
+    assert "samples/traces/rebook_pass.json" in run.err
+
+
+@needs_bash
+def test_lines_globs_and_blank_lines(workspace: Path) -> None:
+    traces = (
+        "  samples/traces/rebook_pass.json  \r\n\n"
+        "samples/traces/rebook_double*.json\n"
+        "samples/traces/rebook_[i]gnored_tool_error.json\n"
+    )
+    run = run_action(workspace, {"policy": POLICY, "traces": traces})
+    assert run.status == 1, run.err
+    assert run.err == ""
+    report = _read(run, "json-report")
+    ids = re.findall(r'"trace_id": "([^"]+)"', report)
+    # rebook_pass.json is rebook-1001, the double rebooking 1002, the ignored error 1004
+    assert sorted(set(ids)) == ["rebook-1001", "rebook-1002", "rebook-1004"]
+
+
+@needs_bash
+def test_glob_without_match_is_reported_as_missing(workspace: Path) -> None:
+    run = run_action(workspace, {"policy": POLICY, "traces": "samples/nothing-*.json"})
+    assert run.status == 1
+    assert "error: samples/nothing-*.json: no such file or directory" in run.err
+
+
+@needs_bash
+def test_directory_with_spaces(workspace: Path) -> None:
+    spaced = workspace / "my traces"
+    shutil.copytree(workspace / "samples" / "traces", spaced)
+    run = run_action(workspace, {"policy": POLICY, "traces": "my traces/rebook_pass.json"})
+    assert run.status == 0, run.err
+
+
+@needs_bash
+def test_standard_input_is_empty(workspace: Path) -> None:
+    # '-' means standard input to arh; the action connects none, so it reads nothing, at once
+    run = run_action(workspace, {"policy": POLICY, "traces": "-"})
+    assert run.status == 1
+    assert "error: <stdin>:1:1: invalid JSON: the document is empty" in run.err
+
+
+# -- hostile inputs ------------------------------------------------------------------------------
+
+HOSTILE = [
+    'x"; touch pwned; "',
+    "$(touch pwned)",
+    "`touch pwned`",
+    "x'; touch pwned; '",
+    "--json-out=pwned",
+    "--policy=pwned.json",
+]
+
+
+@needs_bash
+def test_hostile_trace_inputs_are_file_names(workspace: Path) -> None:
+    traces = "\n".join([*HOSTILE, "samples/traces/rebook_pass.json"])
+    run = run_action(workspace, {"policy": POLICY, "traces": traces})
+    assert not list(workspace.parent.rglob("pwned*")), "an input value was run as code"
+    for value in HOSTILE:
+        assert f"error: {value}: no such file or directory" in run.err, value
+    assert run.status == 1
+    # the one real trace was still validated and reported
+    assert '"trace_id": "rebook-1001"' in _read(run, "json-report")
+
+
+@needs_bash
+@pytest.mark.parametrize("field", ["policy", "baseline", "fail-under", "output-dir"])
+def test_hostile_option_inputs_are_values(workspace: Path, field: str) -> None:
+    value = 'x"; touch pwned; "'
+    inputs = {"policy": POLICY, "traces": "samples/traces/rebook_pass.json", field: value}
+    run = run_action(workspace, inputs)
+    assert not list(workspace.parent.rglob("pwned*")), "an input value was run as code"
+    if field == "output-dir":
+        # a strange but valid directory name: the reports go there
+        assert run.status == 0, run.err
+        assert run.outputs["json-report"] == f"{value}/report.json"
+        assert (workspace / value / "report.json").is_file()
+        return
+    assert run.status in (1, 2)
+    assert value in run.err
+
+
+# -- with a baseline -----------------------------------------------------------------------------
+
+
+def _baseline(workspace: Path, arh: Callable[..., Run]) -> str:
+    """The baseline report, written by arh in-process (the action's own validate-only runs are
+    tested above)."""
+    run = _arh_in(
+        workspace,
+        arh,
+        "validate",
+        "--policy",
+        POLICY,
+        "docs/examples/regression/baseline-runs/",
+        "--json-out",
+        "baseline/report.json",
+        "--quiet",
+    )
+    assert run.status == 1  # rebook-1004 fails on the baseline already (regression-testing.md)
+    return "baseline/report.json"
+
+
+@needs_bash
+def test_baseline_without_regression_passes(workspace: Path, arh: Callable[..., Run]) -> None:
+    baseline = _baseline(workspace, arh)
+    traces = "docs/examples/regression/baseline-runs/"
+    run = run_action(workspace, {"policy": POLICY, "traces": traces, "baseline": baseline})
+    reference = _arh_in(
+        workspace, arh, "compare", "--baseline", baseline, "--policy", POLICY, traces
+    )
+    assert reference.status == 0
+    assert run.status == 0, run.out + run.err
+    assert run.outputs["verdict"] == "pass"
+    for name, file in REPORTS.items():
+        assert run.outputs[name] == f"arh-reports/{file}", name
+    compare_md = _read(run, "compare-markdown-report")
+    assert compare_md.startswith("## arh regression gate: PASS")
+    # the summary holds the comparison, then the validation report of the candidate
+    assert run.summary == compare_md + "\n" + _read(run, "markdown-report")
+
+
+@needs_bash
+def test_baseline_regression_fails(workspace: Path, arh: Callable[..., Run]) -> None:
+    baseline = _baseline(workspace, arh)
+    traces = "docs/examples/regression/candidate-runs/"
+    run = run_action(workspace, {"policy": POLICY, "traces": traces, "baseline": baseline})
+    reference = _arh_in(
+        workspace,
+        arh,
+        "compare",
+        "--baseline",
+        baseline,
+        "--policy",
+        POLICY,
+        traces,
+        "--json-out",
+        "ref.json",
+    )
+    assert reference.status == 1
+    assert run.status == 1
+    assert run.outputs["verdict"] == "fail"
+    assert _read(run, "compare-report") == (workspace / "ref.json").read_text("utf-8")
+    assert "## arh regression gate: FAIL" in run.summary
+    assert "GATE: FAIL (fail-on regressions)" in run.out
+    # the candidate's reports are published too (for JUnit and SARIF uploads)
+    assert "rebook-1001" in _read(run, "sarif-report")
+
+
+@needs_bash
+def test_baseline_gate_options(workspace: Path, arh: Callable[..., Run]) -> None:
+    baseline = _baseline(workspace, arh)
+    inputs = {
+        "policy": POLICY,
+        "traces": "docs/examples/regression/candidate-runs/",
+        "baseline": baseline,
+        "fail-on": "never",
+    }
+    assert run_action(workspace, inputs).status == 0
+    inputs["fail-on"] = "failures"
+    assert run_action(workspace, inputs).status == 1
+    # the baseline's own runs again: no score moved, so no limit on the drop can fail them
+    inputs.update(
+        {
+            "fail-on": "regressions",
+            "max-score-drop": "0.5",
+            "traces": "docs/examples/regression/baseline-runs/",
+        }
+    )
+    assert run_action(workspace, inputs).status == 0
+    inputs["fail-on"] = "never"  # arh compare refuses --max-score-drop with --fail-on never
+    run = run_action(workspace, inputs)
+    assert run.status == 2
+    assert "--max-score-drop applies only to --fail-on regressions" in run.err
+    inputs["fail-on"] = "sometimes"
+    run = run_action(workspace, inputs)
+    assert run.status == 2
+    assert "invalid choice: 'sometimes'" in run.err
+
+
+@needs_bash
+def test_invalid_baseline_fails_with_the_reports_still_written(workspace: Path) -> None:
+    (workspace / "bad.json").write_text('{"reports": 3}', encoding="utf-8")
+    run = run_action(
+        workspace,
+        {"policy": POLICY, "traces": "samples/traces/rebook_pass.json", "baseline": "bad.json"},
+    )
+    assert run.status == 1
+    assert "error: invalid baseline: bad.json: /reports: must be an array, got number" in run.err
+    assert run.outputs["compare-report"] == ""
+    assert run.outputs["json-report"] == "arh-reports/report.json"
+    assert run.summary == _read(run, "markdown-report")
+
+
+@needs_bash
+@pytest.mark.parametrize("name", ["fail-on", "max-score-drop"])
+def test_gate_inputs_need_a_baseline(workspace: Path, name: str) -> None:
+    run = run_action(
+        workspace, {"policy": POLICY, "traces": "samples/traces/rebook_pass.json", name: "1"}
+    )
+    assert run.status == 2
+    assert f"arh action: error: '{name}' applies only with a 'baseline'" in run.err
+    assert not (workspace / "arh-reports").exists()
+
+
+@needs_bash
+@pytest.mark.parametrize("missing", ["policy", "traces"])
+def test_required_inputs(workspace: Path, missing: str) -> None:
+    inputs = {"policy": POLICY, "traces": "samples/traces/"}
+    inputs[missing] = "  \n "
+    run = run_action(workspace, inputs)
+    assert run.status == 2
+    assert f"the '{missing}' input is required" in run.err
+
+
+# -- paths, summary and log ----------------------------------------------------------------------
+
+
+@needs_bash
+def test_working_directory_prefixes_output_paths(workspace: Path) -> None:
+    run = run_action(
+        workspace.parent,
+        {
+            "policy": POLICY,
+            "traces": "samples/traces/rebook_pass.json",
+            "working-directory": "work",
+        },
+    )
+    assert run.status == 0, run.err
+    assert run.outputs["json-report"] == "work/arh-reports/report.json"
+    assert (workspace.parent / run.outputs["json-report"]).is_file()
+
+
+@needs_bash
+def test_stale_reports_are_not_published(workspace: Path) -> None:
+    inputs = {"policy": POLICY, "traces": "samples/traces/rebook_pass.json"}
+    assert run_action(workspace, inputs).status == 0
+    inputs["policy"] = "missing.json"
+    run = run_action(workspace, inputs)
+    assert run.status == 1
+    assert all(run.outputs[name] == "" for name in REPORTS)
+    assert not (workspace / "arh-reports" / "report.json").exists()
+    assert run.summary == (
+        "arh exited with status 1 before writing a report; the job log says why.\n"
+    )
+
+
+@needs_bash
+def test_workflow_commands_are_off_while_arh_prints(workspace: Path) -> None:
+    run = run_action(workspace, {"policy": POLICY, "traces": "samples/traces/"})
+    lines = run.out.splitlines()
+    start = [i for i, line in enumerate(lines) if line.startswith("::stop-commands::")]
+    assert len(start) == 1
+    token = lines[start[0]].split("::")[2]
+    assert re.fullmatch(r"[0-9a-f]{32}", token), token
+    end = lines.index(f"::{token}::")
+    printed = [i for i, line in enumerate(lines) if line.startswith(("PASS", "FAIL"))]
+    assert printed
+    assert all(start[0] < i < end for i in printed)
+
+
+@needs_bash
+def test_without_output_files(workspace: Path) -> None:
+    run = run_action(
+        workspace,
+        {"policy": POLICY, "traces": "samples/traces/rebook_pass.json"},
+        GITHUB_OUTPUT="",
+        GITHUB_STEP_SUMMARY="",
+    )
+    assert run.status == 0, run.err
+    assert run.outputs == {}
+    assert run.summary == ""
+
+
+# -- installing ----------------------------------------------------------------------------------
+
+_STUB = """#!/usr/bin/env bash
+# stands in for the Python that creates the virtualenv
+echo "bootstrap $*" >> "$STUB_LOG"
+if [ "$1" = -m ] && [ "$2" = venv ]; then
+    mkdir -p "$3/bin"
+    cat > "$3/bin/python" <<'EOF'
+#!/usr/bin/env bash
+echo "venv-python $*" >> "$STUB_LOG"
+if [ "$1" = -m ] && [ "$2" = pip ]; then exit "${STUB_PIP_STATUS:-0}"; fi
+exec "$REAL_PYTHON" "$@"
+EOF
+    chmod +x "$3/bin/python"
+    exit 0
+fi
+exit 9
+"""
+
+
+def install_with_stub(workspace: Path, **env: str) -> list[str]:
+    """Run the action's install path with a stub for the Python that creates the virtualenv (it
+    makes a virtualenv whose python logs pip calls and runs everything else with this Python);
+    return the logged calls."""
+    stub = workspace.parent / "stub-python"
+    stub.write_text(_STUB, encoding="utf-8")
+    stub.chmod(0o755)
+    log = workspace.parent / "stub.log"
+    log.unlink(missing_ok=True)
+    environ = {
+        "ARH_ACTION_BOOTSTRAP_PYTHON": str(stub),
+        "STUB_LOG": str(log),
+        "REAL_PYTHON": sys.executable,
+        **env,
+    }
+    inputs = {"policy": POLICY, "traces": "samples/traces/rebook_pass.json"}
+    run = run_action(workspace, inputs, install=True, **environ)
+    calls = log.read_text(encoding="utf-8").splitlines()
+    expected = int(env.get("STUB_PIP_STATUS", "0"))
+    assert run.status == expected, run.out + run.err
+    return calls
+
+
+@needs_bash
+@pytest.mark.skipif(os.name == "nt", reason="the stub is a bash script")
+def test_install_path(workspace: Path) -> None:
+    calls = install_with_stub(workspace)
+    venv = workspace.parent / "runner-temp" / "arh-venv"
+    assert calls[0] == f"bootstrap -m venv {venv}"
+    pip = f"venv-python -m pip install --disable-pip-version-check --no-input --quiet {ROOT}"
+    assert calls[1] == pip
+    assert calls[2].startswith("venv-python -m agent_reliability_harness validate")
+    assert len(calls) == 3
+    # a second use in the same job keeps the virtualenv and installs again
+    assert install_with_stub(workspace) == [pip, calls[2]]
+    # a failing install stops the step with pip's status (3 here), before arh runs
+    assert install_with_stub(workspace, STUB_PIP_STATUS="3") == [pip]
+
+
+@needs_bash
+def test_install_needs_runner_temp(workspace: Path) -> None:
+    inputs = {"policy": POLICY, "traces": "samples/traces/"}
+    run = run_action(workspace, inputs, install=True, RUNNER_TEMP="")
+    assert run.status == 2
+    assert "RUNNER_TEMP is not set" in run.err
+
+
+# -- static checks of the script -----------------------------------------------------------------
+
+# Constructs that bash 3.2 (macOS) lacks, or that break there under `set -u`.
+_BASH4 = {
+    "mapfile": r"\bmapfile\b",
+    "readarray": r"\breadarray\b",
+    "associative arrays": r"\bdeclare\s+-[a-zA-Z]*A",
+    "namerefs": r"\b(declare|local)\s+-[a-zA-Z]*n\b",
+    "case conversion": r"\$\{[^}]*(,,|\^\^)",
+    "arrays (empty ones fail under set -u before bash 4.4)": r"\[@\]|\w+=\(",
+    "&>>": r"&>>",
+    "|&": r"\|&",
+    "coproc": r"\bcoproc\b",
+    "${var@op}": r"\$\{[^}]*@[QEPAaUuLK]\}",
+    ";& and ;;&": r";;&|;&",
+}
+
+
+def test_script_avoids_bash4_features() -> None:
+    code = "\n".join(
+        line.split(" #", 1)[0]
+        for line in SCRIPT.read_text(encoding="utf-8").splitlines()
+        if not line.lstrip().startswith("#")
+    )
+    for what, pattern in _BASH4.items():
+        assert not re.search(pattern, code), f"action/run.sh uses {what}"
+
+
+def test_checker_catches_a_bash4_feature() -> None:
+    # the patterns above do match what they are meant to catch
+    samples = {
+        "mapfile": "mapfile -t lines < f",
+        "case conversion": "x=${name,,}",
+        "arrays (empty ones fail under set -u before bash 4.4)": 'args=(a b); "${args[@]}"',
+        "associative arrays": "declare -A map",
+    }
+    for what, code in samples.items():
+        assert re.search(_BASH4[what], code), what
+
+
+def _shellcheck() -> str | None:
+    local = Path(sys.executable).parent / ("shellcheck.exe" if os.name == "nt" else "shellcheck")
+    return str(local) if local.exists() else shutil.which("shellcheck")
+
+
+@pytest.mark.skipif(_shellcheck() is None, reason="shellcheck is not installed (dev extra)")
+def test_shellcheck_is_clean() -> None:
+    shellcheck = _shellcheck()
+    assert shellcheck is not None
+    done = subprocess.run(
+        [shellcheck, "--shell=bash", "--severity=style", str(SCRIPT), str(ROOT / ".ci" / "run")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- action.yml ----------------------------------------------------------------------------------
+
+
+def _load_yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def _env_name(input_name: str) -> str:
+    return "ARH_INPUT_" + input_name.upper().replace("-", "_")
+
+
+def test_action_inputs_and_outputs() -> None:
+    action = _load_yaml(ACTION)
+    assert set(action["inputs"]) == {
+        "policy",
+        "traces",
+        "baseline",
+        "fail-on",
+        "max-score-drop",
+        "fail-under",
+        "format",
+        "output-dir",
+        "python-version",
+        "working-directory",
+    }
+    assert action["inputs"]["policy"]["required"] is True
+    assert action["inputs"]["traces"]["required"] is True
+    assert set(action["outputs"]) == {"verdict", "exit-code", *REPORTS}
+    for name, output in action["outputs"].items():
+        assert output["value"] == f"${{{{ steps.arh.outputs.{name} }}}}", name
+    assert action["runs"]["using"] == "composite"
+
+
+@needs_bash
+def test_script_writes_exactly_the_declared_outputs(workspace: Path) -> None:
+    declared = set(_load_yaml(ACTION)["outputs"])
+    run = run_action(workspace, {"policy": POLICY, "traces": "samples/traces/rebook_pass.json"})
+    assert set(run.outputs) == declared
+
+
+def test_no_input_is_expanded_into_a_script() -> None:
+    action = _load_yaml(ACTION)
+    steps = action["runs"]["steps"]
+    script_steps = [s for s in steps if "run" in s]
+    assert len(script_steps) == 1
+    step = script_steps[0]
+    assert step["id"] == "arh"
+    assert step["shell"] == "bash"
+    assert "${{" not in step["run"], "expressions in run: are spliced into the script as code"
+    assert step["run"] == 'bash "$GITHUB_ACTION_PATH/action/run.sh"'
+    env = step["env"]
+    for name in action["inputs"]:
+        if name == "python-version":
+            continue  # used by the setup-python step, not by the script
+        assert env[_env_name(name)] == f"${{{{ inputs.{name} }}}}", name
+    # every variable the script reads is one the step sets, and the other way round
+    read = set(re.findall(r"\bARH_INPUT_[A-Z_]+", SCRIPT.read_text(encoding="utf-8")))
+    assert read == {k for k in env if k.startswith("ARH_INPUT_")}
+    # the only expression that is not an input is the setup-python step's output
+    assert env["ARH_ACTION_BOOTSTRAP_PYTHON"] == "${{ steps.python.outputs.python-path }}"
+    setup = next(s for s in steps if s.get("id") == "python")
+    assert setup["uses"].startswith("actions/setup-python@")
+    assert setup["with"]["update-environment"] is False  # leave the job's Python alone
+
+
+def test_action_yml_mentions_no_secrets() -> None:
+    text = ACTION.read_text(encoding="utf-8") + SCRIPT.read_text(encoding="utf-8")
+    assert "secrets." not in text
+    assert "GITHUB_TOKEN" not in text
+    assert "github.token" not in text
+
+
+# -- pre-commit ----------------------------------------------------------------------------------
+
+
+def test_pre_commit_hook() -> None:
+    hooks = _load_yaml(ROOT / ".pre-commit-hooks.yaml")
+    by_id = {hook["id"]: hook for hook in hooks}
+    hook = by_id["arh-validate"]
+    assert hook["entry"] == "arh validate"
+    assert hook["language"] == "python"
+    # the policy and traces come from `args`; the changed files are not passed (a policy or an
+    # unrelated JSON file would otherwise be validated as a trace)
+    assert hook["pass_filenames"] is False
+    assert re.search(hook["files"], "traces/run.jsonl")
+    assert not re.search(hook["files"], "src/module.py")
+
+
+def _yaml_blocks(path: Path) -> list[str]:
+    blocks = re.findall(
+        r"^```yaml\n(.*?)^```", path.read_text(encoding="utf-8"), re.MULTILINE | re.DOTALL
+    )
+    return [str(block) for block in blocks]
+
+
+def _docs_with_yaml() -> list[Path]:
+    return sorted(
+        path
+        for path in [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("*.md")]
+        if path.exists() and "```yaml" in path.read_text(encoding="utf-8")
+    )
+
+
+def test_documented_pre_commit_config_runs(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    configs = [
+        yaml.safe_load(block)
+        for path in _docs_with_yaml()
+        for block in _yaml_blocks(path)
+        if "\nrepos:" in "\n" + block
+    ]
+    assert configs, "no .pre-commit-config.yaml example in the docs"
+    hooks = {hook["id"]: hook for hook in _load_yaml(ROOT / ".pre-commit-hooks.yaml")}
+    shutil.copytree(ROOT / "samples", tmp_path / "samples")
+    for config in configs:
+        for repo in config["repos"]:
+            assert repo["repo"] == PROJECT_URL
+            assert repo["rev"] == f"v{__version__}"
+            for used in repo["hooks"]:
+                hook = hooks[used["id"]]
+                argv = [*hook["entry"].split()[1:], *used.get("args", [])]
+                run = _arh_in(tmp_path, arh, *argv)
+                assert run.status in (0, 1), f"{argv}: {run.err}"
+                assert "usage:" not in run.err
+
+
+# -- uses of the action in the docs and workflows ------------------------------------------------
+
+ACTION_REF = "/".join(PROJECT_URL.split("/")[-2:]) + f"@v{__version__}"
+
+
+def _steps_using_action(document: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    if isinstance(document, dict):
+        uses = document.get("uses")
+        if isinstance(uses, str) and (uses == "./" or "agent-reliability-harness@" in uses):
+            found.append(document)
+        for value in document.values():
+            found.extend(_steps_using_action(value))
+    elif isinstance(document, list):
+        for value in document:
+            found.extend(_steps_using_action(value))
+    return found
+
+
+def _check_uses(document: Any, where: str, action: dict[str, Any]) -> int:
+    text = yaml.safe_dump(document)
+    steps = _steps_using_action(document)
+    for step in steps:
+        if step["uses"] != "./":
+            assert step["uses"] == ACTION_REF, f"{where}: {step['uses']}"
+        unknown = set(step.get("with", {})) - set(action["inputs"])
+        assert not unknown, f"{where}: unknown inputs {unknown}"
+        assert {"policy", "traces"} <= set(step.get("with", {})), where
+    for name in re.findall(r"steps\.[\w-]+\.outputs\.([\w-]+)", text):
+        assert name in action["outputs"], f"{where}: unknown output {name}"
+    return len(steps)
+
+
+def test_documented_uses_of_the_action_match_action_yml() -> None:
+    action = _load_yaml(ACTION)
+    count = 0
+    for path in _docs_with_yaml():
+        for block in _yaml_blocks(path):
+            if "agent-reliability-harness@" in block:
+                count += _check_uses(yaml.safe_load(block), path.name, action)
+    assert count >= 2, "the docs should show the action validate-only and with a baseline"
+
+
+# -- workflows -----------------------------------------------------------------------------------
+
+WORKFLOWS = ROOT / ".github" / "workflows"
+
+
+def _workflow(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = _load_yaml(WORKFLOWS / name)
+    # YAML 1.1 reads the key `on` as the boolean true
+    if True in data:
+        data["on"] = data.pop(True)  # type: ignore[call-overload]
+    return data
+
+
+def _run_scripts(workflow: dict[str, Any]) -> list[str]:
+    return [
+        step["run"]
+        for job in workflow["jobs"].values()
+        for step in job.get("steps", [])
+        if "run" in step
+    ]
+
+
+def test_workflows_parse_and_are_safe() -> None:
+    files = sorted(WORKFLOWS.glob("*.yml"))
+    assert {f.name for f in files} >= {"ci.yml", "release.yml"}
+    for path in files:
+        workflow = _workflow(path.name)
+        assert "pull_request_target" not in workflow["on"], path.name
+        assert workflow["permissions"] == {"contents": "read"}, path.name
+        for script in _run_scripts(workflow):
+            # values reach scripts through env:, never as spliced expressions
+            assert "${{" not in script, f"{path.name}: {script}"
+        assert "secrets." not in path.read_text(encoding="utf-8"), path.name
+
+
+def test_ci_matrix_runs_make_test() -> None:
+    ci = _workflow("ci.yml")
+    test = ci["jobs"]["test"]
+    matrix = test["strategy"]["matrix"]
+    assert set(matrix["os"]) == {"ubuntu-latest", "macos-latest", "windows-latest"}
+    assert [str(v) for v in matrix["python-version"]] == ["3.11", "3.12", "3.13"]
+    assert any("make test" in script for script in _run_scripts({"jobs": {"t": test}}))
+
+
+def test_ci_uses_the_action_from_the_repository() -> None:
+    action = _load_yaml(ACTION)
+    ci = _workflow("ci.yml")
+    steps = _steps_using_action(ci)
+    assert _check_uses(ci, "ci.yml", action) == len(steps)
+    assert all(step["uses"] == "./" for step in steps)
+    assert any("baseline" in step["with"] for step in steps)
+    assert any("baseline" not in step["with"] for step in steps)
+    # every path the action job reads exists in the repository
+    for step in steps:
+        inputs = step["with"]
+        assert (ROOT / inputs["policy"]).is_file()
+        for line in inputs["traces"].split("\n"):
+            if line.strip():
+                assert list(ROOT.glob(line.strip())), line
+
+
+def test_release_uses_trusted_publishing() -> None:
+    release = _workflow("release.yml")
+    jobs = release["jobs"]
+    publish = [
+        job
+        for job in jobs.values()
+        if any(
+            str(step.get("uses", "")).startswith("pypa/gh-action-pypi-publish@")
+            for step in job.get("steps", [])
+        )
+    ]
+    assert len(publish) == 1
+    assert publish[0]["permissions"] == {"id-token": "write"}
+    # only the publishing job may mint an identity token
+    others = [job for job in jobs.values() if job is not publish[0]]
+    assert all("id-token" not in job.get("permissions", {}) for job in others)
+    assert "password" not in yaml.safe_dump(publish[0])
+    scripts = "\n".join(_run_scripts(release))
+    assert "make dist-check" in scripts

@@ -1,0 +1,609 @@
+"""The runtime guard (``monitor.Monitor``): early findings agree with offline validation.
+
+The central property, checked on every benchmark case and on generated runs:
+
+* ``finish()`` gives exactly the findings of ``validate_trace`` on the recorded steps (same
+  order, same text, same anchors);
+* every finding ``check()`` returns before a step runs, or ``observe()`` returns after, equals a
+  finding of offline validation of the run up to that step, and is still in the offline result
+  of the whole run (its identity: rule, step, subject, severity);
+* nothing is missed: every finding of a rule that can be decided early (MONOTONE below) that
+  appears when a step is added is reported by ``check()`` or ``observe()`` for that step.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_reliability_harness.engine import Validator
+from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.report import Finding
+from agent_reliability_harness.model.trace import Step, Trace
+from agent_reliability_harness.monitor import BlockedCallError, Monitor
+from agent_reliability_harness.rules import RULES
+
+from conftest import REFERENCE, ROOT, require_shared
+
+# Which rules can be decided while the run goes on, worked out from each rule's trigger in
+# docs/rules.md: a finding is monotone when no later step can take it back. Per-step contracts
+# and content never change; counts (calls, identical calls, steps, step ids) and totals (latency,
+# cost, tokens, all >= 0) only grow, and first calls never move.
+MONOTONE = {
+    "ARH-SCH-001", "ARH-SCH-002", "ARH-SCH-003", "ARH-SCH-004", "ARH-SCH-005", "ARH-SCH-007",
+    "ARH-SCH-008", "ARH-SCH-009", "ARH-SCH-010",
+    "ARH-BUD-001", "ARH-BUD-002", "ARH-BUD-003", "ARH-BUD-004",
+    "ARH-SAF-001",
+    "ARH-GRD-001", "ARH-GRD-003",
+    "ARH-SEQ-002", "ARH-SEQ-003", "ARH-SEQ-004",
+    "ARH-FLW-002", "ARH-FLW-003",
+    "ARH-CMP-002",
+    # policy language 1.1: each depends only on the steps up to the call it is anchored at
+    "ARH-PRV-001", "ARH-CND-001", "ARH-CND-002", "ARH-CND-003", "ARH-CND-004", "ARH-CFM-001",
+    "ARH-LOP-001", "ARH-LOP-002",
+}  # fmt: skip
+# Decided by how the run ends: a later step can make them go away (a required tool gets called,
+# an error gets retried, data for a budget turns up, coverage rises, the final answer comes).
+AT_THE_END = {
+    "ARH-SEQ-001", "ARH-SEQ-005", "ARH-FLW-001", "ARH-GRD-002", "ARH-CMP-001",
+    "ARH-BUD-005", "ARH-BUD-006", "ARH-BUD-007",
+    "ARH-CFM-002",  # "no user messages": the next step may be one
+}  # fmt: skip
+
+CASES = sorted((ROOT / "benchmarks" / "cases").glob("*.json"))
+# the per-rule fixtures (a policy, a trace, the expected findings) of every rule
+RULE_FIXTURES = [
+    path
+    for path in sorted((ROOT / "tests" / "rules").glob("*/*.json"))
+    if "expect_policy_error" not in json.loads(path.read_text(encoding="utf-8"))
+]
+# the fields of a tool call that are known before it runs
+INTENT_KEYS = ("step_id", "type", "tool_name", "arguments")
+
+
+def test_every_emitted_rule_is_classified() -> None:
+    # a new rule must be placed: decided early by the monitor, or only at the end
+    emitted = {rule_id for rule_id, rule in RULES.items() if rule.emitted}
+    assert emitted - MONOTONE - AT_THE_END == set()
+    assert not MONOTONE & AT_THE_END
+
+
+def _full(finding: Finding) -> tuple[Any, ...]:
+    return (json.dumps(finding.to_dict(), sort_keys=True), finding.step_index)
+
+
+def _identity(finding: Finding) -> tuple[Any, ...]:
+    return (finding.rule_id, finding.step_id, finding.subject, finding.severity)
+
+
+def _intent(step: Step) -> Step:
+    """A tool call as it is known before it runs: no output, status, timing or cost."""
+    if step.type != "tool_call":
+        return step
+    data = step.to_dict()
+    return Step.from_dict({k: data[k] for k in INTENT_KEYS if k in data})
+
+
+def equivalence_problems(
+    policy: Policy,
+    trace: Trace,
+    intents: Iterator[bool] | None = None,
+    fired: set[str] | None = None,
+) -> list[str]:
+    """Run the monitor over ``trace`` (checking each step before observing it) and list every
+    way it disagrees with offline validation. ``intents`` says, step by step, whether check()
+    sees only the intent of a tool call (default) or the whole step; ``fired`` collects the
+    rule IDs the monitor reported."""
+    validator = Validator(policy)
+    monitor = Monitor(policy, trace_id=trace.trace_id)
+    problems: list[str] = []
+    final = {_identity(f) for f in validator.validate(trace).findings}
+    before: set[tuple[Any, ...]] = set()
+    for at, step in enumerate(trace.steps):
+        shown = _intent(step) if intents is None or next(intents) else step
+        checked = monitor.check(shown)
+        observed = monitor.observe(step)
+        after = validator.validate(Trace("t", "", "", trace.steps[: at + 1])).findings
+        offline_after = {_full(f) for f in after}
+        offline_checked = (
+            offline_after
+            if shown is step
+            else {
+                _full(f)
+                for f in validator.validate(Trace("t", "", "", (*trace.steps[:at], shown))).findings
+            }
+        )
+        problems.extend(
+            f"step {at}: check() gave {finding} not found offline"
+            for finding in checked
+            if _full(finding) not in offline_checked
+        )
+        problems.extend(
+            f"step {at}: observe() gave {finding} not found offline"
+            for finding in observed
+            if _full(finding) not in offline_after
+        )
+        for finding in checked + observed:
+            if _identity(finding) not in final:
+                problems.append(f"step {at}: {_identity(finding)} is not in the final result")
+            if fired is not None:
+                fired.add(finding.rule_id)
+        now = {_identity(f) for f in after if f.rule_id in MONOTONE}
+        missed = now - before - {_identity(f) for f in checked + observed}
+        if missed:
+            problems.append(f"step {at}: new findings not reported early: {sorted(missed)}")
+        before = now
+    offline = validator.validate(trace).findings
+    if [_full(f) for f in monitor.finish()] != [_full(f) for f in offline]:
+        problems.append("finish() differs from offline validation")
+    if monitor.trace().to_dict()["steps"] != trace.to_dict()["steps"]:
+        problems.append("the recorded steps differ from the trace's")
+    return problems
+
+
+def _load_case(path: Path) -> tuple[Policy, Trace]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return Policy.from_dict(data["policy"]), Trace.from_dict(data["trace"])
+
+
+def test_the_benchmark_cases_are_there() -> None:
+    assert len(CASES) >= 250
+
+
+@functools.cache
+def _corpus_results() -> tuple[dict[str, list[str]], frozenset[str]]:
+    """The problems of each benchmark case, and the rule IDs the monitor reported overall."""
+    fired: set[str] = set()
+    problems = {path.stem: equivalence_problems(*_load_case(path), fired=fired) for path in CASES}
+    return problems, frozenset(fired)
+
+
+def test_monitor_matches_offline_validation_on_every_benchmark_case() -> None:
+    problems, _ = _corpus_results()
+    assert len(problems) == len(CASES)
+    assert {case: found for case, found in problems.items() if found} == {}
+
+
+def test_the_corpus_exercises_the_early_rules() -> None:
+    # the equivalence above means little unless the monitor fires for most rules it handles;
+    # ARH-BUD-002 and -004 are seeded by no case (the generated runs below cover them)
+    _, fired = _corpus_results()
+    assert MONOTONE - fired <= {"ARH-BUD-002", "ARH-BUD-004"}
+
+
+@pytest.mark.parametrize("path", CASES[::7], ids=lambda p: p.stem)
+def test_monitor_matches_when_check_sees_whole_steps(path: Path) -> None:
+    policy, trace = _load_case(path)
+    assert equivalence_problems(policy, trace, iter(lambda: False, True)) == []
+
+
+def test_monitor_matches_offline_validation_on_every_rule_fixture() -> None:
+    # these hold the only cases of the policy language 1.1 rules
+    problems = {
+        f"{path.parent.name}/{path.stem}": equivalence_problems(*_load_case(path))
+        for path in RULE_FIXTURES
+    }
+    assert len(problems) >= 80
+    assert {case: found for case, found in problems.items() if found} == {}
+
+
+def test_monitor_matches_offline_validation_on_reference_cases() -> None:
+    folder = require_shared(REFERENCE / "benchmarks" / "cases")
+    paths = sorted(folder.glob("*.json"))
+    assert len(paths) == 34
+    problems = {p.stem: equivalence_problems(*_load_case(p)) for p in paths}
+    assert {k: v for k, v in problems.items() if v} == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Generated runs against a policy that turns every early rule on
+
+PROPERTY_POLICY = Policy.from_dict(
+    {
+        "schema_version": "1",
+        "policy_id": "monitor-property",
+        "allowed_tools": {
+            "lookup": {
+                "required_arguments": {"id": {"type": "str", "pattern": "[a-c]"}},
+                "optional_arguments": {"n": {"type": "int", "min": 0, "max": 2}},
+                "max_calls": 3,
+            },
+            "pay": {
+                "required_arguments": {"id": "str"},
+                "optional_arguments": {"amount": {"type": "float", "enum": [1.0, 2.5]}},
+                "side_effect": True,
+                "max_calls": 2,
+                "min_calls": 1,
+            },
+            "notify": {"optional_arguments": {"channel": {"type": "str", "enum": ["email"]}}},
+        },
+        "budgets": {
+            "max_step_latency_ms": 50,
+            "max_total_latency_ms": 120,
+            "max_total_cost_usd": 0.3,
+            "max_total_tokens": 40,
+        },
+        "unsafe_patterns": ["secret", "drop\\s+table"],
+        "grounding": {
+            "require_citations": True,
+            "min_citation_coverage": 0.5,
+            "require_valid_citation_urls": True,
+        },
+        "sequence": {
+            "required_tools": ["lookup"],
+            "forbidden_tools": ["wipe"],
+            "call_order": ["lookup", "pay", "notify"],
+        },
+        "error_handling": {"require_retry_on_error": True, "max_attempts": 2},
+        "completion": {"require_final_response": True, "max_steps": 6},
+    }
+)
+
+_arguments = st.dictionaries(
+    st.sampled_from(["id", "n", "amount", "channel", "extra"]),
+    st.sampled_from(["a", "b", "zz", "secret", 1, 2.5, 3, True, None, ["x"]]),
+    max_size=3,
+)
+_metric = st.one_of(st.none(), st.sampled_from([0, 0.1, 0.2, 10, 49.5, 50, 60.1]))
+_tokens = st.one_of(st.none(), st.integers(0, 30))
+
+
+@st.composite
+def _step(draw: st.DrawFn, index: int) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["tool_call", "tool_call", "tool_call", "model_response", "user"]))
+    step: dict[str, Any] = {"step_id": draw(st.sampled_from([f"s{index}", f"s{index}", "dup"]))}
+    if kind == "user":
+        step.update(type="user_message", text=draw(st.sampled_from(["hi", "a secret"])))
+        return step
+    step["type"] = kind
+    if kind == "tool_call":
+        step["tool_name"] = draw(st.sampled_from(["lookup", "pay", "notify", "wipe", "other", ""]))
+        step["arguments"] = draw(_arguments)
+        step["output"] = draw(st.sampled_from([None, "ok", {"k": "drop  table x"}]))
+        step["status"] = draw(st.sampled_from(["ok", "ok", "error"]))
+    else:
+        step["text"] = draw(st.sampled_from(["done", "", "the secret"]))
+        step["requires_grounding"] = draw(st.booleans())
+        step["citations"] = draw(
+            st.lists(
+                st.sampled_from([{"url": "https://a.example"}, {"url": "ftp:x"}, {"source": ""}]),
+                max_size=2,
+            )
+        )
+    step["latency_ms"] = draw(_metric)
+    step["cost_usd"] = draw(_metric)
+    step["input_tokens"] = draw(_tokens)
+    return {k: v for k, v in step.items() if v is not None}
+
+
+@st.composite
+def _trace(draw: st.DrawFn) -> Trace:
+    count = draw(st.integers(0, 12))
+    steps = [draw(_step(i)) for i in range(count)]
+    return Trace.from_dict({"trace_id": "gen", "agent_name": "", "workflow": "", "steps": steps})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=_trace(), intents=st.lists(st.booleans(), min_size=12, max_size=12))
+def test_monitor_matches_offline_validation_on_generated_runs(
+    trace: Trace, intents: list[bool]
+) -> None:
+    assert equivalence_problems(PROPERTY_POLICY, trace, iter(intents)) == []
+
+
+# Policy language 1.1: every section, over tools whose calls the strategy below makes.
+POLICY_11 = Policy.from_dict(
+    {
+        "schema_version": "1.1",
+        "policy_id": "monitor-property-11",
+        "allow_unlisted_tools": True,
+        "allowed_tools": {"pay": {"side_effect": True}, "book": {"side_effect": True}},
+        "provenance": {
+            "untrusted": {"tools": ["read"]},
+            "trusted_tools": ["lookup"],
+            "sinks": [{"tool": "pay", "argument": "to"}],
+        },
+        "conditions": [
+            {
+                "name": "big",
+                "tool": "pay",
+                "when": {"amount": {"exclusive_min": 10}},
+                "require_prior": ["approve"],
+            }
+        ],
+        "relations": [
+            {
+                "name": "within",
+                "tool": "pay",
+                "argument": "amount",
+                "op": "<=",
+                "source": {"tool": "lookup", "output": "/total"},
+            }
+        ],
+        "confirmation": {},
+        "loops": {"max_identical_calls": 2, "window": 4, "max_cycle_repeats": 1},
+    }
+)
+_ACCOUNTS = ["acct-12345678", "acct-99999999"]
+
+
+@st.composite
+def _step_11(draw: st.DrawFn, index: int) -> dict[str, Any]:
+    step: dict[str, Any] = {"step_id": f"s{index}"}
+    kind = draw(st.sampled_from(["read", "lookup", "approve", "pay", "book", "user", "user"]))
+    if kind == "user":
+        text = draw(st.sampled_from(["yes", "no", f"pay {_ACCOUNTS[0]}"]))
+        return {**step, "type": "user_message", "text": text}
+    step.update(type="tool_call", tool_name=kind, status=draw(st.sampled_from(["ok", "error"])))
+    if kind in ("pay", "book"):
+        step["arguments"] = {
+            "to": draw(st.sampled_from(_ACCOUNTS)),
+            "amount": draw(st.sampled_from([5, 20])),
+        }
+    elif kind == "read":
+        step["output"] = draw(st.sampled_from([f"send to {a}" for a in _ACCOUNTS] + ["none"]))
+    elif kind == "lookup":
+        step["output"] = draw(st.sampled_from([{"total": 15}, {"total": 3}, _ACCOUNTS[1]]))
+    return step
+
+
+@st.composite
+def _trace_11(draw: st.DrawFn) -> Trace:
+    steps = [draw(_step_11(i)) for i in range(draw(st.integers(0, 10)))]
+    return Trace.from_dict({"trace_id": "gen", "agent_name": "", "workflow": "", "steps": steps})
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=_trace_11())
+def test_monitor_matches_offline_validation_on_generated_runs_of_policy_11(trace: Trace) -> None:
+    assert equivalence_problems(POLICY_11, trace) == []
+
+
+_amounts = st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(_amounts, min_size=1, max_size=8), nudge=st.sampled_from([-1, 0, 1]))
+def test_running_totals_are_exact(values: list[float], nudge: int) -> None:
+    # The budgets sit at (or one float step beside) the exact sum, where a naively added total
+    # would cross them at the wrong step; the early findings must still agree with offline.
+    total = math.fsum(values)
+    limit = max(0.0, math.nextafter(total, nudge * math.inf) if nudge else total)
+    policy = Policy.from_dict(
+        {
+            "policy_id": "totals",
+            "allow_unlisted_tools": True,
+            "budgets": {"max_total_latency_ms": round(limit, 6), "max_total_cost_usd": limit},
+        }
+    )
+    steps = [
+        {"step_id": f"s{i}", "type": "tool_call", "tool_name": "t", "latency_ms": v, "cost_usd": v}
+        for i, v in enumerate(values)
+    ]
+    trace = Trace.from_dict({"trace_id": "t", "agent_name": "", "workflow": "", "steps": steps})
+    assert equivalence_problems(policy, trace) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The guard at work, with expected findings written out by hand from the rules' documentation
+
+REFUND_POLICY = Policy.from_dict(
+    {
+        "policy_id": "refunds",
+        "allowed_tools": {
+            "lookup": {"required_arguments": {"order": "str"}},
+            "refund": {
+                "required_arguments": {"order": "str", "amount": {"type": "float", "max": 100}},
+                "side_effect": True,
+                "max_calls": 2,
+            },
+            "search": {"required_arguments": {"q": "str"}},
+        },
+        "sequence": {"forbidden_tools": ["delete"], "call_order": ["lookup", "refund"]},
+        "error_handling": {"max_attempts": 2},
+        "budgets": {"max_total_cost_usd": 0.05, "max_step_latency_ms": 1000},
+        "unsafe_patterns": ["password"],
+        "completion": {"max_steps": 4},
+    }
+)
+
+
+def _call(step_id: str, tool: str, status: str = "ok", **arguments: Any) -> dict[str, Any]:
+    return {
+        "step_id": step_id,
+        "type": "tool_call",
+        "tool_name": tool,
+        "arguments": arguments,
+        "status": status,
+    }
+
+
+def _ids(findings: list[Finding]) -> list[tuple[str, str | None]]:
+    return [(f.rule_id, f.step_id) for f in findings]
+
+
+def test_check_blocks_a_duplicate_side_effect_before_it_runs() -> None:
+    monitor = Monitor(REFUND_POLICY)
+    monitor.observe(_call("s1", "lookup", order="A1"))
+    assert monitor.check(_call("s2", "refund", order="A1", amount=10.0)) == []
+    monitor.observe(_call("s2", "refund", order="A1", amount=10.0))
+    found = monitor.check(_call("s3", "refund", order="A1", amount=10.0))
+    assert _ids(found) == [("ARH-FLW-003", "s3")]
+    assert found[0].message == (
+        "duplicate side effect: tool 'refund' was called again with identical arguments after "
+        "step 's2' succeeded"
+    )
+    assert found[0].observed == "2 calls with identical arguments"
+    with pytest.raises(BlockedCallError) as blocked:
+        monitor.guard(_call("s3", "refund", order="A1", amount=10.0))
+    assert "blocked tool 'refund' at step 's3': ARH-FLW-003 duplicate side effect" in str(
+        blocked.value
+    )
+    assert blocked.value.step.step_id == "s3"
+    assert len(monitor.steps) == 2  # neither check() nor guard() records anything
+    # a different refund is fine
+    assert monitor.guard(_call("s3", "refund", order="A2", amount=10.0)) == []
+
+
+def test_identical_retries_before_the_first_success_are_allowed() -> None:
+    monitor = Monitor(REFUND_POLICY)
+    monitor.observe(_call("s1", "lookup", order="A1"))
+    monitor.observe(_call("s2", "refund", "error", order="A1", amount=5))
+    assert monitor.check(_call("s3", "refund", order="A1", amount=5)) == []
+
+
+def test_check_reports_contract_and_sequence_findings_of_the_call() -> None:
+    monitor = Monitor(REFUND_POLICY)
+    found = monitor.check(_call("s1", "refund", order="A1", amount=500, note="x"))
+    # the message texts follow the rule reference: ARH-SCH-005 and -009 at the call
+    assert [(f.rule_id, f.message) for f in found] == [
+        ("ARH-SCH-009", "tool 'refund' argument 'amount' value 500 is above the maximum 100"),
+        ("ARH-SCH-005", "call to 'refund' passes the undeclared argument 'note'"),
+    ]
+    assert _ids(monitor.check(_call("s1", "delete", order="A1"))) == [
+        ("ARH-SCH-001", "s1"),
+        ("ARH-SEQ-002", "s1"),
+    ]
+    assert _ids(monitor.check({"step_id": "s1", "type": "tool_call"})) == [("ARH-SCH-002", "s1")]
+
+
+def test_order_violation_is_found_when_the_prerequisite_comes_late() -> None:
+    monitor = Monitor(REFUND_POLICY)
+    monitor.observe(_call("s1", "refund", order="A1", amount=1))
+    found = monitor.check(_call("s2", "lookup", order="A1"))
+    # anchored at the first call of the later-listed tool (s1, position #1); lookup is #2
+    assert _ids(found) == [("ARH-SEQ-003", "s1")]
+    assert found[0].step_index == 0
+    assert found[0].observed == (
+        "'refund' first at step 's1' (#1), 'lookup' first at step 's2' (#2)"
+    )
+
+
+def test_call_counts_and_retry_storms_count_the_checked_call() -> None:
+    monitor = Monitor(REFUND_POLICY)
+    for sid in ("s1", "s2"):
+        monitor.observe(_call(sid, "search", q="x"))
+    storm = monitor.check(_call("s3", "search", q="x"))
+    assert [(f.rule_id, f.step_id, f.message) for f in storm] == [
+        (
+            "ARH-FLW-002",
+            "s3",
+            (
+                "retry storm: tool 'search' was called 3 times with identical arguments, more "
+                "than max_attempts 2"
+            ),
+        )
+    ]
+    monitor.observe(_call("s3", "search", q="x"))
+    # the storm keeps its anchor (the first call over the limit) and counts on
+    again = monitor.check(_call("s4", "search", q="x"))
+    assert [(f.step_id, f.observed) for f in again] == [("s3", "4 identical calls")]
+    monitor = Monitor(REFUND_POLICY)
+    monitor.observe(_call("s1", "refund", order="A", amount=1))
+    monitor.observe(_call("s2", "refund", order="B", amount=1))
+    too_many = monitor.check(_call("s3", "refund", order="C", amount=1))
+    assert [(f.rule_id, f.step_id, f.message) for f in too_many] == [
+        ("ARH-SEQ-004", None, "tool 'refund' was called 3 times, more than max_calls 2")
+    ]
+
+
+def test_budgets_already_exceeded_and_step_limits() -> None:
+    monitor = Monitor(REFUND_POLICY)
+    monitor.observe({**_call("s1", "lookup", order="A"), "cost_usd": 0.03})
+    assert monitor.check(_call("s2", "lookup", order="B")) == []
+    assert monitor.observe({**_call("s2", "lookup", order="B"), "cost_usd": 0.03}) == [
+        RULES["ARH-BUD-003"].finding(
+            "total cost $0.0600 exceeds max_total_cost_usd of $0.0500",
+            expected="<= $0.0500",
+            observed="$0.0600",
+        )
+    ]
+    # from now on every step is refused: the budget is spent
+    assert _ids(monitor.check(_call("s3", "lookup", order="C"))) == [("ARH-BUD-003", None)]
+    # max_steps 4: the fifth agent step is over the limit (user turns do not count)
+    monitor.observe({"step_id": "u1", "type": "user_message", "text": "hi"})
+    monitor.observe(_call("s3", "lookup", order="C"))
+    monitor.observe(_call("s4", "lookup", order="D"))
+    found = monitor.check({"step_id": "s5", "type": "model_response", "text": "ok"})
+    assert [f.message for f in found if f.rule_id == "ARH-CMP-002"] == [
+        "trace has 5 steps, more than max_steps 4 (1 user_message steps not counted)"
+    ]
+
+
+def test_observe_reports_what_only_the_outcome_shows() -> None:
+    monitor = Monitor(REFUND_POLICY)
+    call = _call("s1", "lookup", order="A")
+    assert monitor.check(call) == []
+    done = {**call, "output": {"note": "the password is hunter2"}, "latency_ms": 1500}
+    found = monitor.observe(done)
+    assert [(f.rule_id, f.subject) for f in found] == [
+        ("ARH-BUD-001", None),
+        ("ARH-SAF-001", "/output/note ~ password"),
+    ]
+    # a step that was not checked first gets everything reported by observe()
+    fresh = Monitor(REFUND_POLICY)
+    assert _ids(fresh.observe(_call("s1", "delete"))) == [
+        ("ARH-SCH-001", "s1"),
+        ("ARH-SEQ-002", "s1"),
+    ]
+
+
+def test_repeated_step_ids_are_reported_with_the_count_so_far() -> None:
+    monitor = Monitor(REFUND_POLICY)
+    monitor.observe({"step_id": "x", "type": "user_message", "text": "a"})
+    monitor.observe({"step_id": "x", "type": "user_message", "text": "b"})
+    found = monitor.check({"step_id": "x", "type": "model_response", "text": "c"})
+    assert [(f.rule_id, f.message, f.step_index) for f in found] == [
+        ("ARH-SCH-010", "step_id 'x' is used by 3 steps; step ids should be unique", 0)
+    ]
+
+
+def test_finish_is_offline_validation_of_the_recorded_steps() -> None:
+    monitor = Monitor(REFUND_POLICY, trace_id="run-1", agent_name="bot", workflow="wf")
+    monitor.observe(_call("s1", "refund", order="A1", amount=10.0))
+    monitor.observe(_call("s2", "refund", order="A1", amount=10.0))
+    trace = monitor.trace()
+    assert (trace.trace_id, trace.agent_name, trace.workflow, trace.schema_version) == (
+        "run-1",
+        "bot",
+        "wf",
+        "1",
+    )
+    report = monitor.report()
+    assert report.passed is False
+    assert monitor.finish() == list(Validator(REFUND_POLICY).validate(trace).findings)
+    # errors first, then warnings; the budgets have no latency or cost data to check
+    assert _ids(monitor.finish()) == [
+        ("ARH-FLW-003", "s2"),
+        ("ARH-BUD-006", None),
+        ("ARH-BUD-007", None),
+    ]
+
+
+def test_bad_steps_are_input_errors_at_their_position() -> None:
+    monitor = Monitor(REFUND_POLICY)
+    monitor.observe(_call("s1", "lookup", order="A"))
+    with pytest.raises(InputError) as error:
+        monitor.check({"step_id": "s2", "type": "tool_call", "latency_ms": -1})
+    assert error.value.pointer == "/steps/1/latency_ms"
+    with pytest.raises(InputError):
+        monitor.observe({"type": "tool_call"})
+    assert len(monitor.steps) == 1
+
+
+def test_a_policy_without_early_rules_still_validates_at_the_end() -> None:
+    policy = Policy.from_dict({"policy_id": "p", "sequence": {"required_tools": []}})
+    monitor = Monitor(policy)
+    assert monitor.check({"step_id": "s1", "type": "model_response", "text": "hi"}) == []
+    monitor.observe({"step_id": "s1", "type": "model_response", "text": "hi"})
+    assert monitor.finish() == []
+    assert monitor.report().passed

@@ -1,0 +1,694 @@
+"""Policy language 1.1: parsing of provenance, conditions, relations, confirmation and loops.
+
+Every section is strict like the rest of a policy: unknown keys are errors at their JSON pointer,
+values are type-checked, names of tools and arguments are checked against allowed_tools, and the
+sections need ``"schema_version": "1.1"``. The JSON Schema must agree with the parser on every
+document below, except the cross-field checks it cannot express (``GAPS``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from agent_reliability_harness import InputError, Policy, Trace, validate_trace
+from agent_reliability_harness.model.policy11 import (
+    ArgPath,
+    Predicate,
+    collect,
+    json_key,
+    minor_version,
+)
+
+from conftest import ROOT, load_json
+
+SAMPLE_POLICIES = sorted((ROOT / "samples" / "policies").glob("*.json"))
+
+
+@cache
+def schema() -> Draft202012Validator:
+    document = load_json(ROOT / "schemas" / "policy.schema.json")
+    return Draft202012Validator(document, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+TOOLS: dict[str, Any] = {
+    "read_inbox": {},
+    "send_money": {
+        "required_arguments": {"recipient": "str", "amount": "float"},
+        "side_effect": True,
+    },
+    "lookup": {"required_arguments": {"order_id": "str"}},
+    "refund": {"required_arguments": {"order_id": "str", "amount": "float"}, "side_effect": True},
+    "approve": {},
+}
+PROVENANCE: dict[str, Any] = {
+    "untrusted": {"tools": ["read_inbox"]},
+    "sinks": [{"tool": "send_money", "argument": "recipient"}],
+}
+CONDITION: dict[str, Any] = {
+    "name": "big-refund",
+    "tool": "refund",
+    "when": {"amount": {"exclusive_min": 100}},
+    "require_prior": ["approve"],
+}
+RELATION: dict[str, Any] = {
+    "name": "within-total",
+    "tool": "refund",
+    "argument": "amount",
+    "op": "<=",
+    "source": {"tool": "lookup", "output": "/total", "match": {"order_id": "order_id"}},
+}
+
+
+def doc(**sections: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "schema_version": "1.1",
+        "policy_id": "p",
+        "allowed_tools": copy.deepcopy(TOOLS),
+    }
+    out.update(sections)
+    return out
+
+
+def with_value(document: dict[str, Any], path: tuple[str | int, ...], value: object) -> Any:
+    out = copy.deepcopy(document)
+    parent: Any = out
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    return out
+
+
+def rejected(document: object) -> InputError:
+    with pytest.raises(InputError) as info:
+        Policy.from_dict(document)
+    return info.value
+
+
+# ---- version gating ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["provenance", "conditions", "relations", "confirmation", "loops"])
+@pytest.mark.parametrize("version", [None, "1", "1.0", 1, 1.0, "1.x"])
+def test_sections_need_version_1_1(key: str, version: object) -> None:
+    values = {
+        "provenance": PROVENANCE,
+        "conditions": [CONDITION],
+        "relations": [RELATION],
+        "confirmation": {},
+        "loops": {"max_identical_calls": 2},
+    }
+    document = doc(**{key: values[key]})
+    if version is None:
+        del document["schema_version"]
+    else:
+        document["schema_version"] = version
+    error = rejected(document)
+    assert error.pointer == f"/{key}"
+    assert 'declare "schema_version": "1.1"' in error.message
+    assert not schema().is_valid(document)
+
+
+@pytest.mark.parametrize("version", ["1.1", 1.1, "1.2", "1.10", 1.5])
+def test_later_minor_versions_may_use_the_sections(version: object) -> None:
+    document = doc(loops={"max_identical_calls": 2}, schema_version=version)
+    assert Policy.from_dict(document).extensions is not None
+    assert schema().is_valid(document)
+
+
+def test_null_sections_are_absent_in_any_version() -> None:
+    document = {"policy_id": "p", "provenance": None, "conditions": None, "loops": None}
+    assert Policy.from_dict(document).extensions is None
+    assert schema().is_valid(document)
+
+
+@pytest.mark.parametrize(
+    ("text", "minor"), [("1", 0), ("1.0", 0), ("1.1", 1), ("1.10", 10), ("1.x", 0), ("1.1.5", 1)]
+)
+def test_minor_version(text: str, minor: int) -> None:
+    assert minor_version(text) == minor
+
+
+def test_a_1_0_policy_keeps_its_canonical_form_and_hash() -> None:
+    # The canonical form of a 1.0 policy has exactly the keys it had before language 1.1, so
+    # the hashes of existing baselines do not change; 1.1 adds its five sections.
+    old_keys = {
+        "schema_version",
+        "policy_id",
+        "allow_unlisted_tools",
+        "allowed_tools",
+        "budgets",
+        "unsafe_patterns",
+        "grounding",
+        "sequence",
+        "error_handling",
+        "completion",
+    }
+    plain = Policy.from_dict({"policy_id": "p", "allowed_tools": TOOLS})
+    assert set(plain.to_dict()) == old_keys
+    newer = Policy.from_dict(doc())
+    assert set(newer.to_dict()) == old_keys | {
+        "provenance",
+        "conditions",
+        "relations",
+        "confirmation",
+        "loops",
+    }
+    assert plain.sha256 != newer.sha256  # the version and the sections are part of the meaning
+
+
+def test_canonical_form_is_stable_and_reparses() -> None:
+    document = doc(
+        provenance=PROVENANCE,
+        conditions=[CONDITION],
+        relations=[RELATION],
+        confirmation={},
+        loops={"max_identical_calls": 2, "window": 3},
+    )
+    policy = Policy.from_dict(document)
+    canonical = policy.to_dict()
+    again = Policy.from_dict(json.loads(json.dumps(canonical)))
+    assert again.to_dict() == canonical
+    assert again.sha256 == policy.sha256
+    # defaults are written out
+    assert canonical["provenance"]["min_value_length"] == 8
+    assert canonical["confirmation"] == {"tools": ["send_money", "refund"], "pattern": r"\byes\b"}
+    assert canonical["loops"] == {
+        "max_identical_calls": 2,
+        "window": 3,
+        "max_cycle_repeats": None,
+        "max_cycle_length": None,  # it applies to cycles only
+        "ignore_arguments": False,
+    }
+    cycles = Policy.from_dict(doc(loops={"max_cycle_repeats": 2})).to_dict()["loops"]
+    assert cycles["max_cycle_length"] == 4
+    assert canonical["relations"][0]["if_missing"] == "fail"
+
+
+# ---- accepted documents (parser and schema) ---------------------------------------------------
+
+VALID = {
+    "provenance-minimal": doc(provenance=PROVENANCE),
+    "provenance-all-tools": doc(
+        provenance={
+            "untrusted": {"all_tools": True, "output_patterns": ["<information>"]},
+            "trusted_tools": ["lookup"],
+            "sinks": [
+                {"tool": "send_money", "argument": "/recipient", "description": "d"},
+                {"tool": "refund", "argument": "order_id", "extract": "[a-z]+-[0-9]+"},
+            ],
+            "min_value_length": 1,
+        }
+    ),
+    "condition-forbid": doc(
+        conditions=[{"tool": "refund", "when": {"amount": {"min": 0, "max": 10}}, "forbid": True}]
+    ),
+    "condition-prior-match": doc(
+        conditions=[
+            {
+                "tool": "refund",
+                "require_prior": ["approve", {"tool": "lookup", "match": {"order_id": "order_id"}}],
+            }
+        ]
+    ),
+    "condition-every-test": doc(
+        conditions=[
+            {
+                "tool": "send_money",
+                "when": {
+                    "recipient": {"equals": "x", "enum": ["x", 1], "pattern": "x+"},
+                    "amount": {"exclusive_min": 0, "exclusive_max": 5, "not": {"equals": 3}},
+                    "/recipient/*": {"pattern": "y", "min_count": 2},
+                },
+                "forbid": True,
+            }
+        ]
+    ),
+    "relation": doc(relations=[RELATION]),
+    "relation-in-wildcards": doc(
+        relations=[
+            {
+                "tool": "approve",
+                "argument": "/items/*/sku",
+                "op": "in",
+                "source": {"tool": "lookup", "output": "/items/*/sku"},
+                "if_missing": "skip",
+            }
+        ]
+    ),
+    "relation-whole-output": doc(
+        relations=[
+            {
+                "tool": "refund",
+                "argument": "order_id",
+                "op": "==",
+                "source": {"tool": "lookup", "output": ""},
+            }
+        ]
+    ),
+    "confirmation-default": doc(confirmation={}),
+    "confirmation-listed": doc(confirmation={"tools": ["refund"], "pattern": "confirm"}),
+    "loops-identical": doc(loops={"max_identical_calls": 1, "window": 2}),
+    "loops-cycles": doc(
+        loops={"max_cycle_repeats": 1, "max_cycle_length": 16, "ignore_arguments": True}
+    ),
+    "unlisted-tools": {
+        "schema_version": "1.1",
+        "policy_id": "p",
+        "allow_unlisted_tools": True,
+        "conditions": [{"tool": "anything", "require_prior": ["other"]}],
+        "confirmation": {"tools": ["anything"]},
+    },
+    "empty-lists": doc(conditions=[], relations=[]),
+}
+
+
+@pytest.mark.parametrize("document", VALID.values(), ids=VALID.keys())
+def test_valid_1_1_policy_is_accepted_by_parser_and_schema(document: Any) -> None:
+    Policy.from_dict(document)
+    assert [e.message for e in schema().iter_errors(document)] == []
+
+
+@pytest.mark.parametrize("path", SAMPLE_POLICIES, ids=[p.name for p in SAMPLE_POLICIES])
+def test_sample_policies_are_valid(path: Any) -> None:
+    document = load_json(path)
+    Policy.from_dict(document)
+    assert [e.message for e in schema().iter_errors(document)] == []
+
+
+# ---- rejected documents: the parser's pointer and message, and the schema ---------------------
+
+P, C, R = ("provenance",), ("conditions", 0), ("relations", 0)
+BASE_P, BASE_C, BASE_R = (
+    doc(provenance=PROVENANCE),
+    doc(conditions=[CONDITION]),
+    doc(relations=[RELATION]),
+)
+
+INVALID: dict[str, tuple[Any, str, str]] = {
+    # provenance
+    "provenance-array": (doc(provenance=[]), "/provenance", "must be an object"),
+    "provenance-unknown-key": (
+        with_value(BASE_P, (*P, "sink"), []),
+        "/provenance/sink",
+        "did you mean 'sinks'?",
+    ),
+    "no-untrusted": (
+        doc(provenance={"sinks": PROVENANCE["sinks"]}),
+        "/provenance",
+        "missing required field 'untrusted'",
+    ),
+    "untrusted-empty": (
+        with_value(BASE_P, (*P, "untrusted"), {}),
+        "/provenance/untrusted",
+        "name the untrusted tools",
+    ),
+    "untrusted-both": (
+        with_value(BASE_P, (*P, "untrusted"), {"tools": ["read_inbox"], "all_tools": True}),
+        "/provenance/untrusted",
+        "either tools or all_tools",
+    ),
+    "untrusted-tool-unknown": (
+        with_value(BASE_P, (*P, "untrusted", "tools"), ["read_inbx"]),
+        "/provenance/untrusted/tools/0",
+        "not in allowed_tools",
+    ),
+    "output-pattern-empty-match": (
+        with_value(BASE_P, (*P, "untrusted", "output_patterns"), ["x*"]),
+        "/provenance/untrusted/output_patterns/0",
+        "matches the empty string",
+    ),
+    "output-pattern-invalid": (
+        with_value(BASE_P, (*P, "untrusted", "output_patterns"), ["("]),
+        "/provenance/untrusted/output_patterns/0",
+        "invalid regular expression",
+    ),
+    "output-patterns-empty": (
+        with_value(BASE_P, (*P, "untrusted", "output_patterns"), []),
+        "/provenance/untrusted/output_patterns",
+        "non-empty array",
+    ),
+    "trusted-and-untrusted": (
+        with_value(BASE_P, (*P, "trusted_tools"), ["read_inbox"]),
+        "/provenance/trusted_tools/0",
+        "both untrusted and trusted",
+    ),
+    "no-sinks": (
+        with_value(BASE_P, (*P, "sinks"), []),
+        "/provenance/sinks",
+        "non-empty array",
+    ),
+    "sink-unknown-argument": (
+        with_value(BASE_P, (*P, "sinks", 0, "argument"), "recipent"),
+        "/provenance/sinks/0/argument",
+        "declares no argument 'recipent'",
+    ),
+    "sink-twice": (
+        with_value(BASE_P, (*P, "sinks"), PROVENANCE["sinks"] * 2),
+        "/provenance/sinks/1",
+        "listed twice",
+    ),
+    "sink-no-argument": (
+        with_value(BASE_P, (*P, "sinks", 0), {"tool": "send_money"}),
+        "/provenance/sinks/0",
+        "missing required field 'argument'",
+    ),
+    "extract-empty-match": (
+        with_value(BASE_P, (*P, "sinks", 0, "extract"), "[0-9]*"),
+        "/provenance/sinks/0/extract",
+        "matches the empty string",
+    ),
+    "extract-risky": (
+        with_value(BASE_P, (*P, "sinks", 0, "extract"), "(a+)+b"),
+        "/provenance/sinks/0/extract",
+        "--allow-risky-patterns",
+    ),
+    "min-length-0": (
+        with_value(BASE_P, (*P, "min_value_length"), 0),
+        "/provenance/min_value_length",
+        "integer >= 1",
+    ),
+    # conditions
+    "conditions-object": (doc(conditions={}), "/conditions", "must be an array"),
+    "condition-unknown-key": (
+        with_value(BASE_C, (*C, "forbidden"), True),
+        "/conditions/0/forbidden",
+        "did you mean 'forbid'?",
+    ),
+    "condition-no-tool": (doc(conditions=[{"forbid": True}]), "/conditions/0", "'tool'"),
+    "condition-both": (
+        with_value(BASE_C, (*C, "forbid"), True),
+        "/conditions/0",
+        "exactly one of forbid",
+    ),
+    "condition-neither": (
+        doc(conditions=[{"tool": "refund"}]),
+        "/conditions/0",
+        "exactly one of forbid",
+    ),
+    "condition-prior-unknown": (
+        with_value(BASE_C, (*C, "require_prior"), ["aprove"]),
+        "/conditions/0/require_prior/0",
+        "not in allowed_tools",
+    ),
+    "condition-prior-match-wildcard": (
+        with_value(
+            BASE_C,
+            (*C, "require_prior"),
+            [{"tool": "lookup", "match": {"/order_id/*": "order_id"}}],
+        ),
+        "/conditions/0/require_prior/0/match/~1order_id~1*",
+        "'*' is not allowed",
+    ),
+    "condition-prior-match-unknown-argument": (
+        with_value(
+            BASE_C, (*C, "require_prior"), [{"tool": "lookup", "match": {"order_id": "order"}}]
+        ),
+        "/conditions/0/require_prior/0/match/order_id",
+        "declares no argument 'order'",
+    ),
+    "when-unknown-argument": (
+        with_value(BASE_C, (*C, "when"), {"amout": {"min": 1}}),
+        "/conditions/0/when/amout",
+        "declares no argument 'amout'",
+    ),
+    "when-unknown-test": (
+        with_value(BASE_C, (*C, "when"), {"amount": {"greater": 1}}),
+        "/conditions/0/when/amount/greater",
+        "unknown key 'greater'",
+    ),
+    "when-no-test": (
+        with_value(BASE_C, (*C, "when"), {"amount": {}}),
+        "/conditions/0/when/amount",
+        "at least one of",
+    ),
+    "when-min-above-max": (
+        with_value(BASE_C, (*C, "when"), {"amount": {"min": 5, "max": 1}}),
+        "/conditions/0/when/amount",
+        "exceeds max",
+    ),
+    "when-count-without-wildcard": (
+        with_value(BASE_C, (*C, "when"), {"amount": {"min": 1, "min_count": 2}}),
+        "/conditions/0/when/amount/min_count",
+        "needs a path with a '*'",
+    ),
+    "when-count-inside-not": (
+        with_value(BASE_C, (*C, "when"), {"/amount/*": {"not": {"min": 1, "min_count": 2}}}),
+        "/conditions/0/when/~1amount~1*/not/min_count",
+        "unknown key 'min_count'",
+    ),
+    "when-bound-string": (
+        with_value(BASE_C, (*C, "when"), {"amount": {"min": "1"}}),
+        "/conditions/0/when/amount/min",
+        "finite number",
+    ),
+    "when-pattern-invalid": (
+        with_value(BASE_C, (*C, "when"), {"order_id": {"pattern": "["}}),
+        "/conditions/0/when/order_id/pattern",
+        "invalid regular expression",
+    ),
+    "condition-names-repeat": (
+        doc(conditions=[CONDITION, CONDITION]),
+        "/conditions/1/name",
+        "already used by /conditions/0",
+    ),
+    # relations
+    "relation-unknown-op": (
+        with_value(BASE_R, (*R, "op"), "=<"),
+        "/relations/0/op",
+        "unknown operator '=<'",
+    ),
+    "relation-no-source": (
+        doc(relations=[{k: v for k, v in RELATION.items() if k != "source"}]),
+        "/relations/0",
+        "missing required field 'source'",
+    ),
+    "relation-output-not-pointer": (
+        with_value(BASE_R, (*R, "source", "output"), "total"),
+        "/relations/0/source/output",
+        "must be a JSON pointer",
+    ),
+    "relation-compare-with-many": (
+        with_value(BASE_R, (*R, "source", "output"), "/items/*/price"),
+        "/relations/0/source/output",
+        "needs 'in' or 'not_in'",
+    ),
+    "relation-if-missing": (
+        with_value(BASE_R, (*R, "if_missing"), "warn"),
+        "/relations/0/if_missing",
+        "'fail' or 'skip'",
+    ),
+    "relation-source-tool-unknown": (
+        with_value(BASE_R, (*R, "source", "tool"), "lookups"),
+        "/relations/0/source/tool",
+        "not in allowed_tools",
+    ),
+    # confirmation
+    "confirmation-tools-empty": (
+        doc(confirmation={"tools": []}),
+        "/confirmation/tools",
+        "at least one tool",
+    ),
+    "confirmation-nothing-to-guard": (
+        {"schema_version": "1.1", "policy_id": "p", "confirmation": {}},
+        "/confirmation",
+        "no tool to guard",
+    ),
+    "confirmation-pattern-empty-match": (
+        doc(confirmation={"pattern": "(yes)?"}),
+        "/confirmation/pattern",
+        "matches the empty string",
+    ),
+    "confirmation-unknown-key": (
+        doc(confirmation={"pattern": "yes", "tool": ["refund"]}),
+        "/confirmation/tool",
+        "did you mean 'tools'?",
+    ),
+    # loops
+    "loops-no-limit": (doc(loops={"window": 3}), "/loops", "sets no limit"),
+    "loops-window-alone": (
+        doc(loops={"max_cycle_repeats": 2, "window": 3}),
+        "/loops/window",
+        "applies to max_identical_calls",
+    ),
+    "loops-window-too-small": (
+        doc(loops={"max_identical_calls": 3, "window": 3}),
+        "/loops/window",
+        "can never hold more",
+    ),
+    "loops-cycle-length-alone": (
+        doc(loops={"max_identical_calls": 3, "max_cycle_length": 3}),
+        "/loops/max_cycle_length",
+        "applies to max_cycle_repeats",
+    ),
+    "loops-cycle-length-too-long": (
+        doc(loops={"max_cycle_repeats": 3, "max_cycle_length": 17}),
+        "/loops/max_cycle_length",
+        "from 2 to 16",
+    ),
+    "loops-zero": (doc(loops={"max_identical_calls": 0}), "/loops/max_identical_calls", ">= 1"),
+    "loops-fraction": (doc(loops={"max_cycle_repeats": 1.5}), "/loops/max_cycle_repeats", ">= 1"),
+}
+# Checks the JSON Schema cannot express: the parser is stricter there (see the schema's
+# description). Every other invalid document must be refused by the schema too.
+GAPS = {
+    "untrusted-tool-unknown",
+    "output-pattern-empty-match",
+    "trusted-and-untrusted",
+    "sink-unknown-argument",
+    "sink-twice",
+    "extract-empty-match",
+    "extract-risky",
+    "condition-prior-unknown",
+    "condition-prior-match-wildcard",
+    "condition-prior-match-unknown-argument",
+    "when-unknown-argument",
+    "when-min-above-max",
+    "when-count-without-wildcard",
+    "condition-names-repeat",
+    "relation-compare-with-many",
+    "relation-source-tool-unknown",
+    "confirmation-nothing-to-guard",
+    "confirmation-pattern-empty-match",
+    "loops-window-alone",
+    "loops-window-too-small",
+    "loops-cycle-length-alone",
+}
+
+
+@pytest.mark.parametrize(("name", "case"), INVALID.items(), ids=INVALID.keys())
+def test_invalid_1_1_policy_is_rejected(name: str, case: tuple[Any, str, str]) -> None:
+    document, pointer, fragment = case
+    error = rejected(document)
+    assert (error.pointer, fragment in error.message) == (pointer, True), error.message
+    assert schema().is_valid(document) == (name in GAPS)
+
+
+def test_risky_patterns_can_be_accepted_as_warnings() -> None:
+    document = with_value(BASE_P, (*P, "sinks", 0, "extract"), "(a+)+b")
+    policy = Policy.from_dict(document, allow_risky_patterns=True)
+    message = (
+        "/provenance/sinks/0/extract: pattern '(a+)+b' nests an unbounded repetition inside "
+        "another (as in '(a+)+'), so matching can take exponential time on some texts"
+    )
+    assert policy.warnings == (message,)
+
+
+# ---- the building blocks ----------------------------------------------------------------------
+
+
+def test_json_key_equality() -> None:
+    assert json_key(1) == json_key(1.0)
+    assert json_key(True) != json_key(1)
+    assert json_key(None) != json_key(False)
+    assert json_key({"a": [1, "x"], "b": None}) == json_key({"b": None, "a": [1.0, "x"]})
+    assert json_key([1, 2]) != json_key([2, 1])
+    assert json_key("1") != json_key(1)
+
+
+def path(text: str) -> ArgPath:
+    return ArgPath.parse(text, "")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("amount", [5]),
+        ("/amount", [5]),
+        ("/items/*/sku", ["a", "b"]),
+        ("/items/1/sku", ["b"]),
+        ("/items/01/sku", []),  # not an array index
+        ("/items/9/sku", []),
+        ("/meta/*", [1, 2]),
+        ("/a~1b", ["slash"]),
+        ("/t~0", ["tilde"]),
+        ("/missing/*", []),
+        ("/amount/*", []),
+    ],
+)
+def test_paths_collect_values(text: str, expected: list[Any]) -> None:
+    arguments = {
+        "amount": 5,
+        "items": [{"sku": "a"}, {"sku": "b"}, {"no": 1}],
+        "meta": {"x": 1, "y": 2},
+        "a/b": "slash",
+        "t~": "tilde",
+    }
+    assert collect(arguments, path(text)) == expected
+
+
+def predicate(raw: dict[str, Any]) -> Predicate:
+    return Predicate.parse(raw, "", [])
+
+
+@pytest.mark.parametrize(
+    ("raw", "value", "holds"),
+    [
+        ({"equals": 1}, 1.0, True),
+        ({"equals": 1}, True, False),
+        ({"equals": "a"}, "A", False),
+        ({"enum": [1, "x"]}, "x", True),
+        ({"enum": [1, "x"]}, 2, False),
+        ({"pattern": "a.c"}, "abc", True),
+        ({"pattern": "a.c"}, "abcd", False),  # a full match
+        ({"pattern": "1"}, 1, False),  # a pattern needs a string
+        ({"min": 1, "max": 2}, 2, True),
+        ({"min": 1, "max": 2}, 2.5, False),
+        ({"exclusive_min": 100}, 100, False),
+        ({"exclusive_min": 100}, 100.01, True),
+        ({"exclusive_max": 0}, -1, True),
+        ({"min": 0}, True, False),  # booleans are not numbers
+        ({"min": 0}, "5", False),
+        ({"not": {"pattern": ".*@example\\.com"}}, "eve@evil.example", True),
+        ({"not": {"pattern": ".*@example\\.com"}}, "ann@example.com", False),
+        ({"not": {"min": 10}}, "text", True),  # the negation of a failed type test holds
+        ({"min": 1, "not": {"equals": 3}}, 3, False),
+    ],
+)
+def test_predicates(raw: dict[str, Any], value: object, holds: bool) -> None:
+    assert predicate(raw).holds(value) is holds
+
+
+@pytest.mark.parametrize("key", ["equals", "enum"])
+def test_deeply_nested_values_are_an_input_error(key: str) -> None:
+    # A value nested deeper than the interpreter can compare (a policy built in Python; the JSON
+    # reader refuses such files already) is an input error, never a RecursionError.
+    value: Any = []
+    for _ in range(5000):
+        value = [value]
+    clause = {key: [value] if key == "enum" else value}
+    error = rejected(
+        doc(conditions=[{"tool": "refund", "when": {"amount": clause}, "forbid": True}])
+    )
+    assert "nested too deeply" in error.message
+
+
+def test_1_1_rules_on_deeply_nested_trace_values_are_an_input_error() -> None:
+    value: Any = "x"
+    for _ in range(5000):
+        value = [value]
+    policy = Policy.from_dict(
+        doc(conditions=[{"tool": "refund", "when": {"amount": {"equals": 1}}, "forbid": True}])
+    )
+    trace = Trace.from_dict(
+        {
+            "trace_id": "t",
+            "agent_name": "a",
+            "workflow": "w",
+            "steps": [
+                {
+                    "step_id": "s1",
+                    "type": "tool_call",
+                    "tool_name": "refund",
+                    "arguments": {"order_id": "A", "amount": value},
+                }
+            ],
+        }
+    )
+    with pytest.raises(InputError, match="nested too deeply"):
+        validate_trace(trace, policy)

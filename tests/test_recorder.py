@@ -1,0 +1,470 @@
+"""The trace recorder (``record.Recorder``) and the example agent that uses it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from agent_reliability_harness.engine import validate_trace
+from agent_reliability_harness.errors import UsageError
+from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.trace import Trace
+from agent_reliability_harness.monitor import BlockedCallError, Monitor
+from agent_reliability_harness.record import Recorder, json_value, record_tool
+
+from conftest import ROOT, Run
+
+EXAMPLES = ROOT / "examples"
+
+
+class FakeClock:
+    """A monotonic clock that advances by a fixed step each time it is read."""
+
+    def __init__(self, step: float) -> None:
+        self.now = 100.0
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_a_recorded_run_is_the_canonical_trace_written_by_hand() -> None:
+    rec = Recorder("run-1", agent_name="bot", workflow="refunds", clock=FakeClock(0.25))
+    rec.user_message("refund A1")
+    lookup = rec.tool(lambda order_id: {"order_id": order_id, "total": 5}, name="lookup")
+    assert lookup("A1") == {"order_id": "A1", "total": 5}
+    rec.tool_call("notify", {"channel": "email"}, output="sent", cost_usd=0.001)
+    rec.model_response(
+        "Refunded.",
+        citations=["https://shop.example/A1", "order database"],
+        requires_grounding=True,
+        input_tokens=12,
+        output_tokens=3,
+    )
+    # Written out from the recorder's documented behaviour: ids s1.., a tool's latency is the
+    # clock difference (one 0.25 s step = 250 ms), string citations become url/source objects.
+    expected = {
+        "schema_version": "1.1",
+        "trace_id": "run-1",
+        "agent_name": "bot",
+        "workflow": "refunds",
+        "steps": [
+            {"step_id": "s1", "type": "user_message", "text": "refund A1"},
+            {
+                "step_id": "s2",
+                "type": "tool_call",
+                "tool_name": "lookup",
+                "arguments": {"order_id": "A1"},
+                "output": {"order_id": "A1", "total": 5},
+                "latency_ms": 250.0,
+            },
+            {
+                "step_id": "s3",
+                "type": "tool_call",
+                "tool_name": "notify",
+                "arguments": {"channel": "email"},
+                "output": "sent",
+                "cost_usd": 0.001,
+            },
+            {
+                "step_id": "s4",
+                "type": "model_response",
+                "text": "Refunded.",
+                "citations": [{"url": "https://shop.example/A1"}, {"source": "order database"}],
+                "requires_grounding": True,
+                "input_tokens": 12,
+                "output_tokens": 3,
+            },
+        ],
+    }
+    assert rec.to_dict() == expected
+    assert Trace.from_dict(expected) == rec.trace()
+
+
+def test_a_trace_without_user_turns_is_version_1() -> None:
+    rec = Recorder("run-1", clock=None)
+    rec.model_response("hi")
+    assert rec.trace().schema_version == "1"
+
+
+def test_a_failing_tool_is_recorded_as_an_error_and_raises_again() -> None:
+    rec = Recorder("run-1", clock=None)
+
+    @rec.tool
+    def charge(card: str, amount: float = 1.0) -> str:
+        raise ValueError(f"card {card} declined")
+
+    with pytest.raises(ValueError, match="declined"):
+        charge("4242")
+    [step] = rec.steps
+    assert step.to_dict() == {
+        "step_id": "s1",
+        "type": "tool_call",
+        "tool_name": "charge",
+        "arguments": {"card": "4242"},  # the default amount was not passed, so not recorded
+        "error": "ValueError: card 4242 declined",
+    }
+    assert step.status == "error"
+
+
+def test_arguments_are_recorded_by_parameter_name() -> None:
+    rec = Recorder("run-1", clock=None)
+
+    @rec.tool(name="search")
+    def find(query: str, *extra: str, limit: int = 5, **filters: Any) -> list[str]:
+        return []
+
+    find("shoes", "red", limit=2, brand="x")
+    assert rec.steps[0].tool_name == "search"
+    assert rec.steps[0].arguments == {
+        "query": "shoes",
+        "extra": ["red"],
+        "limit": 2,
+        "brand": "x",
+    }
+    assert find.__name__ == "find"  # functools.wraps
+
+
+def test_record_tool_and_async_tools() -> None:
+    rec = Recorder("run-1", clock=None)
+
+    @record_tool(rec, name="fetch")
+    async def fetch(url: str) -> str:
+        await asyncio.sleep(0)
+        return f"<{url}>"
+
+    assert asyncio.run(fetch("a")) == "<a>"
+    assert [(s.tool_name, s.output) for s in rec.steps] == [("fetch", "<a>")]
+
+
+@dataclass
+class Point:
+    x: int
+    y: float
+    unit: ClassVar[str] = "px"  # not a field: not recorded
+
+
+class Broken:
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def test_values_become_plain_json() -> None:
+    loop: list[Any] = [1]
+    loop.append(loop)
+    # each expected value follows the conversion rules in json_value's docstring
+    assert json_value({1: (1, 2), None: {3, 1, 2}, "p": Point(1, 2.5)}) == {
+        "1": [1, 2],
+        "null": [1, 2, 3],
+        "p": {"x": 1, "y": 2.5},
+    }
+    assert json_value([math.nan, math.inf, -math.inf, True, b"x", loop, Broken()]) == [
+        "nan",
+        "inf",
+        "-inf",
+        True,
+        "b'x'",
+        [1, "<cycle>"],
+        "<Broken>",
+    ]
+    deep: Any = "leaf"
+    for _ in range(300):
+        deep = [deep]
+    depth, node = 0, json_value(deep)
+    while isinstance(node, list):
+        depth, node = depth + 1, node[0]
+    assert (depth, node) == (200, "<nested too deeply>")
+
+
+def test_bad_values_are_usage_errors_naming_the_step() -> None:
+    rec = Recorder("run-1", clock=None)
+    with pytest.raises(UsageError, match=r"cannot record step 's1': /steps/0/latency_ms"):
+        rec.tool_call("t", latency_ms=-5)
+    with pytest.raises(UsageError, match="/steps/0/status"):
+        rec.tool_call("t", status="done")
+    with pytest.raises(UsageError, match="trace_id"):
+        Recorder("")
+    assert rec.steps == ()
+
+
+def test_writes_json_atomically_and_validates_with_the_cli(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    path = tmp_path / "runs" / "run-1.json"
+    with Recorder("run-1", path=path, clock=None) as rec:
+        rec.model_response("done")
+    assert json.loads(path.read_text(encoding="utf-8")) == rec.to_dict()
+    assert [p.name for p in path.parent.iterdir()] == ["run-1.json"]  # no temporary file left
+    policy = tmp_path / "policy.json"
+    policy.write_text(
+        json.dumps({"policy_id": "p", "completion": {"require_final_response": True}})
+    )
+    run = arh("validate", "--policy", policy, path, "--quiet")
+    assert run.status == 0, run.err
+
+
+def test_appends_one_line_per_trace_to_json_lines(tmp_path: Path) -> None:
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(b'{"torn": ')  # a writer died mid-line: the next record gets its own line
+    for index in (1, 2):
+        with Recorder(f"run-{index}", path=path, clock=None) as rec:
+            rec.model_response(f"answer {index}")
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert lines[0] == '{"torn": '
+    assert [json.loads(line)["trace_id"] for line in lines[1:3]] == ["run-1", "run-2"]
+    assert lines[3] == ""
+
+
+def test_the_trace_is_written_when_the_block_raises(tmp_path: Path) -> None:
+    path = tmp_path / "crash.json"
+
+    def crash() -> None:
+        with Recorder("crash", path=path, clock=None) as rec:
+            rec.user_message("go")
+            raise RuntimeError("agent crashed")
+
+    with pytest.raises(RuntimeError):
+        crash()
+    assert json.loads(path.read_text(encoding="utf-8"))["steps"][0]["text"] == "go"
+
+
+GUARD_POLICY = Policy.from_dict(
+    {
+        "policy_id": "guarded",
+        "allowed_tools": {
+            "pay": {"required_arguments": {"to": "str"}, "side_effect": True},
+            "look": {},
+        },
+        "sequence": {"forbidden_tools": ["wipe"]},
+    }
+)
+
+
+def test_the_guard_refuses_a_duplicate_side_effect_before_the_tool_runs() -> None:
+    paid: list[str] = []
+    rec = Recorder("run-1", guard=GUARD_POLICY, clock=None)
+    pay = rec.tool(lambda to: paid.append(to) or "paid", name="pay")
+    pay(to="ann")
+    with pytest.raises(BlockedCallError) as blocked:
+        pay(to="ann")
+    assert paid == ["ann"]  # the second call never reached the tool
+    assert [f.rule_id for f in blocked.value.findings] == ["ARH-FLW-003"]
+    pay(to="bob")  # a different payment goes through
+    assert paid == ["ann", "bob"]
+    trace = rec.trace()
+    assert [s.step_id for s in trace.steps] == ["s1", "s3"]
+    assert trace.metadata["blocked_calls"] == [
+        {
+            "step_id": "s2",
+            "tool_name": "pay",
+            "arguments": {"to": "ann"},
+            "rule_ids": ["ARH-FLW-003"],
+        }
+    ]
+    assert validate_trace(trace, GUARD_POLICY).passed
+    assert rec.monitor is not None
+    assert rec.monitor.finish() == list(validate_trace(trace, GUARD_POLICY).findings)
+
+
+def test_check_call_asks_the_guard_without_recording() -> None:
+    monitor = Monitor(GUARD_POLICY, trace_id="run-1")
+    rec = Recorder("run-1", guard=monitor, clock=None)
+    assert rec.monitor is monitor
+    assert rec.check_call("look") == []
+    assert [f.rule_id for f in rec.check_call("wipe", {})] == ["ARH-SCH-001", "ARH-SEQ-002"]
+    assert rec.steps == ()
+    rec.tool_call("wipe", {}, output="gone")  # done anyway: observed and kept in the trace
+    assert [s.tool_name for s in monitor.steps] == ["wipe"]
+    # observe() does not repeat what the check of this very call already said
+    assert [f.rule_id for f in rec.runtime_findings] == ["ARH-SCH-001", "ARH-SEQ-002"]
+    assert Recorder("x").check_call("wipe") == []  # no guard, nothing to check
+
+
+# ---------------------------------------------------------------------------------------------
+# The example agent in examples/
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+
+
+@pytest.fixture
+def example(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., Ran]:
+    """Run examples/refund_agent.py's main() in-process, in a scratch directory."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    monkeypatch.chdir(tmp_path)
+    from refund_agent import main
+
+    def run(*args: str) -> Ran:
+        capsys.readouterr()
+        status = main(list(args))
+        return Ran(status, capsys.readouterr().out)
+
+    return run
+
+
+def test_the_example_runs_as_a_script(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "refund_agent.py"), "--repeat-refund", "--out", "r.json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (1, "")
+    assert "refunds issued: 2" in result.stdout
+    assert (tmp_path / "r.json").is_file()
+
+
+@pytest.fixture
+def policy_path() -> Path:
+    return EXAMPLES / "refund_policy.json"
+
+
+def test_example_agent_records_a_passing_run(
+    example: Callable[..., Ran], tmp_path: Path, policy_path: Path
+) -> None:
+    result = example("--out", "run.json")
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == [
+        "agent: Refunded $42.50 for order A1001.",
+        "refunds issued: 1",
+        "trace written to run.json (4 steps)",
+        "verdict: PASS (score 100.00)",
+    ]
+    trace = Trace.from_dict(json.loads((tmp_path / "run.json").read_text(encoding="utf-8")))
+    assert [s.tool_name or s.type for s in trace.steps] == [
+        "user_message",
+        "lookup_order",
+        "issue_refund",
+        "model_response",
+    ]
+    assert all(s.latency_ms is not None for s in trace.steps if s.type == "tool_call")
+    policy = Policy.from_dict(json.loads(policy_path.read_text(encoding="utf-8")))
+    assert validate_trace(trace, policy).passed
+
+
+def test_example_agent_with_the_seeded_duplicate_refund_fails(example: Callable[..., Ran]) -> None:
+    result = example("--repeat-refund", "--out", "run.json")
+    assert result.returncode == 1
+    assert "refunds issued: 2" in result.stdout
+    assert (
+        "  error ARH-FLW-003 s4: duplicate side effect: tool 'issue_refund' was called again "
+        "with identical arguments after step 's3' succeeded"
+    ) in result.stdout.splitlines()
+
+
+def test_example_guard_blocks_the_duplicate_refund(
+    example: Callable[..., Ran], tmp_path: Path
+) -> None:
+    result = example("--repeat-refund", "--guard", "--out", "runs.jsonl")
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == [
+        "agent: Refunded $42.50 for order A1001.",
+        "refunds issued: 1",
+        "guard blocked issue_refund at s4: ['ARH-FLW-003']",
+        "trace written to runs.jsonl (4 steps)",
+        "verdict: PASS (score 100.00)",
+    ]
+    [line] = (tmp_path / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+    assert json.loads(line)["metadata"]["blocked_calls"][0]["rule_ids"] == ["ARH-FLW-003"]
+
+
+# ---------------------------------------------------------------------------------------------
+# docs/python-api.md shows the example as it is and its code runs
+
+DOC = ROOT / "docs" / "python-api.md"
+_EXCERPT = re.compile(r"<!-- excerpt: (\S+) -->")
+
+
+def _doc_blocks() -> list[tuple[str | None, str, str]]:
+    """(the file a block is an excerpt of, or None; its language; its text) for each block."""
+    blocks: list[tuple[str | None, str, str]] = []
+    lines = DOC.read_text(encoding="utf-8").splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if line.startswith("```") and len(line) > 3:
+            previous = _EXCERPT.fullmatch(lines[index - 1]) if index else None
+            end = lines.index("```", index + 1)
+            body = "\n".join(lines[index + 1 : end]) + "\n"
+            blocks.append((previous.group(1) if previous else None, line[3:], body))
+            index = end
+        index += 1
+    return blocks
+
+
+def test_the_doc_shows_the_example_files_as_they_are() -> None:
+    excerpts = [(source, body) for source, _, body in _doc_blocks() if source]
+    assert len(excerpts) == 3
+    for source, body in excerpts:
+        assert body in (ROOT / source).read_text(encoding="utf-8"), source
+
+
+def test_the_doc_python_examples_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    blocks = [body for source, lang, body in _doc_blocks() if lang == "python" and not source]
+    assert len(blocks) == 2
+    for number, body in enumerate(blocks):
+        exec(compile(body, f"docs/python-api.md block {number}", "exec"), {"__name__": "doc"})  # noqa: S102
+    printed = capsys.readouterr().out
+    # the rule's message for a repeat of s1, as docs/rules.md words ARH-FLW-003
+    assert printed == (
+        "ARH-FLW-003 duplicate side effect: tool 'pay' was called again with identical "
+        "arguments after step 's1' succeeded\n"
+    )
+    assert f"`{printed.strip()}`" in " ".join(DOC.read_text(encoding="utf-8").split())
+    recorded = json.loads((tmp_path / "run-42.json").read_text(encoding="utf-8"))
+    assert [s["type"] for s in recorded["steps"]] == [
+        "user_message",
+        "tool_call",
+        "tool_call",
+        "model_response",
+    ]
+
+
+def test_the_doc_transcripts_are_the_example_output(example: Callable[..., Ran]) -> None:
+    runs = [body for _, lang, body in _doc_blocks() if body.startswith("$ python examples/")]
+    assert len(runs) == 3
+    for body in runs:
+        command, *expected = body.rstrip("\n").split("\n")
+        result = example(*command.split()[3:])
+        assert result.stdout.splitlines() == expected, command
+
+
+def test_the_doc_failure_message_is_the_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    from refund_agent import FakeLLM, Shop, run_agent
+
+    from agent_reliability_harness.pytest_plugin import assert_trace_passes
+
+    [shown] = [body for _, _, body in _doc_blocks() if body.startswith("E       AssertionError")]
+    lines = [line[8:] for line in shown.rstrip("\n").split("\n")]
+    lines[0] = lines[0].removeprefix("AssertionError: ")
+    rec = Recorder("refund-twice", agent_name="refund-agent", workflow="refunds", clock=None)
+    run_agent("Please refund order A1001.", FakeLLM(repeat_refund=True), Shop(), rec)
+    policy = Policy.from_dict(json.loads((EXAMPLES / "refund_policy.json").read_text("utf-8")))
+    with pytest.raises(AssertionError) as failed:
+        assert_trace_passes(rec, policy)
+    assert str(failed.value).split("\n") == lines

@@ -1,0 +1,494 @@
+"""The rules of policy language 1.1 beyond their fixtures: the string search behind provenance
+checked against plain search, the rules checked against brute-force reference implementations
+written from POLICY-SPEC.md on random traces, scoring, and compatibility with 1.0 policies."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import Counter
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_reliability_harness import Policy, Trace, validate_trace
+from agent_reliability_harness.rules import CATEGORY_BY_NAME, RULES
+from agent_reliability_harness.rules._taint import (
+    FIND_LIMIT,
+    Corpus,
+    _automaton_first,
+    first_occurrences,
+    normalise,
+)
+
+from conftest import ROOT, load_json
+
+SETTINGS = settings(max_examples=200, deadline=None)
+NEW_CATEGORIES = ("provenance", "conditions", "confirmation", "loops")
+
+
+def trace(*steps: dict[str, Any]) -> Trace:
+    return Trace.from_dict(
+        {"trace_id": "t", "agent_name": "a", "workflow": "w", "steps": list(steps)}
+    )
+
+
+def user(sid: str, text: str) -> dict[str, Any]:
+    return {"step_id": sid, "type": "user_message", "text": text}
+
+
+def call(sid: str, tool: str, args: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "step_id": sid,
+        "type": "tool_call",
+        "tool_name": tool,
+        "arguments": args or {},
+        **extra,
+    }
+
+
+def policy(**sections: Any) -> Policy:
+    return Policy.from_dict(
+        {"schema_version": "1.1", "policy_id": "p", "allow_unlisted_tools": True, **sections}
+    )
+
+
+def found(report: Any, rule_id: str) -> list[str | None]:
+    return sorted(f.step_id or "" for f in report.findings if f.rule_id == rule_id)
+
+
+# ---- the search for first occurrences ----------------------------------------------------------
+
+texts = st.text(alphabet="ab c\x00", max_size=60)
+needles = st.lists(st.text(alphabet="ab c", min_size=1, max_size=4), max_size=60, unique=True)
+
+
+@SETTINGS
+@given(texts, needles)
+def test_both_search_strategies_find_the_first_occurrence(text: str, words: list[str]) -> None:
+    expected = [text.find(w) for w in words]  # plain search, the definition
+    assert _automaton_first(text, words) == expected
+    assert first_occurrences(text, words) == expected
+
+
+def test_the_automaton_is_used_above_the_limit() -> None:
+    words = [f"w{i:03d}" for i in range(FIND_LIMIT + 5)]
+    text = " ".join(reversed(words)) + " w000"
+    expected = [text.find(w) for w in words]
+    assert first_occurrences(text, words) == expected
+    assert expected[0] == text.index("w000")  # the first of two occurrences
+
+
+@pytest.mark.parametrize(
+    ("raw", "normalised"),
+    [
+        ("  Hello\tWORLD \n", "hello world"),
+        ("a\x00b", "a b"),  # NUL counts as whitespace, so it never appears in a value
+        ("Stra\u00dfe", "strasse"),  # casefold, not lower
+        ("DE89 3704\u00a00044", "de89 3704 0044"),  # any Unicode whitespace
+    ],
+)
+def test_normalise(raw: str, normalised: str) -> None:
+    assert normalise(raw) == normalised
+
+
+def test_corpus_maps_offsets_to_steps() -> None:
+    corpus = Corpus()
+    corpus.add(3, ["Alpha", "beta"])
+    corpus.add(7, ["GAMMA"])
+    text = corpus.text()
+    assert text == "alpha\x00beta\x00gamma"
+    assert corpus.position_at(text.index("beta")) == 3
+    assert corpus.position_at(text.index("gamma")) == 7
+
+
+# ---- provenance against a brute-force reference ------------------------------------------------
+
+VALUES = ("iban-0001", "IBAN-0001", "iban-0002", "evil.example", "short", "x y  z ok")
+TOOLS = ("web", "inbox", "profile", "pay", "other")
+
+
+@st.composite
+def provenance_traces(draw: st.DrawFn) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    for number in range(draw(st.integers(0, 10))):
+        sid = f"s{number}"
+        kind = draw(st.sampled_from(("user", "call", "call")))
+        text = " and ".join(draw(st.lists(st.sampled_from(VALUES), max_size=2)))
+        if kind == "user":
+            steps.append(user(sid, text))
+            continue
+        tool = draw(st.sampled_from(TOOLS))
+        args = {"to": draw(st.sampled_from(VALUES)), "cc": [draw(st.sampled_from(VALUES))]}
+        extra: dict[str, Any] = {"output": {"text": text}} if text else {}
+        if draw(st.booleans()):
+            extra["error"] = draw(st.sampled_from(VALUES))
+        steps.append(call(sid, tool, args, **extra))
+    return steps
+
+
+def brute_force_taint(steps: list[dict[str, Any]], minimum: int) -> Counter[str]:
+    """POLICY-SPEC.md, provenance, written out directly: for every sink value of every call, look
+    at every earlier step."""
+
+    def norm(text: str) -> str:
+        return " ".join(text.replace("\x00", " ").casefold().split())
+
+    def returned(step: dict[str, Any]) -> list[str]:
+        out = [step["output"]["text"]] if step.get("output") else []
+        return out + ([step["error"]] if step.get("error") else [])
+
+    tainted: Counter[str] = Counter()
+    for at, step in enumerate(steps):
+        if step["type"] != "tool_call" or step["tool_name"] != "pay":
+            continue
+        for value in (step["arguments"]["to"], *step["arguments"]["cc"]):
+            key = norm(value)
+            if len(key) < minimum:
+                continue
+            earlier = steps[:at]
+            untrusted = any(
+                s["type"] == "tool_call"
+                and s["tool_name"] in ("web", "inbox")
+                and any(key in norm(t) for t in returned(s))
+                for s in earlier
+            )
+            cleared = any(
+                (s["type"] == "user_message" and key in norm(s["text"]))
+                or (
+                    s["type"] == "tool_call"
+                    and s["tool_name"] == "profile"
+                    and any(key in norm(t) for t in returned(s))
+                )
+                for s in earlier
+            )
+            if untrusted and not cleared:
+                tainted[step["step_id"]] += 1
+    return tainted
+
+
+@cache
+def provenance_policy(minimum: int) -> Policy:
+    section = {
+        "untrusted": {"tools": ["web", "inbox"]},
+        "trusted_tools": ["profile"],
+        "sinks": [{"tool": "pay", "argument": "to"}, {"tool": "pay", "argument": "/cc/*"}],
+        "min_value_length": minimum,
+    }
+    return policy(provenance=section)
+
+
+@SETTINGS
+@given(provenance_traces(), st.integers(1, 10))
+def test_provenance_agrees_with_brute_force(steps: list[dict[str, Any]], minimum: int) -> None:
+    report = validate_trace(trace(*steps), provenance_policy(minimum))
+    got = Counter(f.step_id for f in report.findings if f.rule_id == "ARH-PRV-001")
+    assert got == brute_force_taint(steps, minimum)
+
+
+def test_provenance_finding_names_source_sink_argument_and_value() -> None:
+    report = validate_trace(
+        trace(
+            call("w1", "web", output="Send it to ACC-778899 now"),
+            call("p1", "pay", {"to": "acc-778899"}),
+        ),
+        policy(
+            provenance={
+                "untrusted": {"tools": ["web"]},
+                "sinks": [{"tool": "pay", "argument": "to"}],
+            }
+        ),
+    )
+    (finding,) = report.findings
+    assert (finding.rule_id, finding.step_id) == ("ARH-PRV-001", "p1")
+    assert finding.subject == '/arguments/to = "acc-778899"'
+    assert "'w1' (web, #1)" in finding.message
+    assert '"acc-778899"' in finding.message
+    assert finding.observed == "\"acc-778899\" from the output of step 'w1' (web, #1)"
+
+
+def test_provenance_with_many_distinct_values_uses_the_same_semantics() -> None:
+    # More distinct sink values than FIND_LIMIT: the automaton path. Every second value was read
+    # from the untrusted page first; the others only appear after their call.
+    values = [f"value-{i:04d}" for i in range(2 * FIND_LIMIT)]
+    steps = [call("w0", "web", output=" ".join(values[::2]))]
+    steps += [call(f"p{i}", "pay", {"to": v}) for i, v in enumerate(values)]
+    steps.append(call("w1", "web", output=" ".join(values)))
+    section = {"untrusted": {"tools": ["web"]}, "sinks": [{"tool": "pay", "argument": "to"}]}
+    report = validate_trace(trace(*steps), policy(provenance=section))
+    assert found(report, "ARH-PRV-001") == sorted(f"p{i}" for i in range(0, len(values), 2))
+
+
+# ---- loops against brute force ----------------------------------------------------------------
+
+tool_sequences = st.lists(st.sampled_from(("a", "b", "c")), max_size=24)
+
+
+@cache
+def loops_policy(limit: int, window: int | None, cycles: int | None = None) -> Policy:
+    if cycles is not None:
+        return policy(loops={"max_cycle_repeats": limit, "max_cycle_length": cycles})
+    loops: dict[str, Any] = {"max_identical_calls": limit}
+    if window is not None:
+        loops["window"] = window
+    return policy(loops=loops)
+
+
+@SETTINGS
+@given(tool_sequences, st.integers(1, 3), st.one_of(st.none(), st.integers(2, 6)))
+def test_identical_calls_agree_with_brute_force(
+    names: list[str], limit: int, window: int | None
+) -> None:
+    if window is not None and window <= limit:
+        window = limit + 1
+    steps = [call(f"s{i}", name) for i, name in enumerate(names)]
+    report = validate_trace(trace(*steps), loops_policy(limit, window))
+    expected: list[str] = []
+    for name in sorted(set(names)):
+        # the first index at which more than `limit` calls of `name` fall in the window ending there
+        for end in range(len(names)):
+            start = 0 if window is None else max(0, end - window + 1)
+            if names[end] == name and names[start : end + 1].count(name) > limit:
+                expected.append(f"s{end}")
+                break
+    assert found(report, "ARH-LOP-001") == sorted(expected)
+
+
+def _brute_force_cycles(names: list[str], repeats: int, longest: int) -> list[str]:
+    """Every maximal stretch that repeats a block of p different-looking calls (a block that is
+    not itself a repetition) more than `repeats` times; anchored at the call completing
+    repetition repeats + 1."""
+    anchors: set[str] = set()
+    n = len(names)
+    for p in range(2, longest + 1):
+        for start in range(n):
+            if start and start - 1 + p < n and names[start - 1] == names[start - 1 + p]:
+                continue  # not maximal to the left
+            end = start + p
+            if end > n:
+                break
+            while end < n and names[end] == names[end - p]:
+                end += 1
+            block = names[start : start + p]
+            primitive = all(block != block[:d] * (p // d) for d in range(1, p) if p % d == 0)
+            if primitive and (end - start) // p > repeats:
+                anchors.add(f"s{start + p * (repeats + 1) - 1}")
+    return sorted(anchors)
+
+
+@SETTINGS
+@given(tool_sequences, st.integers(1, 3), st.integers(2, 5))
+def test_cycles_agree_with_brute_force(names: list[str], repeats: int, longest: int) -> None:
+    steps = [call(f"s{i}", name) for i, name in enumerate(names)]
+    report = validate_trace(trace(*steps), loops_policy(repeats, None, longest))
+    assert found(report, "ARH-LOP-002") == _brute_force_cycles(names, repeats, longest)
+
+
+# ---- conditions and relations ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("op", "value", "reference", "holds"),
+    [
+        ("<=", 75, 75, True),
+        ("<=", 75.01, 75, False),
+        ("<", 74, 75.0, True),
+        (">", "2024-05-16", "2024-05-15", True),  # two strings compare as text
+        (">=", 5, "5", False),  # a number and a string are not comparable
+        ("<=", True, 5, False),  # a boolean is not a number
+        ("==", 1, 1.0, True),
+        ("==", "a", "A", False),
+        ("!=", {"a": 1}, {"a": 1.0}, False),
+        ("in", "x", ["x", "y"], True),  # the elements of an array found at the pointer
+        ("not_in", "z", ["x", "y"], True),
+        ("in", ["x"], [["x"], "y"], True),
+    ],
+)
+def test_relation_operators(op: str, value: Any, reference: Any, holds: bool) -> None:
+    relation = {
+        "name": "r",
+        "tool": "act",
+        "argument": "v",
+        "op": op,
+        "source": {"tool": "look", "output": "/ref"},
+    }
+    report = validate_trace(
+        trace(call("l", "look", output={"ref": reference}), call("a", "act", {"v": value})),
+        policy(relations=[relation]),
+    )
+    assert found(report, "ARH-CND-003") == ([] if holds else ["a"])
+
+
+def test_relations_use_the_latest_matching_successful_source() -> None:
+    relation = {
+        "name": "r",
+        "tool": "refund",
+        "argument": "amount",
+        "op": "<=",
+        "source": {"tool": "lookup", "output": "/total", "match": {"order": "order"}},
+    }
+    report = validate_trace(
+        trace(
+            call("l1", "lookup", {"order": "A"}, output='{"total": 10}'),
+            call("l2", "lookup", {"order": "B"}, output={"total": 99}),
+            call("l3", "lookup", {"order": "A"}, output={"total": 50}),
+            call("l4", "lookup", {"order": "A"}, output={"total": 1}, status="error"),
+            call("r1", "refund", {"order": "A", "amount": 40}),  # l3 (50) counts
+            call("r2", "refund", {"order": "B", "amount": 100}),  # l2 (99)
+            call("l5", "lookup", {"order": "A"}, output="not json {"),
+            call("r3", "refund", {"order": "A", "amount": 1}),  # l5 has no total
+        ),
+        policy(relations=[relation]),
+    )
+    assert found(report, "ARH-CND-003") == ["r2"]
+    assert found(report, "ARH-CND-004") == ["r3"]
+
+
+def test_require_prior_needs_every_listed_tool_and_a_successful_call() -> None:
+    condition = {"name": "c", "tool": "act", "require_prior": ["a", "b"]}
+    report = validate_trace(
+        trace(
+            call("s1", "a"),
+            call("s2", "b", status="error", error="down"),
+            call("s3", "act"),
+            call("s4", "b"),
+            call("s5", "act"),
+        ),
+        policy(conditions=[condition]),
+    )
+    assert found(report, "ARH-CND-001") == ["s3"]
+    (finding,) = report.findings
+    assert "no successful call of 'b' came before it" in finding.message
+
+
+# ---- confirmation -------------------------------------------------------------------------------
+
+
+def test_confirmation_is_used_up_by_a_successful_guarded_call_only() -> None:
+    report = validate_trace(
+        trace(
+            user("u1", "YES."),
+            call("s1", "book", status="error", error="busy"),
+            call("s2", "book"),
+            call("s3", "other"),
+            call("s4", "book"),
+            user("u2", "yes"),
+            user("u3", "and yes again"),
+            call("s5", "book"),
+            call("s6", "book"),
+        ),
+        policy(confirmation={"tools": ["book"]}),
+    )
+    assert found(report, "ARH-CFM-001") == ["s4", "s6"]
+    result = next(c for c in report.categories if c.category == "confirmation")
+    assert (result.checks, result.failed) == (5, 2)
+
+
+# ---- scoring and compatibility ------------------------------------------------------------------
+
+
+def test_new_categories_have_documented_weights() -> None:
+    weights = {name: CATEGORY_BY_NAME[name].weight for name in NEW_CATEGORIES}
+    assert weights == {"provenance": 25, "conditions": 20, "confirmation": 20, "loops": 15}
+    prefixes = {RULES[r].category for r in RULES if r[4:7] in ("PRV", "CND", "CFM", "LOP")}
+    assert prefixes == set(NEW_CATEGORIES)
+
+
+def test_weighted_score_with_new_categories() -> None:
+    # schema: 2 calls, both pass (allow_unlisted_tools) -> 100, weight 30;
+    # provenance: 1 sink check, failed -> 0, weight 25; loops: 2 distinct calls, 1 over the
+    # limit? no: 2 checks (web, pay), none over -> 100, weight 15.
+    # (30 * 100 + 25 * 0 + 15 * 100) / (30 + 25 + 15) = 4500 / 70.
+    report = validate_trace(
+        trace(call("w", "web", output="to ACC-123456"), call("p", "pay", {"to": "ACC-123456"})),
+        policy(
+            provenance={
+                "untrusted": {"tools": ["web"]},
+                "sinks": [{"tool": "pay", "argument": "to"}],
+            },
+            loops={"max_identical_calls": 1},
+        ),
+    )
+    assert report.score == pytest.approx(4500 / 70)
+    assert [c.category for c in report.categories if c.applicable] == [
+        "schema",
+        "provenance",
+        "loops",
+    ]
+
+
+def test_a_1_0_report_lists_the_seven_categories_only() -> None:
+    plain = validate_trace(trace(call("s1", "x")), Policy.from_dict({"policy_id": "p"}))
+    assert [c.category for c in plain.categories] == [
+        "schema",
+        "budget",
+        "safety",
+        "grounding",
+        "sequence",
+        "flow",
+        "completion",
+    ]
+    newer = validate_trace(trace(call("s1", "x")), policy())
+    assert [c.category for c in newer.categories][7:] == list(NEW_CATEGORIES)
+    assert not any(c.applicable for c in newer.categories[7:])
+
+
+FIXTURES = sorted((ROOT / "tests" / "rules").glob("*/*.json"))
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[f"{p.parent.name}/{p.stem}" for p in FIXTURES])
+def test_declaring_1_1_alone_changes_no_outcome(path: Path) -> None:
+    # Every 1.0 fixture gives the same findings and score when its policy declares 1.1 without
+    # using a new section: the new categories do not apply.
+    case = load_json(path)
+    if "expect_policy_error" in case or case["policy"].get("schema_version") == "1.1":
+        return
+    newer = copy.deepcopy(case["policy"])
+    newer["schema_version"] = "1.1"
+    run = Trace.from_dict(case["trace"])
+    before = validate_trace(run, Policy.from_dict(case["policy"]))
+    after = validate_trace(run, Policy.from_dict(newer))
+    assert after.findings == before.findings
+    assert after.score == before.score
+    assert after.passed == before.passed
+
+
+def test_sample_policies_load_and_report_through_the_cli(arh: Any, tmp_path: Path) -> None:
+    trace_doc = {
+        "schema_version": "1.1",
+        "trace_id": "bank-1",
+        "agent_name": "a",
+        "workflow": "w",
+        "steps": [
+            user("u1", "Please pay my bill."),
+            call(
+                "s1", "read_file", {"file_path": "bill.txt"}, output="Pay US133000000121212121212"
+            ),
+            call("s2", "send_money", {"recipient": "US133000000121212121212", "amount": 1}),
+        ],
+    }
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(trace_doc), encoding="utf-8")
+    out = tmp_path / "r.json"
+    run = arh(
+        "validate",
+        "--policy",
+        ROOT / "samples" / "policies" / "agentdojo-banking.json",
+        path,
+        "--json-out",
+        out,
+        "--quiet",
+    )
+    assert run.status == 1, run.err
+    report = load_json(out)["reports"][0]
+    assert [f["rule_id"] for f in report["findings"]] == ["ARH-PRV-001"]
+    assert report["categories"]["provenance"] == {
+        "applicable": True,
+        "score": 0.0,
+        "checks": 1,
+        "failed": 1,
+    }

@@ -1,0 +1,497 @@
+"""`arh stats`, the statistical gates of `arh compare` and the labels of `arh validate`, scenario
+by scenario through ``main([...])``.
+
+The runs are generated here: 8 tasks of a refund workflow, each run either clean (passes the
+policy) or ending without an answer (ARH-CMP-001, an error). Expected p-values are worked out in
+the comments from the outcome tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+from conftest import ROOT, Run, assert_markdown_is_inert, load_json
+
+Arh = Callable[..., Run]
+TASKS = [f"refund-{i:02d}" for i in range(1, 9)]
+POLICY = {
+    "policy_id": "refunds",
+    "allow_unlisted_tools": True,
+    "completion": {"require_final_response": True},
+}
+
+
+def _trace(
+    trace_id: str, ok: bool, *, workflow: str = "refunds", **metadata: Any
+) -> dict[str, Any]:
+    steps: list[dict[str, Any]] = [
+        {"step_id": "s1", "type": "tool_call", "tool_name": "lookup", "arguments": {},
+         "latency_ms": 100, "cost_usd": 0.001},
+    ]  # fmt: skip
+    if ok:
+        steps.append({"step_id": "s2", "type": "model_response", "text": "done"})
+    doc: dict[str, Any] = {
+        "trace_id": trace_id,
+        "agent_name": "agent",
+        "workflow": workflow,
+        "steps": steps,
+    }
+    if metadata:
+        doc["metadata"] = metadata
+    return doc
+
+
+def _write_jsonl(path: Path, docs: Sequence[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    return path
+
+
+def _policy(tmp_path: Path) -> Path:
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps(POLICY), encoding="utf-8")
+    return path
+
+
+def _table(rows: dict[str, str], runs: int) -> list[list[tuple[str, bool]]]:
+    """``{task: "PPFPP"}`` -> per run, the (task, passed) pairs."""
+    return [[(task, row[r] == "P") for task, row in rows.items()] for r in range(runs)]
+
+
+def _reports_per_run(
+    arh: Arh, tmp_path: Path, name: str, rows: dict[str, str], runs: int = 5
+) -> list[Path]:
+    """Validate each run into its own report; the trace ids repeat across runs."""
+    policy = _policy(tmp_path)
+    out = []
+    for r, run in enumerate(_table(rows, runs), 1):
+        traces = _write_jsonl(tmp_path / name / f"run-{r}.jsonl", [_trace(t, ok) for t, ok in run])
+        report = tmp_path / f"{name}-{r}.json"
+        result = arh("validate", "--policy", policy, traces, "--json-out", report, "--quiet")
+        assert result.err == ""
+        out.append(report)
+    return out
+
+
+def _one_report(arh: Arh, tmp_path: Path, name: str, rows: dict[str, str], runs: int = 5) -> Path:
+    """Validate every run into one report; the trace ids carry a run suffix."""
+    docs = [
+        _trace(f"{task}-run{r}", ok, reward=1 if ok else 0)
+        for r, run in enumerate(_table(rows, runs), 1)
+        for task, ok in run
+    ]
+    traces = _write_jsonl(tmp_path / f"{name}.jsonl", docs)
+    report = tmp_path / f"{name}.json"
+    run = arh(
+        "validate", "--policy", _policy(tmp_path), traces, "--outcome-at", "/metadata/reward",
+        "--json-out", report, "--quiet",
+    )  # fmt: skip
+    assert run.err == ""
+    return report
+
+
+# Baseline: 8 tasks x 5 runs, two single failures (38 of 40 pass).
+BASELINE = dict.fromkeys(TASKS, "PPPPP") | {"refund-03": "PFPPP", "refund-06": "PPPFP"}
+# A real regression: tasks 1-6 now fail 2 of 5 runs (28 of 40 pass). Per-task success-rate
+# differences: refund-01,02,04,05: 5/5 -> 3/5 = -2/5; refund-03, 06: 4/5 -> 3/5 = -1/5; 07, 08:
+# 0. Six non-zero differences, all negative: the exact permutation p-value is 2 / 2^6 = 1/32.
+REGRESSION = dict.fromkeys(TASKS[:6], "PFPFP") | dict.fromkeys(TASKS[6:], "PPPPP")
+# Noise: one failure more than the baseline, on other tasks. Differences: refund-01 -1/5,
+# refund-03 +1/5, refund-05 -1/5, refund-06 +1/5, refund-08 -1/5: five non-zero differences of
+# equal size, sum -1/5. Every sign assignment of five 1/5s sums to an odd multiple of 1/5, so
+# |sum| >= 1/5 for all 32 of them: p = 1.
+NOISE = dict.fromkeys(TASKS, "PPPPP") | {"refund-01": "PPFPP", "refund-05": "FPPPP",
+                                       "refund-08": "PFPPP"}  # fmt: skip
+
+
+def test_a_real_regression_over_five_runs_is_detected(arh: Arh, tmp_path: Path) -> None:
+    base = _reports_per_run(arh, tmp_path, "base", BASELINE)
+    cand = _reports_per_run(arh, tmp_path, "cand", REGRESSION)
+    out = tmp_path / "compare.json"
+    run = arh(
+        "compare", "--baseline", *base, "--candidate", *cand,
+        "--gate", "pass rate drop significant at 0.05", "--json-out", out,
+    )  # fmt: skip
+    assert run.status == 1, run.out + run.err
+    assert run.err == ""
+    assert "GATE: FAIL (fail-on never)" in run.out
+    reason = (
+        "  - workflow 'refunds': pass rate dropped significantly (0.950 -> 0.700 over 8 paired "
+        "tasks, 6 down, 0 up): p = 0.03125 (exact paired permutation), at significance 0.05 "
+        "[--gate 'pass rate drop significant at 0.05']"
+    )
+    assert reason in run.out.splitlines()
+    data = load_json(out)
+    assert data["gate"]["passed"] is False
+    assert data["gate"]["fail_on"] == "never"
+    stats = data["statistics"]["workflows"][0]
+    rate = stats["tests"][0]
+    assert rate["p_value"] == 1 / 32
+    assert rate["down"] == TASKS[:6]
+    assert rate["up"] == []
+    assert (stats["baseline"]["successes"], stats["candidate"]["successes"]) == (38, 28)
+    # the trace ids repeat across the per-run reports: the trace-by-trace part pairs run n with
+    # run n under the names <id>@<n>
+    assert "PASS->FAIL  refund-01@2" in run.out
+
+
+def test_noise_is_not_flagged(arh: Arh, tmp_path: Path) -> None:
+    base = _reports_per_run(arh, tmp_path, "base", BASELINE)
+    cand = _reports_per_run(arh, tmp_path, "cand", NOISE)
+    out = tmp_path / "compare.json"
+    run = arh(
+        "compare", "--baseline", *base, "--candidate", *cand,
+        "--gate", "pass rate drop significant at 0.05", "--json-out", out,
+    )  # fmt: skip
+    assert run.status == 0, run.out
+    assert "GATE: PASS (fail-on never)" in run.out
+    rate = load_json(out)["statistics"]["workflows"][0]["tests"][0]
+    assert rate["p_value"] == 1
+    assert (rate["down"], rate["up"]) == (["refund-01", "refund-05", "refund-08"],
+                                          ["refund-03", "refund-06"])  # fmt: skip
+    # the same candidate fails a trace-by-trace gate, which is what the statistics avoid
+    strict = arh("compare", "--baseline", *base, "--candidate", *cand, "--fail-on", "regressions")
+    assert strict.status == 1
+
+
+def test_too_few_runs_are_reported_as_insufficient(arh: Arh, tmp_path: Path) -> None:
+    # one run of four tasks; every task goes from pass to fail. McNemar's exact p-value is
+    # 2 / 2^4 = 0.125 even so: no outcome of four pairs can reach 0.05
+    rows = dict.fromkeys(TASKS[:4], "P")
+    base = _reports_per_run(arh, tmp_path, "base", rows, runs=1)
+    cand = _reports_per_run(arh, tmp_path, "cand", dict.fromkeys(rows, "F"), runs=1)
+    gate = ["--gate", "pass rate drop significant at 0.05"]
+    run = arh("compare", "--baseline", *base, "--candidate", *cand, *gate)
+    assert run.status == 1
+    assert (
+        "  - workflow 'refunds': insufficient data for significance 0.05: 4 tasks ran on both "
+        "sides, and the smallest p-value that many paired tasks can give is 0.125 "
+        "[--gate 'pass rate drop significant at 0.05']"
+    ) in run.out.splitlines()
+    assert "pass rate p = 0.125 (McNemar exact, 4 paired)" in run.out
+    allowed = arh(
+        "compare", "--baseline", *base, "--candidate", *cand, *gate, "--allow-insufficient-data"
+    )
+    assert allowed.status == 0
+    assert "significance 0.05 ALLOWED" in allowed.out
+
+
+def test_gate_file_reasons_name_the_line(arh: Arh, tmp_path: Path) -> None:
+    base = _one_report(arh, tmp_path, "base", BASELINE)
+    cand = _one_report(arh, tmp_path, "cand", REGRESSION)
+    gates = tmp_path / "arh.toml"
+    gates.write_text(
+        "# gates of the refund team\n"
+        "[defaults]\n"
+        "significance = 0.05\n"
+        "\n"
+        "[workflows.refunds]\n"
+        "min_pass_rate = 0.9\n"
+        "max_flaky_tasks = 6\n",
+        encoding="utf-8",
+    )
+    run = arh("compare", "--baseline", base, "--candidate", cand, "--gates", gates)
+    assert run.status == 1
+    where = str(gates)  # the path as given to --gates
+    lines = run.out.splitlines()
+    assert (
+        f"  - workflow 'refunds': pass rate 0.700 (28 of 40 runs) is below min_pass_rate 0.9 "
+        f"[{where}:6]"
+    ) in lines
+    assert any(line.endswith(f"at significance 0.05 [{where}:3]") for line in lines)
+    # flaky tasks: refund-01..06 each fail 2 of 5 runs: 6 flaky, not more than 6
+    assert not any("max_flaky_tasks" in line for line in lines if line.startswith("  - "))
+
+
+def test_bad_gate_files_name_the_file_line_and_key(arh: Arh, tmp_path: Path) -> None:
+    base = _one_report(arh, tmp_path, "base", BASELINE)
+    gates = tmp_path / "arh.toml"
+    gates.write_text("[workflows.refunds]\nmin_pass_rate = 0.9\nmax_flakey_tasks = 1\n", "utf-8")
+    run = arh("compare", "--baseline", base, "--candidate", base, "--gates", gates)
+    assert run.status == 1
+    assert run.err == (
+        f"error: invalid gate file: {gates}:3: /workflows/refunds/max_flakey_tasks: unknown gate "
+        "key 'max_flakey_tasks' (did you mean 'max_flaky_tasks'?)\n"
+    )
+    missing = arh("stats", base, "--gates", tmp_path / "nope.toml")
+    assert missing.status == 1
+    assert missing.err.startswith("error: invalid gate file: ")
+
+
+def test_stats_of_one_report_with_every_run(arh: Arh, tmp_path: Path) -> None:
+    report = _one_report(arh, tmp_path, "base", BASELINE)
+    run = arh("stats", report)
+    assert run.status == 0
+    assert run.err == ""
+    lines = run.out.splitlines()
+    assert lines[0] == "1 report · outcome verdict · 40 runs of 8 tasks in 1 workflow"
+    assert lines[2] == "refunds · 8 tasks · 5 runs per task · k = 5"
+    # 38 of 40. Wilson, by hand with z^2 = 3.8415: centre (0.95 + 3.8415/80) / (1 + 3.8415/40)
+    # = 0.91058, half-width 1.95996 / 1.09604 * sqrt(0.95 * 0.05 / 40 + 3.8415 / 6400) = 0.07560
+    assert lines[3] == "  pass@1    0.950  95% CI 0.835-0.986  (38 of 40 runs)"
+    # pass^k by hand: 6 tasks 5/5, two 4/5. pass^2 = (6 + 2 * C(4,2)/C(5,2)) / 8 = (6 + 1.2)/8
+    # = 0.9; pass^5 = 6/8 = 0.75
+    assert lines[4] == "  pass^k    k=1 0.950 · k=2 0.900 · k=3 0.850 · k=4 0.800 · k=5 0.750"
+    assert lines[6] == "  tasks     6 stable-pass · 0 stable-fail · 2 flaky: refund-03, refund-06"
+    assert lines[7] == "  rules     ARH-CMP-001 in 2 of 40 runs (5.0%)"
+    assert (
+        lines[8]
+        == "  run 1     8 traces · 8 succeeded · latency p50 100 ms p95 100 ms · cost $0.0080"
+    )
+
+
+def test_per_run_reports_and_one_report_agree(arh: Arh, tmp_path: Path) -> None:
+    together = _one_report(arh, tmp_path, "all", NOISE)
+    split = _reports_per_run(arh, tmp_path, "split", NOISE)
+    one, several = tmp_path / "one.json", tmp_path / "several.json"
+    assert arh("stats", together, "--json-out", one, "--quiet").status == 0
+    assert arh("stats", *split, "--json-out", several, "--quiet").status == 0
+    first, second = load_json(one)["workflows"][0], load_json(several)["workflows"][0]
+    for data in (first, second):
+        for task in data["task_results"]:
+            del task["trace_ids"]  # refund-01-run1 in one, refund-01 in the other
+    assert first == second
+
+
+def test_outcomes_from_labels(arh: Arh, tmp_path: Path) -> None:
+    # a run the policy passes can still have failed the task (reward 0), and a run that solved
+    # the task can still have broken the policy: the outcome modes count them differently
+    docs = [
+        _trace("t1-run1", True, reward=1, task_id="t1"),
+        _trace("t1-run2", True, reward=0, task_id="t1"),
+        _trace("t2-run1", False, reward=1.0, task_id="t2"),
+        _trace("t2-run2", True, reward=True, task_id="t2"),
+    ]
+    traces = _write_jsonl(tmp_path / "runs.jsonl", docs)
+    report = tmp_path / "report.json"
+    arh(
+        "validate", "--policy", _policy(tmp_path), traces, "--json-out", report, "--quiet",
+        "--task-key", "/metadata/task_id", "--outcome-at", "/metadata/reward",
+    )  # fmt: skip
+    reports = load_json(report)["reports"]
+    assert [(r["task"], r["outcome"]) for r in reports] == [
+        ("t1", 1), ("t1", 0), ("t2", 1.0), ("t2", True),
+    ]  # fmt: skip
+    counts = {}
+    for outcome in ("verdict", "label", "both"):
+        out = tmp_path / f"{outcome}.json"
+        arh("stats", report, "--outcome", outcome, "--json-out", out, "--quiet")
+        counts[outcome] = load_json(out)["overall"]["successes"]
+    # verdict: t1-run1, t1-run2, t2-run2; label: t1-run1, t2-run1, t2-run2; both: t1-run1, t2-run2
+    assert counts == {"verdict": 3, "label": 3, "both": 2}
+
+
+def test_missing_labels_are_input_errors(arh: Arh, tmp_path: Path) -> None:
+    traces = _write_jsonl(
+        tmp_path / "runs.jsonl",
+        [_trace("a", True, reward=1), _trace("b", True), _trace("c", True, reward="yes")],
+    )
+    report = tmp_path / "report.json"
+    run = arh(
+        "validate", "--policy", _policy(tmp_path), traces, "--outcome-at", "/metadata/reward",
+        "--json-out", report, "--quiet",
+    )  # fmt: skip
+    assert run.status == 1
+    name = traces.as_posix()
+    assert run.err.splitlines() == [
+        f"error: {name}:2: trace 'b': no member 'metadata' here (looking for /metadata/reward)",
+        (
+            f"error: {name}:3: /metadata/reward: trace 'c': an outcome label must be true, "
+            "false or a number, got string"
+        ),
+    ]
+    # a report without labels cannot give label outcomes
+    plain = tmp_path / "plain.json"
+    arh("validate", "--policy", _policy(tmp_path), traces, "--json-out", plain, "--quiet")
+    stats = arh("stats", plain, "--outcome", "label")
+    assert stats.status == 1
+    assert stats.err == (
+        f"error: {plain}: /reports/0/outcome: trace 'a' has no recorded outcome label, which "
+        "--outcome label needs (validate with --outcome-at POINTER)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["stats", "r.json", "--gate", "pass rate > 1"], "is not a gate"),
+        (["stats", "r.json", "--gate", "pass rate drop significant at 0.05"],
+         "use it with arh compare"),
+        (["stats", "r.json", "--allow-insufficient-data"], "applies only with --gate or --gates"),
+        (["stats", "r.json", "--k", "0"], "must be an integer >= 1"),
+        (["stats", "r.json", "--outcome", "reward"], "invalid choice"),
+        (["compare", "--baseline", "b.json", "--candidate", "c.json", "--task-key", "/x"],
+         "--task-key applies only when validating traces with --policy"),
+        (["compare", "--baseline", "b.json", "--candidate", "c.json", "--outcome-at", "/x"],
+         "--outcome-at applies only"),
+        (["compare", "--baseline", "b.json", "--candidate", "c.json", "--gate", "x"],
+         "is not a gate"),
+        (["compare", "--baseline", "b.json", "--candidate", "c.json", "--gate",
+          "pass rate >= 0.9", "--max-score-drop", "1"],
+         ("--max-score-drop applies only to --fail-on regressions (with --gate or --gates it "
+         "defaults to never)")),
+        (["validate", "--policy", "p.json", "t.json", "--task-key", "metadata/x"],
+         "a JSON pointer is empty or starts with '/'"),
+    ],
+)  # fmt: skip
+def test_usage_errors(arh: Arh, tmp_path: Path, args: list[str], message: str) -> None:
+    run = arh(*args)  # none of the files exists: usage errors come first
+    assert run.status == 2, run.err
+    assert message in run.err
+
+
+def test_the_earlier_compare_form_still_reads_traces_after_the_baseline(
+    arh: Arh, tmp_path: Path
+) -> None:
+    docs = [_trace(t, True) for t in TASKS[:2]]
+    traces = _write_jsonl(tmp_path / "runs.jsonl", docs)
+    policy = _policy(tmp_path)
+    base = tmp_path / "base.json"
+    arh("validate", "--policy", policy, traces, "--json-out", base, "--quiet")
+    old_form = arh("compare", "--policy", policy, "--baseline", base, traces)
+    new_form = arh("compare", "--baseline", base, "--policy", policy, traces)
+    assert old_form.status == new_form.status == 0
+    assert old_form.out == new_form.out
+    assert old_form.out.startswith("compared 2 traces")
+
+
+def test_shards_of_one_run_compare_as_one_report(arh: Arh, tmp_path: Path) -> None:
+    policy = _policy(tmp_path)
+    docs = [_trace(t, i % 3 != 0) for i, t in enumerate(TASKS)]
+    whole = tmp_path / "whole.json"
+    arh("validate", "--policy", policy, _write_jsonl(tmp_path / "w.jsonl", docs),
+        "--json-out", whole, "--quiet")  # fmt: skip
+    shards = []
+    for n, part in enumerate((docs[:5], docs[5:])):
+        shard = tmp_path / f"shard{n}.json"
+        arh("validate", "--policy", policy, _write_jsonl(tmp_path / f"s{n}.jsonl", part),
+            "--json-out", shard, "--quiet")  # fmt: skip
+        shards.append(shard)
+    one = arh("compare", "--baseline", whole, "--candidate", whole)
+    split = arh("compare", "--baseline", *shards, "--candidate", whole)
+    assert one.status == split.status == 0
+    assert one.out == split.out  # unique ids: concatenated, nothing renamed
+
+
+def _stats_validator(definition: str | None = None) -> Draft202012Validator:
+    stats = load_json(ROOT / "schemas" / "stats.schema.json")
+    compare = load_json(ROOT / "schemas" / "compare.schema.json")
+    Draft202012Validator.check_schema(stats)
+    registry = Registry().with_resources(
+        [
+            ("stats.schema.json", Resource.from_contents(stats)),
+            ("compare.schema.json", Resource.from_contents(compare)),
+        ]
+    )
+    schema = compare if definition == "compare" else stats
+    return Draft202012Validator(schema, registry=registry)
+
+
+def test_outputs_match_their_schemas(arh: Arh, tmp_path: Path) -> None:
+    base = _one_report(arh, tmp_path, "base", BASELINE)
+    cand = _one_report(arh, tmp_path, "cand", REGRESSION)
+    gates = tmp_path / "arh.toml"
+    gates.write_text("[defaults]\nmin_pass_rate = 0.5\nsignificance = 0.05\n", "utf-8")
+    stats_out, compare_out = tmp_path / "stats.json", tmp_path / "compare.json"
+    arh("stats", base, cand, "--gates", gates, "--json-out", stats_out, "--quiet")
+    arh("compare", "--baseline", base, "--candidate", cand, "--gates", gates,
+        "--outcome", "both", "--json-out", compare_out, "--quiet")  # fmt: skip
+    stats_data, compare_data = load_json(stats_out), load_json(compare_out)
+    for validator, data in (
+        (_stats_validator(), stats_data),
+        (_stats_validator("compare"), compare_data),
+    ):
+        errors = [f"{e.json_path}: {e.message}" for e in validator.iter_errors(data)]
+        assert not errors, errors
+    assert [c["status"] for c in stats_data["gate"]["checks"]] == ["pass", "skipped"]
+    assert compare_data["statistics"]["outcome"] == "both"
+    broken = json.loads(json.dumps(compare_data))
+    broken["statistics"]["workflows"][0]["tests"][0]["method"] = "t-test"
+    assert not _stats_validator("compare").is_valid(broken)  # the reference is followed
+    # a report with the new keys is still a valid report
+    report_schema = Draft202012Validator(load_json(ROOT / "schemas" / "report.schema.json"))
+    assert report_schema.is_valid(load_json(base))
+    assert load_json(base)["reports"][0]["outcome"] == 1
+
+
+def test_markdown_outputs_are_inert(arh: Arh, tmp_path: Path) -> None:
+    hostile = "<img src=x> @team #12 [x](http://e.com) *em*"
+    docs = [
+        _trace(f"{hostile}|{i}-run{r}", (i + r) % 3 != 0, workflow=f"wf {hostile}")
+        for r in range(1, 4)
+        for i in range(3)
+    ]
+    traces = _write_jsonl(tmp_path / "runs.jsonl", docs)
+    report = tmp_path / "r.json"
+    arh("validate", "--policy", _policy(tmp_path), traces, "--json-out", report, "--quiet")
+    md, cmp_md = tmp_path / "s.md", tmp_path / "c.md"
+    assert arh("stats", report, "--md-out", md, "--gate", "flaky tasks <= 0").status == 1
+    arh("compare", "--baseline", report, "--candidate", report, "--gate", "pass^k >= 0.9",
+        "--md-out", cmp_md, "--quiet")  # fmt: skip
+    for path in (md, cmp_md):
+        text = path.read_text(encoding="utf-8")
+        assert "### " in text
+        assert_markdown_is_inert(text)
+
+
+def test_several_workflows_and_determinism(arh: Arh, tmp_path: Path) -> None:
+    docs = [
+        _trace(f"{w}-{t}-run{r}", (t + r) % 4 != 0, workflow=w)
+        for w in ("refunds", "rebooking")
+        for r in range(1, 4)
+        for t in range(1, 5)
+    ]
+    traces = _write_jsonl(tmp_path / "runs.jsonl", docs)
+    report = tmp_path / "r.json"
+    arh("validate", "--policy", _policy(tmp_path), traces, "--json-out", report, "--quiet")
+    outputs = []
+    for _ in range(2):
+        js, md = tmp_path / "s.json", tmp_path / "s.md"
+        run = arh("stats", report, "--json-out", js, "--md-out", md)
+        outputs.append((run.out, js.read_bytes(), md.read_bytes()))
+    assert outputs[0] == outputs[1]
+    lines = outputs[0][0].splitlines()
+    assert lines[0] == "1 report · outcome verdict · 24 runs of 8 tasks in 2 workflows"
+    titles = [line for line in lines if " · k = " in line]
+    assert titles == [
+        "all workflows · 8 tasks · 3 runs per task · k = 3",
+        "rebooking · 4 tasks · 3 runs per task · k = 3",
+        "refunds · 4 tasks · 3 runs per task · k = 3",
+    ]
+
+
+def test_an_empty_report_is_an_error(arh: Arh, tmp_path: Path) -> None:
+    report = tmp_path / "empty.json"
+    report.write_text(json.dumps({"reports": []}), "utf-8")
+    run = arh("stats", report)
+    assert run.status == 1
+    assert "nothing to summarise" in run.err
+
+
+def test_compare_without_statistics_options_writes_no_statistics(arh: Arh, tmp_path: Path) -> None:
+    base = _one_report(arh, tmp_path, "base", BASELINE)
+    out = tmp_path / "c.json"
+    run = arh("compare", "--baseline", base, "--candidate", base, "--json-out", out)
+    assert "statistics" not in load_json(out)
+    assert "STATISTICS" not in run.out
+    assert "GATE: PASS (fail-on regressions)" in run.out
+
+
+def test_reports_with_input_errors_are_warned_about(arh: Arh, tmp_path: Path) -> None:
+    good = _write_jsonl(tmp_path / "runs" / "good.jsonl", [_trace("a-run1", True)])
+    (tmp_path / "runs" / "bad.json").write_text("{", encoding="utf-8")
+    report = tmp_path / "r.json"
+    arh("validate", "--policy", _policy(tmp_path), good.parent, "--json-out", report, "--quiet")
+    run = arh("stats", report)
+    assert run.status == 0
+    assert (
+        f"warning: report {report} records 1 input error: traces from unreadable inputs are "
+        "missing from it"
+    ) in run.out.splitlines()

@@ -1,0 +1,73 @@
+"""The tau-bench table of docs/statistics.md: the script that writes it runs, the committed table
+is what it writes, and the reward row agrees with pass^k computed here from the raw rewards."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from collections import Counter
+from fractions import Fraction
+from functools import cache
+
+from conftest import REAL_TRACES, ROOT, SHARED, require_shared
+
+TAU = REAL_TRACES / "tau-bench" / "historical_trajectories" / "gpt-4o-airline.json"
+SCRIPT = ROOT / "tools" / "tau_bench_stats.py"
+
+
+@cache
+def _script(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, ARH_SHARED_DIR=str(SHARED))
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+
+
+def test_the_docs_hold_the_scripts_table() -> None:
+    require_shared(TAU)
+    printed = _script()
+    assert printed.returncode == 0, printed.stderr
+    doc = (ROOT / "docs" / "statistics.md").read_text(encoding="utf-8")
+    assert printed.stdout in doc
+    checked = _script("--check")
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_the_reward_row_matches_pass_hat_k_of_the_raw_rewards() -> None:
+    records = json.loads(require_shared(TAU).read_text(encoding="utf-8"))
+    # tau-bench: a trial succeeds when its reward is 1; pass^k = mean over tasks of
+    # C(c, k) / C(n, k), with n = 4 trials per task
+    trials = Counter(r["task_id"] for r in records)
+    successes = Counter(r["task_id"] for r in records if r["reward"] == 1)
+    assert set(trials.values()) == {4}
+    expected = [
+        f"{float(sum(Fraction(math.comb(successes[t], k), math.comb(4, k)) for t in trials) / len(trials)):.3f}"  # noqa: E501
+        for k in range(1, 5)
+    ]
+    # the data set's README: 84 successes in 200 records
+    assert sum(successes.values()) == 84
+    assert expected[0] == "0.420"
+    rows = {
+        line.split(" | ")[0]: line.split(" | ")
+        for line in _script().stdout.splitlines()
+        if line.startswith(("| the", "| reward"))
+    }
+    label = rows["| the reward alone (`--outcome label`)"]
+    assert label[1] == "84 of 200"
+    assert [label[2].split(" ")[0], label[3], label[4], label[5]] == expected
+    # classes by hand: tasks with 4 of 4, some, and 0 of 4 rewarded trials
+    stable = sum(1 for t in trials if successes[t] == 4)
+    never = sum(1 for t in trials if successes[t] == 0)
+    assert label[7] == f"{stable} / {len(trials) - stable - never} / {never} |"
+    # a run succeeds by both only if it succeeds by each: never more successes than either
+    verdict = int(rows["| the policy verdict alone (`--outcome verdict`)"][1].split(" ")[0])
+    both = int(rows["| reward and verdict (`--outcome both`)"][1].split(" ")[0])
+    assert both <= min(84, verdict)

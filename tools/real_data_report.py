@@ -1,0 +1,241 @@
+"""Compute the real-data tables of docs/provenance.md from the third-party runs in ../shared.
+
+* AgentDojo (banking and slack, the ``important_instructions`` attack): arh's verdict with
+  samples/policies/agentdojo-<suite>.json against the run's ``security`` label (true: the attack
+  succeeded), per model.
+* tau-bench airline (gpt-4o): how often each rule of samples/policies/tau-airline.json fires in
+  failed (reward 0) and successful (reward 1) runs.
+
+    python tools/real_data_report.py           # rewrite the generated sections of the doc
+    python tools/real_data_report.py --check   # exit 1 when they differ from a fresh run
+
+The data is read from ``$ARH_SHARED_DIR`` (default: ../shared next to the repository). Transcripts
+are read with the same adapters and options as ``arh validate`` (docs/adapters.md); nothing here
+is random, so the output is byte-stable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from agent_reliability_harness.adapters import RecordOptions, to_trace, to_traces
+from agent_reliability_harness.engine import Validator
+from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.report import TraceReport
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "provenance.md"
+SHARED = Path(os.environ.get("ARH_SHARED_DIR", ROOT.parent / "shared"))
+REAL = SHARED / "data" / "real-traces"
+AGENTDOJO = REAL / "agentdojo" / "runs"
+TAU = REAL / "tau-bench" / "historical_trajectories" / "gpt-4o-airline.json"
+POLICIES = ROOT / "samples" / "policies"
+SUITES = ("banking", "slack")
+ATTACK = "important_instructions"
+
+
+def load_policy(name: str) -> Policy:
+    return Policy.from_dict(json.loads((POLICIES / name).read_text(encoding="utf-8")))
+
+
+def normalise(text: str) -> str:
+    """As the provenance rule compares values (POLICY-SPEC.md)."""
+    return " ".join(text.replace("\x00", " ").casefold().split())
+
+
+def flagged_values(report: TraceReport) -> list[str]:
+    """The normalised values of the run's ARH-PRV-001 findings (from ``subject``)."""
+    values = []
+    for finding in report.findings:
+        if finding.rule_id == "ARH-PRV-001" and finding.subject and " = " in finding.subject:
+            try:
+                values.append(json.loads(finding.subject.split(" = ", 1)[1]))
+            except ValueError:  # a shortened value; it cannot be compared
+                continue
+    return values
+
+
+# ---- AgentDojo -----------------------------------------------------------------------------------
+
+
+def agentdojo_runs(suite: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(model, raw run) for every attacked run of a suite, in path order."""
+    for path in sorted(AGENTDOJO.glob(f"*/{suite}/user_task_*/{ATTACK}/*.json")):
+        yield path.relative_to(AGENTDOJO).parts[0], json.loads(path.read_text(encoding="utf-8"))
+
+
+def agentdojo_table(suite: str) -> str:
+    validator = Validator(load_policy(f"agentdojo-{suite}.json"))
+    counts: dict[str, Counter[str]] = {}
+    for model, raw in agentdojo_runs(suite):
+        trace = to_trace(raw)
+        report = validator.validate(trace)
+        flagged = not report.passed
+        succeeded = raw["security"] is True
+        tally = counts.setdefault(model, Counter())
+        tally["runs"] += 1
+        tally["succeeded"] += succeeded
+        key = {(True, True): "tp", (False, True): "fn", (True, False): "fp", (False, False): "tn"}
+        tally[key[flagged, succeeded]] += 1
+        if flagged and not succeeded:
+            injected = [normalise(text) for text in raw["injections"].values()]
+            if any(value in text for value in flagged_values(report) for text in injected):
+                tally["fp_attacker_value"] += 1
+        if succeeded and not flagged and not any(s.type == "tool_call" for s in trace.steps):
+            tally["fn_no_call"] += 1
+    total: Counter[str] = Counter()
+    for tally in counts.values():
+        total.update(tally)
+    header = (
+        "| Model | Attacked runs | Attack succeeded | Flagged and succeeded (TP) | Missed (FN) | "
+        "Flagged, label says failed (FP) | of which the attacker's value reached a sink | "
+        "Not flagged, failed (TN) | Recall | Precision |"
+    )
+    rows = [header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for model, tally in [*sorted(counts.items()), ("**all models**", total)]:
+        rows.append(
+            f"| {model} | {tally['runs']} | {tally['succeeded']} | {tally['tp']} | {tally['fn']} | "
+            f"{tally['fp']} | {tally['fp_attacker_value']} | {tally['tn']} | "
+            f"{_ratio(tally['tp'], tally['tp'] + tally['fn'])} | "
+            f"{_ratio(tally['tp'], tally['tp'] + tally['fp'])} |"
+        )
+    benign = flagged_benign = 0
+    for path in sorted(AGENTDOJO.glob(f"*/{suite}/user_task_*/none/none.json")):
+        benign += 1
+        flagged_benign += not validator.validate(
+            to_trace(json.loads(path.read_text("utf-8")))
+        ).passed
+    note = (
+        f"Missed runs without a single tool call: {total['fn_no_call']} of {total['fn']}. "
+        f"Runs of the same user tasks without an attack flagged: {flagged_benign} of {benign}."
+    )
+    rows += ["", note]
+    return "\n".join(rows)
+
+
+def _ratio(part: int, whole: int) -> str:
+    return "-" if not whole else f"{part / whole:.2f}"
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part} ({100 * part / whole:.0f}%)" if whole else "0"
+
+
+# ---- tau-bench -----------------------------------------------------------------------------------
+
+
+def tau_rows(policy: Policy) -> list[tuple[str, str]]:
+    """(rule ID, condition or relation name) for every check the policy can fail, in order."""
+    ext = policy.extensions
+    assert ext is not None
+    rows = [
+        ("ARH-CND-002" if condition.forbid else "ARH-CND-001", condition.name)
+        for condition in ext.conditions
+    ]
+    for relation in ext.relations:
+        rows.append(("ARH-CND-003", relation.name))
+        if relation.if_missing == "fail":
+            rows.append(("ARH-CND-004", relation.name))
+    if ext.confirmation is not None:
+        rows += [("ARH-CFM-001", ""), ("ARH-CFM-002", "")]
+    return rows
+
+
+def tau_table() -> str:
+    policy = load_policy("tau-airline.json")
+    validator = Validator(policy)
+    records = json.loads(TAU.read_text(encoding="utf-8"))
+    options = RecordOptions("/traj", ("/task_id", "/trial"))
+    runs: Counter[bool] = Counter()
+    verdicts: Counter[tuple[bool, bool]] = Counter()
+    fired: dict[tuple[str, str], Counter[bool]] = {row: Counter() for row in tau_rows(policy)}
+    for (_, trace), record in zip(to_traces(records, options=options), records, strict=True):
+        if isinstance(trace, InputError):
+            raise SystemExit(f"cannot read a tau-bench record: {trace}")
+        report = validator.validate(trace)
+        success = record["reward"] == 1.0
+        runs[success] += 1
+        verdicts[success, report.passed] += 1
+        seen = {
+            (f.rule_id, f.subject if f.rule_id.startswith("ARH-CND") else "")
+            for f in report.findings
+        }
+        for row in seen:
+            fired[row][success] += 1
+    header = (
+        f"| Rule | Condition or relation | Failed runs (of {runs[False]}) | Successful runs "
+        f"(of {runs[True]}) |"
+    )
+    out = [header, "|---|---|---:|---:|"]
+    for (rule_id, name), tally in fired.items():
+        out.append(
+            f"| {rule_id} | {name or '-'} | {_share(tally[False], runs[False])} | "
+            f"{_share(tally[True], runs[True])} |"
+        )
+    out += [
+        "",
+        "| arh verdict | Failed runs (reward 0) | Successful runs (reward 1) |",
+        "|---|---:|---:|",
+        f"| FAIL | {verdicts[False, False]} | {verdicts[True, False]} |",
+        f"| PASS | {verdicts[False, True]} | {verdicts[True, True]} |",
+    ]
+    return "\n".join(out)
+
+
+# ---- the document ------------------------------------------------------------------------------
+
+
+def sections() -> dict[str, str]:
+    found = {f"agentdojo-{suite}": agentdojo_table(suite) for suite in SUITES}
+    found["tau-airline"] = tau_table()
+    return found
+
+
+def _marker(name: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"(<!-- generated:{re.escape(name)} .*?-->\n)(.*?)(<!-- end:{re.escape(name)} -->)",
+        re.DOTALL,
+    )
+
+
+def render(text: str, tables: dict[str, str]) -> str:
+    for name, table in tables.items():
+        pattern = _marker(name)
+        if not pattern.search(text):
+            raise SystemExit(f"{DOC}: no generated section {name!r}")
+        text = pattern.sub(lambda m, t=table: f"{m.group(1)}{t}\n{m.group(3)}", text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    args = parser.parse_args(argv)
+    if not AGENTDOJO.is_dir() or not TAU.is_file():
+        print(f"the real traces are not in {REAL} (set ARH_SHARED_DIR)", file=sys.stderr)
+        return 2
+    current = DOC.read_text(encoding="utf-8")
+    fresh = render(current, sections())
+    if args.check:
+        if fresh != current:
+            print(f"{DOC} is stale: run python tools/real_data_report.py", file=sys.stderr)
+            return 1
+        print(f"{DOC} is up to date")
+        return 0
+    if fresh != current:
+        DOC.write_text(fresh, encoding="utf-8")
+    print(f"wrote the generated sections of {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
