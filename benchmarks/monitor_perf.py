@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Cost of the runtime guard: microseconds per ``Monitor.check`` and ``Monitor.observe``.
 
-    python benchmarks/monitor_perf.py                  # runs of 1,000, 10,000 and 100,000 steps
-    python benchmarks/monitor_perf.py --steps 500 5000 --repeat 3
+    python benchmarks/monitor_perf.py        # 1.0: 1,000 to 100,000 steps; 1.1: 1,000 and 10,000
+    python benchmarks/monitor_perf.py --steps 500 5000 --steps-11 500 5000 --repeat 3
 
 Each run is generated from a fixed seed: tool calls of a support agent (lookups, searches, the
 odd refund with a side effect, retried errors), model responses with citations, user turns, and
@@ -13,9 +13,14 @@ agent loop would check it (name and arguments only) and then observed with its o
 
 The early rules cost amortised O(1) per step, so the time per check must stay flat as runs get
 longer; the offline validation of the whole run is printed beside it for scale. A second table
-does the same for a policy of language 1.1 with provenance (a sink call costs one search of the
-texts so far) and loops (a category the guard still replays over the run so far, O(steps so far)
-per step), with shorter runs. Nothing is asserted; the script only prints.
+does the same for a policy of language 1.1 that adds every section of that language:
+provenance (sink values from fetched documents, looked up in the text recorded so far),
+conditions and relations (refunds over 300 need an earlier lookup of the account; a refund at
+most the looked-up balance), confirmation before every side effect, and loops (identical calls
+within a window, cycles). These are decided from per-run state too, so their time per check
+should also stay flat; provenance costs a search of the text added since a value was last
+looked up (all of it, for a value never seen before), at C speed. Nothing is asserted; the
+script only prints.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from agent_reliability_harness.monitor import Monitor  # noqa: E402
 
 SEED = 20260613
 DEFAULT_STEPS = (1_000, 10_000, 100_000)
-DEFAULT_STEPS_11 = (100, 300, 1_000)
+DEFAULT_STEPS_11 = (1_000, 10_000)
 TOOLS = ("lookup_account", "search_kb", "fetch_document", "create_ticket", "issue_refund")
 
 POLICY = {
@@ -90,7 +95,36 @@ POLICY_11 = {
         "trusted_tools": ["lookup_account"],
         "sinks": [{"tool": "create_ticket", "argument": "account"}],
     },
-    "loops": {"max_identical_calls": 50, "window": 200},
+    "conditions": [
+        {
+            "name": "big-refund-needs-lookup",
+            "tool": "issue_refund",
+            "when": {"amount": {"exclusive_min": 300}},
+            "require_prior": [{"tool": "lookup_account", "match": {"account": "account"}}],
+        },
+        {
+            "name": "no-tickets-for-the-test-account",
+            "tool": "create_ticket",
+            "when": {"account": {"enum": ["AC-100000"]}},
+            "forbid": True,
+        },
+    ],
+    "relations": [
+        {
+            "name": "refund-within-balance",
+            "tool": "issue_refund",
+            "argument": "amount",
+            "op": "<=",
+            "source": {
+                "tool": "lookup_account",
+                "output": "/balance",
+                "match": {"account": "account"},
+            },
+            "if_missing": "skip",
+        }
+    ],
+    "confirmation": {},
+    "loops": {"max_identical_calls": 20, "window": 100, "max_cycle_repeats": 20},
 }
 WORDS = ("refund", "order", "account", "delayed", "shipment", "invoice", "reset", "login", "plan")
 
@@ -100,14 +134,20 @@ def _words(rng: random.Random, count: int) -> str:
 
 
 def generate(steps: int, seed: int) -> list[dict[str, Any]]:
-    """A run of ``steps`` steps, mostly well-behaved, with metrics on every agent step."""
+    """A run of ``steps`` steps, mostly well-behaved, with metrics on every agent step.
+
+    Now and then the agent gets stuck for 50 tool calls, alternating between one search and
+    one document (identical calls and a cycle, for the loop rules)."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
+    stuck = 0
+    loop: list[tuple[str, dict[str, Any]]] = []
     for index in range(steps):
         step: dict[str, Any] = {"step_id": f"s{index}"}
         roll = rng.random()
         if roll < 0.05:
-            step.update(type="user_message", text=_words(rng, 8))
+            yes = rng.random() < 0.5
+            step.update(type="user_message", text=("yes, " if yes else "") + _words(rng, 8))
             out.append(step)
             continue
         if roll < 0.2:
@@ -119,7 +159,7 @@ def generate(steps: int, seed: int) -> list[dict[str, Any]]:
             )
         else:
             tool = rng.choice(TOOLS)
-            account = f"AC-{rng.randrange(10_000)}"
+            account = f"AC-{100_000 + rng.randrange(1_000)}"
             arguments: dict[str, Any] = {
                 "lookup_account": {"account": account},
                 "search_kb": {"query": _words(rng, 4), "limit": rng.randint(1, 20)},
@@ -127,6 +167,15 @@ def generate(steps: int, seed: int) -> list[dict[str, Any]]:
                 "create_ticket": {"account": account, "priority": rng.choice(["low", "high"])},
                 "issue_refund": {"account": account, "amount": round(rng.uniform(1, 400), 2)},
             }[tool]
+            if not stuck and rng.random() < 0.002:
+                stuck = 50
+                loop = [
+                    ("search_kb", {"query": _words(rng, 4), "limit": 5}),
+                    ("fetch_document", {"doc_id": f"D{rng.randrange(2_000)}"}),
+                ]
+            if stuck:
+                stuck -= 1
+                tool, arguments = loop[stuck % 2]
             failed = rng.random() < 0.05
             step.update(
                 type="tool_call",
@@ -135,6 +184,8 @@ def generate(steps: int, seed: int) -> list[dict[str, Any]]:
                 status="error" if failed else "ok",
                 output=None if failed else {"result": _words(rng, 12), "account": account},
             )
+            if tool == "lookup_account" and not failed:
+                step["output"]["balance"] = round(rng.uniform(0, 500), 2)
             if failed:
                 step["error"] = "timeout"
         step.update(
@@ -207,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.steps_11:
         table(
-            "policy 1.1 (provenance; loops replayed over the run so far)",
+            "policy 1.1 (also provenance, conditions, relations, confirmation, loops)",
             Policy.from_dict(POLICY_11),
             args.steps_11,
             args.repeat,

@@ -129,6 +129,9 @@ def test_golden(fmt: str, path: Path) -> None:
     canonical = json.loads(expected)
     assert list(trace_schema().iter_errors(canonical)) == []
     assert Trace.from_dict(canonical) == traces[0]
+    # it says which fields the transcript did not give (tests/test_adapters_fidelity.py), never
+    # latency or cost, which no transcript format records
+    assert canonical["metadata"]["adapter"]["missing"][:2] == ["latency_ms", "cost_usd"]
     # and --format auto picks the same adapter, from assistant messages only
     assert detect_format(document) == fmt
 

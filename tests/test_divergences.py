@@ -837,6 +837,54 @@ def test_d58_usage_and_citations_are_mapped() -> None:
     assert _findings(grounded, policy) == []  # 0.2.x: ARH-GRD-003, the citation had no url/source
 
 
+def test_d103_chat_transcripts_say_what_they_cannot_record(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    fn = {"name": "pay", "arguments": "{}"}
+    messages = [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": fn}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "card declined"},  # no failure flag
+        {"role": "assistant", "content": "Paid."},
+    ]
+    trace = _convert(messages, "openai-chat")
+    # 0.2.x: metadata.adapter held notes only (and this transcript has none)
+    assert trace.metadata == {
+        "adapter": {"missing": ["latency_ms", "cost_usd", "tokens", "tool_status"]}
+    }
+    policy = _write(
+        tmp_path / "p.json",
+        _policy(allow_unlisted_tools=True, error_handling={"require_retry_on_error": True}),
+    )
+    path = _write(tmp_path / "chat.json", messages)
+    run = arh("validate", "--policy", policy, path, "--json-out", tmp_path / "r.json")
+    # the call may have failed, and was not retried: 0.2.x passed the trace without a word; now it
+    # still passes (same verdict and score) but the retry rule is reported as not applicable
+    assert run.status == 0
+    assert "n/a     ARH-FLW-001  error_handling.require_retry_on_error: not applicable" in run.out
+    (report,) = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["reports"]
+    assert (report["passed"], report["score"], report["findings"]) == (True, 100.0, [])
+    assert [c["rule_id"] for c in report["not_applicable"]] == ["ARH-FLW-001"]
+    # Anthropic's is_error does record failures: the same run there is held to the retry rule
+    anthropic = [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "pay"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": "card declined",
+                 "is_error": True}
+            ],
+        },
+        {"role": "assistant", "content": "Paid."},
+    ]  # fmt: skip
+    converted = _convert(anthropic, "anthropic-messages")
+    assert converted.metadata["adapter"]["missing"] == ["latency_ms", "cost_usd", "tokens"]
+    path = _write(tmp_path / "claude.json", anthropic)
+    run = arh("validate", "--policy", policy, path)
+    assert run.status == 1
+    assert "ARH-FLW-001" in run.out
+    assert "n/a " not in run.out
+
+
 # -- more ingest formats (D100-D102) -----------------------------------------------------------
 
 

@@ -17,22 +17,34 @@ back. ``check`` and ``observe`` report these, worded exactly as offline validati
   (ARH-SEQ-004), retry storms (ARH-FLW-002), duplicate side effects (ARH-FLW-003), total latency,
   cost and token budgets already exceeded (ARH-BUD-002..004), max_steps (ARH-CMP-002) and
   repeated step ids (ARH-SCH-010);
-* with a policy of language 1.1: untrusted values reaching a sink (ARH-PRV-001), conditions and
-  relations (ARH-CND-001..004), confirmation before side effects (ARH-CFM-001) and loops
-  (ARH-LOP-001, -002).
+* with a policy of language 1.1, all before the call runs, since none needs its outcome:
+  untrusted values reaching a sink (ARH-PRV-001), conditions and relations (ARH-CND-001..004),
+  a guarded call without confirmation (ARH-CFM-001), the identical call over the limit
+  (ARH-LOP-001), and the call that repeats a cycle once too often (ARH-LOP-002; every further
+  call that continues the cycle reports it again, with the counts so far).
 
 Each finding that ``check`` or ``observe`` returns for the step at position ``i`` equals a finding
 of ``validate_trace`` on the steps ``0..i`` (counts in messages are those of that prefix), and it
-stays in the result of every longer run. Findings that depend on how the run ends (required tools
-never called, min_calls, unretried errors, citation coverage, the final response, budgets that
-cannot be verified) come only from :meth:`Monitor.finish`, which validates the recorded steps with
-the same :class:`~agent_reliability_harness.engine.Validator` as ``arh validate``.
+stays in the result of every longer run. One finding can only come late: a guarded call made
+before the run's first user turn. Offline validation of such a run cannot tell an unconfirmed
+call from a run without user turns (it says only that confirmation cannot be verified,
+ARH-CFM-002, a warning); the ARH-CFM-001 findings of those calls are reported with the first
+user turn. Findings that depend on how the run ends (required tools never called, min_calls,
+unretried errors, citation coverage, the final response, budgets that cannot be verified,
+ARH-CFM-002) come only from :meth:`Monitor.finish`, which validates the recorded steps with the
+same :class:`~agent_reliability_harness.engine.Validator` as ``arh validate``.
 
-Cost: the rules of language 1.0 cost amortised O(1) per step in the length of the run (the time
-grows with the size of the step and of the policy only). A provenance sink call costs one search
-of the texts recorded so far; other steps add their own text once. Conditions, confirmation and
-loops are still replayed by their category's code over the run so far (``_Replay``), O(steps so
-far) per step, until they get watches of their own.
+Cost per step, whatever the length of the run (it grows with the size of the step and of the
+policy only; amortised where a watch keeps a queue): every rule of language 1.0, conditions and
+relations (O(the tool's conditions and relations and the values they read)), confirmation
+(O(1), plus one pattern search per user turn) and loops (O(max_cycle_length), plus the
+arguments' size). Provenance is the exception: a step adds its own text once (normalised and
+appended, never re-read), but a sink call looks each of its values up in the untrusted text
+recorded since that value's previous lookup, so a value never seen before costs one C-speed
+scan of all the untrusted text so far, O(its length); see ``_Provenance``. No watch replays a
+category over the run: the 1.1 watches keep the state of their rule's own sweep
+(``conditions.Sweep``, the confirmation and loop counters) and build findings with their rule
+module's functions, so the texts cannot drift.
 
 Adding a rule means adding a ``_Watch`` to ``_WATCHES``: ``create`` compiles it from the policy
 (``None`` when the policy does not use it), ``look`` appends what a step would add to the findings
@@ -43,6 +55,7 @@ completeness test until it is placed. The module is pure: it never reads a clock
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 
 from agent_reliability_harness._record import replace
@@ -54,19 +67,26 @@ from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.rules import (
     budget,
     completion,
+    conditions,
+    confirmation,
     flow,
     grounding,
     lint,
+    loops,
+    provenance,
     safety,
     schema,
     sequence,
 )
 from agent_reliability_harness.rules._facts import COST_DECIMALS, LATENCY_DECIMALS, TraceFacts
+from agent_reliability_harness.rules._taint import GrowingCorpus
 from agent_reliability_harness.scoring import DEFAULT_FAIL_UNDER
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
     from typing import Any, Final
+
+    from agent_reliability_harness.model.policy11 import Loops
 
 __all__ = ["BlockedCallError", "Monitor"]
 
@@ -95,13 +115,12 @@ class BlockedCallError(ArhError):
 class _Probe:
     """One step at one position, with what several watches need from it, worked out once."""
 
-    __slots__ = ("_key", "at", "is_agent", "memo", "state", "step", "tool")
+    __slots__ = ("_key", "at", "is_agent", "state", "step", "tool")
 
     def __init__(self, step: Step, state: _State) -> None:
         self.step = step
         self.state = state  # the steps before this one
         self.at = len(state.steps)
-        self.memo: dict[object, Any] = {}  # what a watch worked out in look() for commit()
         self.is_agent = step.type != "user_message"
         # a named tool call is what calls_by_tool indexes offline
         self.tool = step.tool_name if step.type == "tool_call" and step.tool_name else None
@@ -412,166 +431,277 @@ class _StepIds(_Watch):
         seen[1] += 1
 
 
-class _Steps:
-    """The steps before a probe and the probe's own, indexable by position (for rule code that
-    reads ``facts.steps``) without copying the run."""
-
-    __slots__ = ("_probe",)
-
-    def __init__(self, probe: _Probe) -> None:
-        self._probe = probe
-
-    def __getitem__(self, at: int) -> Step:
-        probe = self._probe
-        return probe.step if at == probe.at else probe.state.steps[at]
-
-
 class _Provenance(_Watch):
     """Values from untrusted output reaching a sink (ARH-PRV-001, policy language 1.1).
 
-    The texts of the steps recorded so far are kept in the rule's two corpora (untrusted tool
-    output; user turns and trusted output), added as each step is recorded, and a sink call's
-    values are looked up in them with the rule's own code. A step that calls no sink costs
-    O(its own size); a sink call costs one search of the corpora, O(their length).
+    Each recorded step's text goes into the rule's corpora (``provenance.source_texts``: user
+    turns and trusted output, or untrusted output), normalised once and appended to a
+    :class:`~agent_reliability_harness.rules._taint.GrowingCorpus`. A sink call's values
+    (``provenance.sink_values``) are looked up there before it runs. Not O(1): a value costs one
+    ``bytes.find`` (C speed) over the untrusted text recorded since that value's previous lookup,
+    so a value never seen before scans all the untrusted text so far, O(its length), and a
+    value seen before only what was added since; a value found there is looked up in the
+    trusted text the same way. Other steps cost O(their own text).
     """
 
     __slots__ = ("_plan", "_trusted", "_untrusted")
 
-    def __init__(self, plan: Any) -> None:
-        from agent_reliability_harness.rules._taint import Corpus
-
+    def __init__(self, plan: provenance.Plan) -> None:
         self._plan = plan
-        self._untrusted = Corpus()
-        self._trusted = Corpus()
+        self._untrusted = GrowingCorpus()
+        self._trusted = GrowingCorpus()
 
     @classmethod
     def create(cls, policy: Policy) -> _Watch | None:
-        if policy.extensions is None:
-            return None
-        from agent_reliability_harness.rules import provenance
-
         plan = provenance.prepare(policy)
         return None if plan is None else cls(plan)
 
     def look(self, probe: _Probe, out: list[Finding]) -> None:
-        step = probe.step
-        sinks = self._plan.sinks.get(step.tool_name or "", ()) if step.type == "tool_call" else ()
-        if not sinks or not self._untrusted:
+        tool = probe.tool
+        sinks = self._plan.sinks.get(tool) if tool is not None and self._untrusted else None
+        if not sinks:
             return
-        from agent_reliability_harness.rules import provenance
-
+        step, at = probe.step, probe.at
+        untrusted, trusted = self._untrusted, self._trusted
         minimum = self._plan.provenance.min_value_length
-        checks = []
         for sink in sinks:
-            values = provenance._sink_values(step, sink, minimum)
-            if values:
-                checks.append(provenance._Check(probe.at, sink, values))
-        if not checks:
-            return
-        needles = list(dict.fromkeys(v.key for check in checks for v in check.values))
-        tainted_at = provenance._first_positions(self._untrusted, needles)
-        if not tainted_at:
-            return
-        cleared_at = provenance._first_positions(self._trusted, needles) if self._trusted else {}
-        facts: Any = _FactsView(probe)  # all that the rule's finding builder reads of TraceFacts
-        for check in checks:
-            for value in check.values:
-                source = tainted_at.get(value.key)
-                if source is not None and value.key not in cleared_at:
-                    out.append(provenance._finding(facts, check, value, source))
+            for value in provenance.sink_values(step, sink, minimum):
+                source = untrusted.first(value.key)
+                if source < 0 or (trusted and trusted.first(value.key) >= 0):
+                    continue
+                origin = probe.state.steps[source]
+                out.append(
+                    provenance.untrusted_value_finding(
+                        step, at, sink, value, origin=origin, source=source
+                    )
+                )
 
     def commit(self, probe: _Probe) -> None:
-        step = probe.step
-        plan = self._plan
-        if step.type == "user_message":
-            if step.text:
-                self._trusted.add(probe.at, [step.text])
-            return
-        if step.type != "tool_call":
-            return
-        from agent_reliability_harness.rules import provenance
-
-        name = step.tool_name or ""
-        section = plan.provenance
-        if name in plan.trusted:
-            texts = provenance._returned_texts(step)
-            if texts:
-                self._trusted.add(probe.at, texts)
-        elif section.all_tools or name in plan.untrusted:
-            texts = provenance._returned_texts(step)
-            patterns = section.output_regexes
-            if texts and (not patterns or any(p.search(t) for p in patterns for t in texts)):
-                self._untrusted.add(probe.at, texts)
+        texts = provenance.source_texts(self._plan, probe.step)
+        if texts is not None:
+            (self._trusted if texts[0] else self._untrusted).add(probe.at, texts[1])
 
 
-class _FactsView:
-    """The part of TraceFacts that a finding builder reads: the steps by position."""
+class _Conditions(_Watch):
+    """Conditions and relations (ARH-CND-001..004, policy language 1.1).
 
-    __slots__ = ("steps",)
-
-    def __init__(self, probe: _Probe) -> None:
-        self.steps = _Steps(probe)
-
-
-class _Replay(_Watch):
-    """A category of policy language 1.1, run by its own code over the steps so far.
-
-    Exact by construction, but it costs O(steps so far) per step: the stopgap for a category
-    that has no incremental watch yet. It reports the findings of ``rule_ids`` (the category's
-    monotone rules) that adding the step creates or changes.
+    The monitor keeps the rule's own :class:`~agent_reliability_harness.rules.conditions.Sweep`
+    for the run: the latest successful call per tool and match values, and each source's
+    parsed output. A call is checked against it before it runs; a successful call is indexed
+    once recorded. O(the conditions and relations of the tool, plus the size of the arguments
+    and outputs they read) per call.
     """
 
-    __slots__ = ("_evaluate", "_plan", "_rule_ids", "_seen")
+    __slots__ = ("_sweep",)
 
-    def __init__(self, module: Any, plan: Any, rule_ids: frozenset[str]) -> None:
-        self._evaluate = module.evaluate
-        self._plan = plan
-        self._rule_ids = rule_ids
-        self._seen: set[tuple[Finding, int | None]] = set()
+    def __init__(self, plan: conditions.Plan) -> None:
+        self._sweep = conditions.Sweep(plan)
 
     @classmethod
-    def replays(cls, policy: Policy) -> list[_Watch]:
-        """One replay per category of language 1.1 that the policy turns on."""
-        if policy.extensions is None:
-            return []
-        from agent_reliability_harness.rules import CATEGORY_MODULES
-
-        watches: list[_Watch] = []
-        for module in CATEGORY_MODULES:
-            rule_ids = _EARLY_BY_CATEGORY.get(module.CATEGORY)
-            if rule_ids is None or getattr(module, "LANGUAGE", "1.0") == "1.0":
-                continue
-            plan = module.prepare(policy)
-            if plan is not None:
-                watches.append(cls(module, plan, rule_ids))
-        return watches
-
-    def _findings(self, probe: _Probe) -> set[tuple[Finding, int | None]]:
-        found = probe.memo.get(self)
-        if found is None:
-            facts = TraceFacts(Trace("", "", "", (*probe.state.steps, probe.step)))
-            out: list[Finding] = []
-            self._evaluate(facts, self._plan, out)
-            found = probe.memo[self] = {
-                (f, f.step_index) for f in out if f.rule_id in self._rule_ids
-            }
-        return found
+    def create(cls, policy: Policy) -> _Watch | None:
+        plan = conditions.prepare(policy)
+        return None if plan is None else cls(plan)
 
     def look(self, probe: _Probe, out: list[Finding]) -> None:
-        out.extend(finding for finding, _ in self._findings(probe) - self._seen)
+        if probe.tool is not None:
+            self._sweep.check(probe.at, probe.step, out)
 
     def commit(self, probe: _Probe) -> None:
-        self._seen = self._findings(probe)
+        if probe.tool is not None and probe.step.status == "ok":
+            self._sweep.record(probe.at, probe.step)
 
 
-# Rules of policy language 1.1 that no later step can take back (each depends only on the steps
-# up to the call it is anchored at), for the categories without a watch of their own (provenance
-# has one); ARH-CFM-002, a warning about missing user turns, is not one of them.
-_EARLY_BY_CATEGORY: Final = {
-    "conditions": frozenset({"ARH-CND-001", "ARH-CND-002", "ARH-CND-003", "ARH-CND-004"}),
-    "confirmation": frozenset({"ARH-CFM-001"}),
-    "loops": frozenset({"ARH-LOP-001", "ARH-LOP-002"}),
-}
+class _Confirmation(_Watch):
+    """Confirmation before side effects (ARH-CFM-001, policy language 1.1), O(1) per step plus
+    one pattern search per user turn.
+
+    The rule's state: whether a user turn matching the pattern came since the previous
+    successful guarded call, and that call's id. Once the run has a user turn, an unconfirmed
+    guarded call is reported before it runs. Before the first user turn it cannot be: offline
+    validation of such a run says only that confirmation cannot be verified (ARH-CFM-002, at the
+    end), since the run may never have a user turn. Those calls' findings are kept and reported
+    with the first user turn (by ``check`` and ``observe`` of it), when offline validation
+    starts reporting them.
+    """
+
+    __slots__ = ("_confirmed", "_pending", "_plan", "_previous", "_users")
+
+    def __init__(self, plan: confirmation.Plan) -> None:
+        self._plan = plan
+        self._users = False  # whether a user turn was recorded
+        self._confirmed = False  # a confirmation not yet used up by a successful guarded call
+        self._previous: str | None = None  # step id of the previous successful guarded call
+        self._pending: list[Finding] = []  # unconfirmed guarded calls before the first user turn
+
+    @classmethod
+    def create(cls, policy: Policy) -> _Watch | None:
+        plan = confirmation.prepare(policy)
+        return None if plan is None else cls(plan)
+
+    def _guarded(self, probe: _Probe) -> bool:
+        return probe.tool is not None and probe.tool in self._plan.tools
+
+    def look(self, probe: _Probe, out: list[Finding]) -> None:
+        if probe.step.type == "user_message":
+            if not self._users:
+                out.extend(self._pending)
+        elif self._users and not self._confirmed and self._guarded(probe):
+            out.append(
+                confirmation.not_confirmed_finding(self._plan, probe.step, probe.at, self._previous)
+            )
+
+    def commit(self, probe: _Probe) -> None:
+        step = probe.step
+        if step.type == "user_message":
+            self._users = True
+            self._pending = []
+            if step.text and self._plan.search.search(step.text):
+                self._confirmed = True
+            return
+        if not self._guarded(probe):
+            return
+        if not self._users:  # so not confirmed either
+            self._pending.append(
+                confirmation.not_confirmed_finding(self._plan, step, probe.at, self._previous)
+            )
+        if step.status == "ok":
+            self._confirmed = False
+            self._previous = step.step_id
+
+
+if TYPE_CHECKING:
+    # per cycle length: (calls in a row that matched the call a cycle earlier; the stretch's
+    # first cycle as call ids, whether it is primitive, its first step id; (position, step id)
+    # of the call that completed repetition max_cycle_repeats + 1)
+    _Cycle = tuple[int, tuple[int, ...], bool, str, tuple[int, str] | None]
+
+
+class _Loops(_Watch):
+    """Loops (ARH-LOP-001, -002, policy language 1.1), the rule's sweeps kept open for the run.
+
+    Identical calls: per distinct call (tool and arguments, as the rule keys them), the calls
+    still inside the window, never more than max_identical_calls. Cycles: per cycle length ``p``
+    (2 to max_cycle_length, at most 16), how many calls in a row have matched the call ``p``
+    before, where that stretch started and which call took it over the limit; only the last
+    max_cycle_length calls are kept. O(max_cycle_length) per call, plus the arguments' size to
+    key it. A cycle over the limit is reported by every call that continues it, with the counts
+    so far, as offline validation of the run so far words it.
+    """
+
+    __slots__ = ("_calls", "_cycles", "_ids", "_last", "_loops", "_names", "_recent", "_reported")
+
+    def __init__(self, section: Loops) -> None:
+        self._loops = section
+        self._calls = 0  # named tool calls so far
+        self._ids: dict[str, int] = {}  # call key -> small integer, in order of first call
+        self._names: list[str] = []  # tool name per call id
+        # identical calls: call key -> (call number, position, step id) of the calls in the window
+        self._recent: dict[str, deque[tuple[int, int, str]]] = {}
+        self._reported: set[str] = set()
+        # cycles: (call id, position, step id) of the last max_cycle_length calls
+        self._last: deque[tuple[int, int, str]] = deque(maxlen=section.max_cycle_length)
+        self._cycles: list[_Cycle] = [(0, (), False, "", None)] * (section.max_cycle_length + 1)
+
+    @classmethod
+    def create(cls, policy: Policy) -> _Watch | None:
+        plan = loops.prepare(policy)
+        return None if plan is None else cls(plan.loops)
+
+    def _key(self, probe: _Probe, tool: str) -> str:
+        return loops.call_key(tool, None if self._loops.ignore_arguments else probe.key)
+
+    def look(self, probe: _Probe, out: list[Finding]) -> None:
+        tool = probe.tool
+        if tool is None:
+            return
+        key = self._key(probe, tool)
+        step_id = probe.step.step_id
+        section = self._loops
+        limit = section.max_identical_calls
+        if limit is not None and key not in self._reported:
+            queue = self._recent.get(key, ())
+            stale = 0
+            if section.window is not None:
+                edge = self._calls - section.window
+                while stale < len(queue) and queue[stale][0] <= edge:
+                    stale += 1
+            calls = len(queue) - stale + 1
+            if calls > limit:  # limit >= 1, so the queue has the first call in the window
+                out.append(
+                    loops.identical_finding(
+                        section,
+                        tool,
+                        calls=calls,
+                        first_id=queue[stale][2],
+                        at=probe.at,
+                        step_id=step_id,
+                    )
+                )
+        repeats = section.max_cycle_repeats
+        if repeats is not None:
+            for _, (run, block, primitive, first_id, over) in self._advance(key, probe):
+                if primitive and over is not None:
+                    out.append(
+                        loops.cycle_finding(
+                            repeats=repeats,
+                            run=run,
+                            cycle=[self._names[number] for number in block],
+                            first_id=first_id,
+                            at=over[0],
+                            step_id=over[1],
+                        )
+                    )
+
+    def _advance(self, key: str, probe: _Probe) -> list[tuple[int, _Cycle]]:
+        """The cycle state of each length after the call ``probe`` (nothing is changed)."""
+        repeats = self._loops.max_cycle_repeats
+        assert repeats is not None
+        number = self._ids.get(key, -1)  # -1: a call never made before matches no earlier one
+        last = self._last
+        count = len(last)
+        states: list[tuple[int, _Cycle]] = []
+        for period in range(2, self._loops.max_cycle_length + 1):
+            if period > count or last[-period][0] != number:
+                states.append((period, (0, (), False, "", None)))
+                continue
+            run, block, primitive, first_id, over = self._cycles[period]
+            run += 1
+            if run == 1:  # a new stretch: its first cycle is the last `period` calls
+                block = tuple(entry[0] for entry in list(last)[count - period :])
+                primitive = loops.primitive(list(block))
+                first_id = last[-period][2]
+            if run == period * repeats:  # this call completes repetition repeats + 1
+                over = (probe.at, probe.step.step_id)
+            states.append((period, (run, block, primitive, first_id, over)))
+        return states
+
+    def commit(self, probe: _Probe) -> None:
+        tool = probe.tool
+        if tool is None:
+            return
+        key = self._key(probe, tool)
+        section = self._loops
+        limit = section.max_identical_calls
+        if limit is not None and key not in self._reported:
+            queue = self._recent.get(key)
+            if queue is None:
+                queue = self._recent[key] = deque()
+            queue.append((self._calls, probe.at, probe.step.step_id))
+            if section.window is not None:
+                while queue[0][0] <= self._calls - section.window:
+                    queue.popleft()
+            if len(queue) > limit:
+                self._reported.add(key)
+                del self._recent[key]
+        if section.max_cycle_repeats is not None:
+            for period, state in self._advance(key, probe):
+                self._cycles[period] = state
+            number = self._ids.get(key)
+            if number is None:
+                number = self._ids[key] = len(self._names)
+                self._names.append(tool)
+            self._last.append((number, probe.at, probe.step.step_id))
+        self._calls += 1
 
 
 def _same_call(checked: Step, done: Step) -> bool:
@@ -584,7 +714,18 @@ def _same_call(checked: Step, done: Step) -> bool:
     )
 
 
-_WATCHES: Final = (_StepRules, _Calls, _Repeats, _Totals, _Length, _StepIds, _Provenance)
+_WATCHES: Final = (
+    _StepRules,
+    _Calls,
+    _Repeats,
+    _Totals,
+    _Length,
+    _StepIds,
+    _Provenance,
+    _Conditions,
+    _Confirmation,
+    _Loops,
+)
 
 
 class Monitor:
@@ -619,10 +760,7 @@ class Monitor:
         self.agent_name = agent_name
         self.workflow = workflow
         watches = (watch.create(policy) for watch in _WATCHES)
-        self._watches = (
-            *(watch for watch in watches if watch is not None),
-            *_Replay.replays(policy),
-        )
+        self._watches = tuple(watch for watch in watches if watch is not None)
         self._state = _State()
         self._checked: tuple[Step, list[Finding]] | None = None
 

@@ -79,7 +79,7 @@ def convert(record: Any, options: RecordOptions | None = None) -> Trace:
             builder.system(pointer)
         else:
             builder.unknown_role(role, pointer)
-    return builder.finish(options, AGENT_NAME, WORKFLOW, consumed=consumed)
+    return builder.finish(options, AGENT_NAME, WORKFLOW, consumed=consumed, fidelity=True)
 
 
 def _blocks(builder: Builder, i: int, content: Any) -> list[Any]:
@@ -172,6 +172,9 @@ def _tool_result(builder: Builder, block: dict[str, Any], pointer: str) -> None:
         output = content
     result: dict[str, Any] = {"output": output}
     failed = block.get("is_error")
+    # a missing is_error means the call succeeded (the API's default), so every result with a
+    # readable flag says whether its call failed (tool_status in metadata.adapter.missing)
+    stated = True
     kind = content.get("type") if type(content) is dict else None
     if failed is True:
         result["status"] = "error"
@@ -181,11 +184,13 @@ def _tool_result(builder: Builder, block: dict[str, Any], pointer: str) -> None:
             join_pointer(pointer, "is_error"),
             f"is_error must be true or false, got {json_type(failed)}",
         )
+        stated = False  # an unreadable flag does not say whether the call failed
     elif type(kind) is str and kind.endswith("_error"):
         # a server tool's failure: {"type": "web_search_tool_result_error", "error_code": ...}
         code = content.get("error_code") if type(content) is dict else None
         result["status"] = "error"
         result["error"] = code if type(code) is str and code else kind
+    builder.results_state_status = stated
     builder.attach(pointer, call_id, None, result)
     builder.unmapped_fields(block, _RESULT_KEYS, pointer, f"{block['type']} blocks")
 

@@ -83,7 +83,7 @@ def convert(record: Any, options: RecordOptions | None = None) -> Trace:
             builder.system(pointer)
         else:
             builder.unknown_role(role, pointer)
-    return builder.finish(options, AGENT_NAME, WORKFLOW)
+    return builder.finish(options, AGENT_NAME, WORKFLOW, fidelity=True)
 
 
 def user(builder: Builder, i: int, message: dict[str, Any]) -> None:
@@ -229,13 +229,18 @@ def tool_result(builder: Builder, i: int, message: dict[str, Any]) -> None:
         "output": builder.result_value(message.get("content"), builder.at(i, "content"))
     }
     error = message.get("error")
+    # A chat tool message has no failure flag; one with an `error` text or null (AgentDojo) says
+    # whether its call failed (see tool_status in metadata.adapter.missing).
+    stated = "error" in message and error in (None, "")
     if type(error) is str and error.strip():
         result["status"] = "error"
         result["error"] = error
+        stated = True
     elif not is_empty(error):
         builder.invalid(
             builder.at(i, "error"), f"error must be a string or null, got {json_type(error)}"
         )
+    builder.results_state_status = stated
     builder.attach(
         pointer,
         call_id,
@@ -244,6 +249,7 @@ def tool_result(builder: Builder, i: int, message: dict[str, Any]) -> None:
         why_no_id=why,
         arguments=arguments,
     )
+    builder.results_state_status = False
     builder.unmapped_fields(message, _TOOL_KEYS, pointer, "tool messages")
 
 

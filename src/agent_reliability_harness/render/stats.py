@@ -57,8 +57,14 @@ def _runs_per_task(summary: Summary) -> str:
     return f"{low}-{high} runs per task"
 
 
+def _workflow(name: str | None) -> str:
+    if name is None:
+        return "all workflows"
+    return terminal_safe(name) if name else "(no workflow)"
+
+
 def _title(summary: Summary) -> str:
-    name = "all workflows" if summary.workflow is None else terminal_safe(summary.workflow)
+    name = _workflow(summary.workflow)
     return _DOT.join(
         [
             name,
@@ -318,7 +324,7 @@ def _comparison_lines(comparison: WorkflowComparison, checks: Sequence[GateCheck
     lines = [
         _DOT.join(
             [
-                terminal_safe(comparison.workflow),
+                _workflow(comparison.workflow),
                 f"{_plural(rate.pairs, 'task')} on both sides",
                 runs,
                 f"k = {comparison.k}",

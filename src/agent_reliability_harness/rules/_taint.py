@@ -14,6 +14,10 @@ speed; ``str.find`` is linear in ``n`` plus the value's length, so the cost is a
 values and scans the corpus once, in time linear in ``n`` plus the total length of the values,
 stopping as soon as every value has been seen. Both give identical results (a property test
 checks them against each other and against plain search).
+
+:class:`GrowingCorpus` is the runtime monitor's form of a corpus, for a run that is still going
+on: steps are appended as they are recorded, and each value is looked up in the text recorded
+since its previous lookup only (see the class).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = ["FIND_LIMIT", "Corpus", "first_occurrences", "normalise"]
+__all__ = ["FIND_LIMIT", "Corpus", "GrowingCorpus", "first_occurrences", "normalise"]
 
 FIND_LIMIT: Final = 32
 SEPARATOR: Final = "\x00"
@@ -66,6 +70,59 @@ class Corpus:
     def position_at(self, offset: int) -> int:
         """The position of the step whose text holds the character at ``offset``."""
         return self._positions[bisect_right(self._starts, offset) - 1]
+
+
+class GrowingCorpus:
+    """A corpus that grows while a run goes on, searched where each value's last search stopped.
+
+    The normalised texts are kept in UTF-8 in one buffer that is only appended to (amortised
+    O(length of the text added), at C speed), with a NUL after each step's part. UTF-8 is
+    self-synchronising, so a value's bytes occur in the buffer exactly where the value occurs in
+    the text, and as the value has no NUL, only inside one step's part.
+
+    :meth:`first` remembers, for each value looked up, the step where it first occurs or how many
+    bytes it has searched so far, and resumes there: a value costs one ``bytes.find`` over the
+    text added since its previous lookup (the whole buffer the first time), and nothing once
+    found. Add steps in increasing position order.
+    """
+
+    __slots__ = ("_buffer", "_memo", "_positions", "_starts")
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._starts: list[int] = []
+        self._positions: list[int] = []
+        # value -> (position of its first step or -1, bytes searched, the value in UTF-8)
+        self._memo: dict[str, tuple[int, int, bytes]] = {}
+
+    def add(self, position: int, texts: list[str]) -> None:
+        """Add the texts of the step at ``position`` (raw; they are normalised here)."""
+        part = SEPARATOR.join(normalise(text) for text in texts)
+        self._starts.append(len(self._buffer))
+        self._positions.append(position)
+        # surrogatepass: a lone surrogate from JSON text is encoded, not refused
+        self._buffer += part.encode("utf-8", "surrogatepass")
+        self._buffer.append(0)
+
+    def __bool__(self) -> bool:
+        return bool(self._starts)
+
+    def first(self, value: str) -> int:
+        """The position of the first step whose text contains ``value`` (normalised, non-empty),
+        or -1."""
+        size = len(self._buffer)
+        entry = self._memo.get(value)
+        if entry is None:
+            position, searched, needle = -1, 0, value.encode("utf-8", "surrogatepass")
+        else:
+            position, searched, needle = entry
+            if position >= 0 or searched == size:
+                return position
+        offset = self._buffer.find(needle, searched)
+        if offset >= 0:
+            position = self._positions[bisect_right(self._starts, offset) - 1]
+        self._memo[value] = (position, size, needle)
+        return position
 
 
 def first_occurrences(text: str, needles: list[str]) -> list[int]:

@@ -9,7 +9,8 @@ One pass over the tool calls, in order. Each successful call is indexed under th
 that conditions and relations match on, so a later call finds its prior or its source by one
 dictionary lookup; each output is parsed and searched at most once per pointer. The cost is linear
 in the number of calls times the number of conditions and relations, plus the size of the
-arguments and outputs they read.
+arguments and outputs they read. The sweep (:class:`Sweep`) is also what the runtime monitor keeps
+for a run, so both check a call the same way.
 """
 
 from __future__ import annotations
@@ -154,39 +155,50 @@ def _parsed(step: Step) -> Any:
     return output
 
 
-class _State:
-    """What the sweep has seen so far: the latest successful call per index key."""
+class Sweep:
+    """The conditions and relations of one run, checked call by call in trace order.
 
-    def __init__(self, facts: TraceFacts, plan: Plan) -> None:
-        self.facts = facts
+    :meth:`check` a named call, then :meth:`record` it if it succeeded. Both cost O(the
+    conditions and relations of the tool, plus the size of the arguments and outputs they read),
+    whatever the length of the run: offline validation sweeps a whole trace with one, and the
+    runtime monitor keeps one per run.
+    """
+
+    __slots__ = ("latest", "outputs", "plan", "references")
+
+    def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self.latest: dict[_Index, dict[tuple[Any, ...], int]] = {}
+        # index -> key -> (position, step) of the latest successful call with those values
+        self.latest: dict[_Index, dict[tuple[Any, ...], tuple[int, Step]]] = {}
         self.outputs: dict[int, Any] = {}
         self.references: dict[tuple[int, str, bool], tuple[bool, Any]] = {}
 
     def record(self, at: int, step: Step) -> None:
+        """Index a successful call under the values its tool's indexes match on."""
         arguments = step.arguments or {}
         for index in self.plan.indexes.get(step.tool_name or "", ()):
             key = _key(arguments, index.paths)
             if key is not None:
-                self.latest.setdefault(index, {})[key] = at
+                self.latest.setdefault(index, {})[key] = (at, step)
 
-    def find(self, tool: str, match: tuple[tuple[ArgPath, ArgPath], ...], args: Any) -> int | None:
+    def find(
+        self, tool: str, match: tuple[tuple[ArgPath, ArgPath], ...], args: Any
+    ) -> tuple[int, Step] | None:
         """The latest earlier successful call of ``tool`` that matches ``args``."""
         key = _key(args, tuple(mine for mine, _ in match))
         if key is None:
             return None
         return self.latest.get(_Index(tool, tuple(theirs for _, theirs in match)), {}).get(key)
 
-    def reference(self, at: int, relation: Relation) -> tuple[bool, Any]:
-        """(found, value or set of keys) at the relation's output pointer in step ``at``."""
+    def reference(self, at: int, step: Step, relation: Relation) -> tuple[bool, Any]:
+        """(found, value or set of keys) at the relation's output pointer in ``step``, at ``at``."""
         members = relation.op in ("in", "not_in")
         cache_key = (at, relation.source_output.text, members)
         cached = self.references.get(cache_key)
         if cached is not None:
             return cached
         if at not in self.outputs:
-            self.outputs[at] = _parsed(self.facts.steps[at])
+            self.outputs[at] = _parsed(step)
         values = collect(self.outputs[at], relation.source_output)
         result: tuple[bool, Any]
         if members:
@@ -197,6 +209,64 @@ class _State:
             result = (bool(values), values[0] if values else None)
         self.references[cache_key] = result
         return result
+
+    def check(self, at: int, step: Step, out: list[Finding]) -> tuple[int, int]:
+        """Check the named call ``step`` at position ``at`` against what was recorded before it;
+        append its findings to ``out`` and return (checks made, checks failed)."""
+        plan = self.plan
+        name = step.tool_name or ""
+        args = step.arguments or {}
+        checks = failed = 0
+        for condition in plan.conditions.get(name, ()):
+            if not condition.applies(args):
+                continue
+            checks += 1
+            if condition.forbid:
+                failed += 1
+                out.append(_forbidden(step, at, condition))
+                continue
+            missing = [
+                p for p in condition.require_prior if self.find(p.tool, p.match, args) is None
+            ]
+            if missing:
+                failed += 1
+                out.append(_prior_missing(step, at, condition, missing))
+        for relation in plan.relations.get(name, ()):
+            if not relation.applies(args):
+                continue
+            values = collect_located(args, relation.argument, "/arguments")
+            if not values:
+                continue
+            source = self.find(relation.source_tool, relation.source_match, args)
+            found, reference = (
+                (False, None) if source is None else self.reference(*source, relation)
+            )
+            if not found:
+                if relation.if_missing == "skip":
+                    continue
+                checks += 1
+                failed += 1
+                source_id = None if source is None else source[1].step_id
+                out.append(_unchecked(step, at, relation, source_id))
+                continue
+            assert source is not None
+            checks += 1
+            bad = [(p, v) for p, v in values if not _holds(v, relation.op, reference)]
+            if bad:
+                failed += 1
+                out.extend(
+                    _violated(
+                        step,
+                        at=at,
+                        relation=relation,
+                        source_id=source[1].step_id,
+                        pointer=p,
+                        value=v,
+                        reference=reference,
+                    )
+                    for p, v in bad
+                )
+        return checks, failed
 
 
 def _holds(value: Any, op: str, reference: Any) -> bool:
@@ -225,63 +295,16 @@ def _holds(value: Any, op: str, reference: Any) -> bool:
 def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> CategoryResult:
     if plan is None:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
-    state = _State(facts, plan)
+    sweep = Sweep(plan)
     steps = facts.steps
     checks = failed = 0
     for at in facts.named_calls:
         step = steps[at]
-        name = step.tool_name or ""
-        args = step.arguments or {}
-        for condition in plan.conditions.get(name, ()):
-            if not condition.applies(args):
-                continue
-            checks += 1
-            if condition.forbid:
-                failed += 1
-                out.append(_forbidden(step, at, condition))
-                continue
-            missing = [
-                p for p in condition.require_prior if state.find(p.tool, p.match, args) is None
-            ]
-            if missing:
-                failed += 1
-                out.append(_prior_missing(step, at, condition, missing))
-        for relation in plan.relations.get(name, ()):
-            if not relation.applies(args):
-                continue
-            values = collect_located(args, relation.argument, "/arguments")
-            if not values:
-                continue
-            source = state.find(relation.source_tool, relation.source_match, args)
-            found, reference = (
-                (False, None) if source is None else state.reference(source, relation)
-            )
-            if not found:
-                if relation.if_missing == "skip":
-                    continue
-                checks += 1
-                failed += 1
-                out.append(_unchecked(facts, step, at, relation, source))
-                continue
-            checks += 1
-            bad = [(p, v) for p, v in values if not _holds(v, relation.op, reference)]
-            if bad:
-                failed += 1
-                out.extend(
-                    _violated(
-                        facts,
-                        step,
-                        at=at,
-                        relation=relation,
-                        source=source,
-                        pointer=p,
-                        value=v,
-                        reference=reference,
-                    )
-                    for p, v in bad
-                )
+        made, bad = sweep.check(at, step, out)
+        checks += made
+        failed += bad
         if step.status == "ok":
-            state.record(at, step)
+            sweep.record(at, step)
     if not checks:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)
@@ -318,15 +341,13 @@ def _prior_missing(step: Step, at: int, condition: Condition, missing: list[Prio
     )
 
 
-def _unchecked(
-    facts: TraceFacts, step: Step, at: int, relation: Relation, source: int | None
-) -> Finding:
-    if source is None:
+def _unchecked(step: Step, at: int, relation: Relation, source_id: str | None) -> Finding:
+    if source_id is None:
         match = "" if not relation.source_match else " with matching arguments"
         why = f"no earlier successful call of {relation.source_tool!r}{match}"
     else:
         why = (
-            f"the output of step {facts.step_id(source)!r} has no value at "
+            f"the output of step {source_id!r} has no value at "
             f"{relation.source_output.text or '(the whole output)'!r}"
         )
     return RELATION_UNCHECKED.finding(
@@ -341,24 +362,22 @@ def _unchecked(
 
 
 def _violated(
-    facts: TraceFacts,
     step: Step,
     *,
     at: int,
     relation: Relation,
-    source: int | None,
+    source_id: str,
     pointer: str,
     value: Any,
     reference: Any,
 ) -> Finding:
-    assert source is not None
     target = f"{relation.source_tool}.output{relation.source_output.text}"
     shown = (
         f"one of {len(reference)} values" if relation.op in ("in", "not_in") else show(reference)
     )
     return RELATION_VIOLATED.finding(
         f"{pointer} = {show(value)} of {step.tool_name!r} breaks relation {relation.name!r}: "
-        f"expected {relation.op} {target} ({shown}, from step {facts.step_id(source)!r})",
+        f"expected {relation.op} {target} ({shown}, from step {source_id!r})",
         at=at,
         step_id=step.step_id,
         subject=f"{relation.name} {pointer}",

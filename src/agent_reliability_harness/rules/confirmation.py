@@ -13,6 +13,7 @@ import re
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
+from agent_reliability_harness.model.trace import Step
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules.registry import rule
 
@@ -97,22 +98,27 @@ def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> Catego
         checks += 1
         if confirmed is None:
             failed += 1
-            since = (
-                "the start of the trace"
-                if previous is None
-                else f"the previous guarded call at step {facts.step_id(previous)!r}"
-            )
-            out.append(
-                NOT_CONFIRMED.finding(
-                    f"{step.tool_name!r} was called without a user confirmation since {since}",
-                    at=at,
-                    step_id=step.step_id,
-                    subject=step.tool_name,
-                    expected=f"a user message matching /{plan.pattern}/ before the call",
-                    observed=f"none since {since}",
-                )
-            )
+            previous_id = None if previous is None else facts.step_id(previous)
+            out.append(not_confirmed_finding(plan, step, at, previous_id))
         if step.status == "ok":
             confirmed = None
             previous = at
     return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)
+
+
+def not_confirmed_finding(plan: Plan, step: Step, at: int, previous_id: str | None) -> Finding:
+    """ARH-CFM-001 at the guarded call ``step`` (position ``at``); ``previous_id`` is the step id
+    of the previous successful guarded call (None: there was none)."""
+    since = (
+        "the start of the trace"
+        if previous_id is None
+        else f"the previous guarded call at step {previous_id!r}"
+    )
+    return NOT_CONFIRMED.finding(
+        f"{step.tool_name!r} was called without a user confirmation since {since}",
+        at=at,
+        step_id=step.step_id,
+        subject=step.tool_name,
+        expected=f"a user message matching /{plan.pattern}/ before the call",
+        observed=f"none since {since}",
+    )

@@ -13,13 +13,13 @@ integer once, so every later comparison is constant time.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.rules.flow import arguments_key
 from agent_reliability_harness.rules.registry import rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -70,8 +70,10 @@ def prepare(policy: Policy) -> Plan | None:
     return None if section is None else Plan(section)
 
 
-def _non_json(value: object) -> str:
-    return f"<non-json:{type(value).__name__}>"
+def call_key(name: str, arguments: str | None) -> str:
+    """What makes two calls the same call: the tool's name and, unless arguments are ignored
+    (``None``), the arguments' key (``flow.arguments_key``)."""
+    return name if arguments is None else f"{name}\x00{arguments}"
 
 
 def _call_ids(facts: TraceFacts, ignore_arguments: bool) -> tuple[list[int], list[str]]:
@@ -83,15 +85,7 @@ def _call_ids(facts: TraceFacts, ignore_arguments: bool) -> tuple[list[int], lis
     for at in facts.named_calls:
         step = steps[at]
         name = step.tool_name or ""
-        key = name
-        if not ignore_arguments:
-            key += "\x00" + json.dumps(
-                step.arguments or {},
-                sort_keys=True,
-                separators=(",", ":"),
-                ensure_ascii=True,
-                default=_non_json,
-            )
+        key = call_key(name, None if ignore_arguments else arguments_key(step.arguments))
         number = ids.get(key)
         if number is None:
             number = ids[key] = len(labels)
@@ -136,24 +130,41 @@ def _identical(
         if len(queue) > limit:
             reported.add(number)
             at = facts.named_calls[index]
-            first = facts.named_calls[queue[0]]
-            what = "calls of" if loops.ignore_arguments else "identical calls of"
-            scope = "in the trace" if window is None else f"within {window} tool calls"
+            first = facts.step_id(facts.named_calls[queue[0]])
             out.append(
-                IDENTICAL_CALLS.finding(
-                    f"{len(queue)} {what} {labels[number]!r} {scope} (from step "
-                    f"{facts.step_id(first)!r}), more than max_identical_calls {limit}",
+                identical_finding(
+                    loops,
+                    labels[number],
+                    calls=len(queue),
+                    first_id=first,
                     at=at,
                     step_id=facts.step_id(at),
-                    subject=labels[number],
-                    expected=f"<= {limit} {what} the tool {scope}",
-                    observed=f"{len(queue)} calls",
                 )
             )
     return len(reported)
 
 
-def _primitive(block: list[int]) -> bool:
+def identical_finding(
+    loops: Loops, tool: str, *, calls: int, first_id: str, at: int, step_id: str
+) -> Finding:
+    """ARH-LOP-001 at the call ``step_id`` (position ``at``), the ``calls``-th identical call
+    within the window, which starts at step ``first_id``."""
+    limit = loops.max_identical_calls
+    window = loops.window
+    what = "calls of" if loops.ignore_arguments else "identical calls of"
+    scope = "in the trace" if window is None else f"within {window} tool calls"
+    return IDENTICAL_CALLS.finding(
+        f"{calls} {what} {tool!r} {scope} (from step {first_id!r}), more than "
+        f"max_identical_calls {limit}",
+        at=at,
+        step_id=step_id,
+        subject=tool,
+        expected=f"<= {limit} {what} the tool {scope}",
+        observed=f"{calls} calls",
+    )
+
+
+def primitive(block: list[int]) -> bool:
     """Whether ``block`` is not a repetition of a shorter block (so its cycle length is its own)."""
     size = len(block)
     return all(block[:d] * (size // d) != block for d in range(1, size // 2 + 1) if size % d == 0)
@@ -178,44 +189,39 @@ def _cycles(
             if run >= threshold:
                 start = index - run - period  # first call of the periodic stretch
                 block = sequence[start : start + period]
-                if _primitive(block):
+                if primitive(block):
                     found += 1
+                    # the call that completes repetition repeats + 1
+                    over = facts.named_calls[start + period * (repeats + 1) - 1]
                     out.append(
-                        _cycle_finding(
-                            facts,
+                        cycle_finding(
                             repeats=repeats,
-                            period=period,
-                            start=start,
                             run=run,
-                            block=block,
-                            labels=labels,
+                            cycle=[labels[number] for number in block],
+                            first_id=facts.step_id(facts.named_calls[start]),
+                            at=over,
+                            step_id=facts.step_id(over),
                         )
                     )
             run = 0
     return found
 
 
-def _cycle_finding(
-    facts: TraceFacts,
-    *,
-    repeats: int,
-    period: int,
-    start: int,
-    run: int,
-    block: list[int],
-    labels: list[str],
+def cycle_finding(
+    *, repeats: int, run: int, cycle: list[str], first_id: str, at: int, step_id: str
 ) -> Finding:
+    """ARH-LOP-002 for the calls of ``cycle`` (tool names) repeating from step ``first_id``, with
+    ``run`` calls after the first round matching the call a cycle earlier; anchored at the call
+    that completes repetition ``repeats`` + 1 (``step_id``, at position ``at``)."""
+    period = len(cycle)
     total = (run + period) // period
-    over = start + period * (repeats + 1) - 1  # the call that completes repetition repeats+1
-    at = facts.named_calls[over]
-    cycle = " -> ".join(labels[number] for number in block)
-    first = facts.step_id(facts.named_calls[start])
+    shown = " -> ".join(cycle)
     return CYCLE.finding(
-        f"the cycle {cycle} repeats {total} times in a row from step {first!r}, more than "
+        f"the cycle {shown} repeats {total} times in a row from step {first_id!r}, more than "
         f"max_cycle_repeats {repeats}",
         at=at,
-        step_id=facts.step_id(at),
-        subject=f"cycle {cycle} from {first}",
+        step_id=step_id,
+        subject=f"cycle {shown} from {first_id}",
         expected=f"<= {repeats} repetitions of a cycle",
         observed=f"{total} repetitions ({run + period} calls)",
     )
