@@ -245,9 +245,9 @@ class _Variant:
         self.regex = regex
         self.prefix = prefix
 
-    def spans(self, folded: str) -> list[tuple[int, int]]:
+    def spans(self, folded: str, seen: dict[str, bool] | None) -> list[tuple[int, int]]:
         """The spans of a leftmost-first scan, as ``finditer`` reports them."""
-        if not _meets(self.groups, folded):
+        if not _meets(self.groups, folded, seen):
             return []
         prefix = self.prefix
         if not prefix:
@@ -429,10 +429,18 @@ def literal_requirements(pattern: str, flags: int = 0) -> Groups:
         return ()
 
 
-def _meets(groups: Groups, folded: str) -> bool:
+def _meets(groups: Groups, folded: str, seen: dict[str, bool] | None = None) -> bool:
+    """Does the text contain a string of each group? ``seen`` remembers, for one text, which
+    strings it contains: patterns of a policy often require the same words."""
     for options in groups:
         for needle in options:
-            if needle in folded:
+            if seen is None:
+                found = needle in folded
+            elif needle in seen:
+                found = seen[needle]
+            else:
+                found = seen[needle] = needle in folded
+            if found:
                 break
         else:
             return False
@@ -458,14 +466,17 @@ class Prefilter:
             for variant in self._variants
         )
 
-    def spans(self, folded: str) -> list[tuple[int, int]] | None:
+    def spans(
+        self, folded: str, seen: dict[str, bool] | None = None
+    ) -> list[tuple[int, int]] | None:
         """Spans of the folded text outside which no match of the pattern lies; None when they
-        cannot be told (then any part may match).
+        cannot be told (then any part may match). ``seen`` may carry, from the other patterns'
+        tests of the same text, which literal strings it contains.
 
         Each match of the pattern overlaps a reported span: a leftmost-first scan reports a
         match starting at or before every position where one starts, unless an earlier match
         covers that position.
         """
         if self._variants is None:
-            return None if _meets(self._groups, folded) else []
-        return [span for variant in self._variants for span in variant.spans(folded)]
+            return None if _meets(self._groups, folded, seen) else []
+        return [span for variant in self._variants for span in variant.spans(folded, seen)]

@@ -169,10 +169,10 @@ def evaluate(
     for at in facts.agent_steps:
         bounds.append(len(texts))
         values += _step_texts(steps[at], texts)
-    # One test over all of the trace's text tells, for each pattern, which steps could match
-    # at all (usually none); only those steps are searched string by string.
+    # One test over all of the trace's text tells, for each pattern, which strings could match
+    # at all (usually none); only those are searched with the pattern itself.
     folded = fold("\x00".join(texts))
-    candidates = _candidate_steps(folded, texts, bounds, patterns)
+    candidates = _candidates(folded, texts, bounds, patterns)
     keys = violations = 0
     for index in sorted(candidates):
         at = facts.agent_steps[index]
@@ -186,46 +186,56 @@ def evaluate(
     return CategoryResult(CATEGORY, True, score, checks, violations)
 
 
-def _candidate_steps(
+# For one step: each pattern that may match there, with the strings it may match (None: any).
+_Wanted = dict[_Pattern, set[str] | None]
+
+
+def _candidates(
     folded: str, texts: list[str], bounds: list[int], patterns: tuple[_Pattern, ...]
-) -> dict[int, list[_Pattern]]:
-    """Map agent-step index -> the patterns that may match one of its strings."""
-    found: dict[int, list[_Pattern]] = {}
-    starts: list[int] | None = None  # character offset of each step's text in ``folded``
+) -> dict[int, _Wanted]:
+    """Map agent-step index -> the patterns that may match one of its strings, and which."""
+    found: dict[int, _Wanted] = {}
+    if not texts:
+        return found
+    starts: list[int] | None = None  # offset of each string in ``folded``
+    seen: dict[str, bool] = {}  # literal strings the patterns require: does the text have them
     for pattern in patterns:
-        spans = pattern.prefilter.spans(folded)
+        spans = pattern.prefilter.spans(folded, seen)
         if spans is None:
-            steps: set[int] = set(range(len(bounds)))
-        elif not spans:
+            for index in range(len(bounds)):
+                found.setdefault(index, {})[pattern] = None
             continue
-        else:
-            if starts is None:  # a text's offset: the lengths before it, plus one NUL each
-                ends = list(accumulate(map(len, texts)))
-                starts = [(ends[b - 1] if b else 0) + b for b in bounds]
-            steps = set()
-            for start, end in spans:
-                first = bisect_right(starts, start) - 1
-                last = bisect_right(starts, max(start, end - 1)) - 1
-                steps.update(range(max(first, 0), last + 1))
-        for index in steps:
-            found.setdefault(index, []).append(pattern)
+        if spans and starts is None:  # a string's offset: the lengths before it, one NUL each
+            ends = list(accumulate(map(len, texts)))
+            starts = [0, *(end + i + 1 for i, end in enumerate(ends[:-1]))]
+        for start, end in spans:
+            assert starts is not None
+            first = bisect_right(starts, start) - 1
+            last = bisect_right(starts, max(start, end - 1)) - 1
+            for string in range(max(first, 0), last + 1):
+                wanted = found.setdefault(bisect_right(bounds, string) - 1, {})
+                strings = wanted.setdefault(pattern, set())
+                if strings is not None:
+                    strings.add(texts[string])
     return found
 
 
-def _search_step(
-    at: int, step: Step, patterns: list[_Pattern], out: list[Finding]
-) -> tuple[int, int]:
-    """Search each string of one step; return (matching keys, hits)."""
+def _search_step(at: int, step: Step, wanted: _Wanted, out: list[Finding]) -> tuple[int, int]:
+    """Search the strings of one step that may match; return (matching keys, hits)."""
     hits: list[tuple[int, bool, str, str]] = []
     matching_keys = 0
     for index, (text, is_key) in enumerate(_blobs(step)):
         folded = None
         matched = False
-        for pattern in patterns:
-            if folded is None:
-                folded = fold(text)
-            if not pattern.prefilter.may_match(folded):
-                continue
+        for pattern, strings in wanted.items():
+            if strings is not None:
+                if text not in strings:
+                    continue
+            else:  # the pattern could not be ruled out for the whole trace: test each string
+                if folded is None:
+                    folded = fold(text)
+                if not pattern.prefilter.may_match(folded):
+                    continue
             match = pattern.search(text)
             if match is not None:
                 matched = True
