@@ -1261,6 +1261,8 @@ class Report:
     scaling: list[list[str]]
     scaling_notes: list[str]
     problems: list[str]
+    cold_over_ms: dict[str, float] = field(default_factory=dict)
+    whole_over_pieces: dict[str, float] = field(default_factory=dict)
 
 
 SCALING_HEADER = (
@@ -1333,6 +1335,55 @@ def jobs_notes(results: Sequence[Measurement]) -> list[str]:
     return notes
 
 
+TARGETS_HEADER = ("target (issue 6)", "required", "measured", "met")
+
+
+def _target(name: str, required: str, value: float | None, ok: bool, digits: int = 2) -> list[str]:
+    if value is None:
+        return [name, required, "not measured", ""]
+    return [name, required, _fmt(value, digits), "yes" if ok else "no"]
+
+
+def targets(report: Report) -> list[list[str]]:
+    """Each target of the performance issue, with what this run measured."""
+    main = report.main
+    plain = [m for m in main if m.form in ("dir", "jsonl")]
+    no_unsafe = [m for m in main if m.form.endswith("(no_unsafe)")]
+    worst = max((m.ratio for m in plain), default=None)
+    worst_plain = max((m.ratio for m in no_unsafe), default=None)
+    big = [m for m in main if m.form == "jsonl" and m.corpus.traces >= 10_000]
+    rss = max((m.rss / MB for m in big), default=None)
+    by_key = {(m.corpus.name, m.form): m for m in main}
+    speedups = [
+        by_key[(name, form[: -len(" -j2")])].wall / m.wall
+        for (name, form), m in by_key.items()
+        if form.endswith(" -j2") and m.corpus.traces >= 10_000
+    ]
+    speedup = min(speedups, default=None)
+    jsonl = [m for m in main if m.form == "jsonl"]
+    flat = None
+    if len(jsonl) >= 2:
+        short = min(jsonl, key=lambda m: m.corpus.steps / m.corpus.traces)
+        long = max(jsonl, key=lambda m: m.corpus.steps / m.corpus.traces)
+        flat = (long.wall / long.corpus.steps) / (short.wall / short.corpus.steps)
+    shapes = max(report.whole_over_pieces.values(), default=None)
+    cold = max(report.cold_over_ms.values(), default=None)
+    return [
+        _target("arh / floor, realistic policy, every corpus", "<= 3.0", worst, (worst or 0) <= 3),
+        _target(
+            "arh / floor, policy without unsafe patterns",
+            "<= 1.3",
+            worst_plain,
+            (worst_plain or 0) <= 1.3,
+        ),
+        _target("peak RSS, 10,000-trace JSON Lines, MB", "< 50", rss, (rss or 0) < 50, 1),
+        _target("--jobs 2 speed-up, 10,000 traces", ">= 1.7", speedup, (speedup or 0) >= 1.7),
+        _target("time per step, longest / shortest traces", "<= 1.5", flat, (flat or 0) <= 1.5),
+        _target("adversarial shapes, whole / pieces", "<= 1.5", shapes, (shapes or 0) <= 1.5),
+        _target("cold start over python -c pass, ms", "<= 40", cold, (cold or 0) <= 40, 1),
+    ]
+
+
 def runs_note(results: Sequence[Measurement]) -> str:
     floors = max(m.floor_runs for m in results)
     counts = sorted({m.runs for m in results})
@@ -1389,6 +1440,10 @@ def render_report(report: Report, markdown: bool) -> str:
         out += [render(SCALING_HEADER, report.scaling), ""]
         out += [("- " if markdown else "") + note for note in report.scaling_notes]
         out.append("")
+    rows = targets(report)
+    if any(row[3] for row in rows):
+        out += ["### Targets" if markdown else "targets", ""]
+        out += [render(TARGETS_HEADER, rows, left=2), ""]
     if report.problems:
         out += ["### Problems" if markdown else "PROBLEMS", ""]
         out += [f"- {p}" for p in report.problems]
@@ -1649,6 +1704,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             version = bench.best([*arh, "--version"], times)
             sample = [*arh, "validate", "--policy", str(SAMPLE_POLICY), str(SAMPLE_TRACE)]
             validate = bench.best(sample, times)
+            report.cold_over_ms = {
+                "version": (version - bare) * 1e3,
+                "validate": (validate - bare) * 1e3,
+            }
             report.cold = [
                 ["python -c pass", _fmt(bare * 1e3, 1), ""],
                 ["arh --version", _fmt(version * 1e3, 1), _fmt((version - bare) * 1e3, 1)],
@@ -1668,6 +1727,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     report.problems += [f"{corpus.name}: {p}" for p in m.problems]
                     print(f"{corpus.name}: {m.wall:.2f} s", flush=True)
             report.scaling = scaling_rows(shapes, measured)
+            report.whole_over_pieces = {
+                shape.name: measured[f"{shape.name}/whole"].wall
+                / measured[f"{shape.name}/pieces"].wall
+                for shape in shapes
+            }
             report.scaling_notes = [f"{s.name}: {s.description}" for s in shapes]
             report.scaling_notes.append(
                 "pieces = 20-step traces, 2 KB texts or 50-level outputs; whole = the same work "

@@ -95,6 +95,11 @@ def test_quick_run_prints_every_section(tmp_path: Path) -> None:
     assert "cold start" in lines
     assert any(line.startswith("arh --version ") for line in lines)
     assert "scaling" in lines
+    assert "targets" in lines
+    target_rows = [line for line in lines if line.startswith("arh / floor, realistic policy")]
+    assert len(target_rows) == 1
+    assert target_rows[0].rstrip().endswith((" yes", " no"))  # measured here, so judged
+    assert any(line.startswith("peak RSS") and "not measured" in line for line in lines)
     for shape in ("failed-distinct", "identical-calls", "long-text", "deep-nesting"):
         assert any(line.startswith(f"{shape} ") and " whole " in line for line in lines), shape
     # the corpora were written to the scratch directory, not into the repository
