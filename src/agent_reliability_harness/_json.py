@@ -10,6 +10,7 @@ path is the C decoder with a cheap duplicate-key hook; slow paths run only to lo
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 
@@ -19,7 +20,7 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Any, Final
 
-__all__ = ["decode_bytes", "loads"]
+__all__ = ["decode_bytes", "dumps_indented", "loads"]
 
 _BOMS = (
     (b"\xef\xbb\xbf", None),
@@ -246,3 +247,84 @@ def member_array_lines(text: str, key: str) -> list[int]:
         elif depth == 1 and at_key and tok.startswith('"'):
             member = json.loads(tok)
     return lines
+
+
+# -- encoding ------------------------------------------------------------------------------------
+#
+# Reports are indented, and Python's C encoder does not indent (before 3.14): with ``indent``,
+# ``json.dumps`` runs its pure-Python encoder, which costs about as much as checking a trace.
+# ``dumps_indented`` writes the same bytes as ``json.dumps(value, indent=2, ensure_ascii=True)``
+# for the values reports are made of, with the C string escaper, and falls back to ``json.dumps``
+# for anything else.
+
+_ESCAPE_ASCII: Final = json.encoder.encode_basestring_ascii  # the C function when available
+
+
+class _UnusualValueError(Exception):
+    """A value the fast encoder leaves to ``json.dumps``."""
+
+
+def _float_text(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if value == _INF:
+        return "Infinity"
+    if value == -_INF:
+        return "-Infinity"
+    return float.__repr__(value)
+
+
+def _encode(value: Any, newline: str, parts: list[str]) -> None:
+    kind = type(value)
+    if kind is str:
+        parts.append(_ESCAPE_ASCII(value))
+    elif kind is dict:
+        if not value:
+            parts.append("{}")
+            return
+        inner = newline + "  "
+        separator = "{" + inner
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _UnusualValueError
+            parts.append(separator)
+            parts.append(_ESCAPE_ASCII(key))
+            parts.append(": ")
+            _encode(item, inner, parts)
+            separator = "," + inner
+        parts.append(newline + "}")
+    elif kind is list or kind is tuple:
+        if not value:
+            parts.append("[]")
+            return
+        inner = newline + "  "
+        separator = "[" + inner
+        for item in value:
+            parts.append(separator)
+            _encode(item, inner, parts)
+            separator = "," + inner
+        parts.append(newline + "]")
+    elif value is None:
+        parts.append("null")
+    elif value is True:
+        parts.append("true")
+    elif value is False:
+        parts.append("false")
+    elif kind is int:
+        parts.append(int.__repr__(value))
+    elif kind is float:
+        parts.append(_float_text(value))
+    else:
+        raise _UnusualValueError
+
+
+def dumps_indented(value: Any, level: int = 0) -> str:
+    """``json.dumps(value, indent=2, ensure_ascii=True)``, with every line after the first
+    indented by ``level`` more steps of two spaces, as if the value were nested that deep."""
+    parts: list[str] = []
+    try:
+        _encode(value, "\n" + "  " * level, parts)
+    except (_UnusualValueError, RecursionError):
+        text = json.dumps(value, indent=2, ensure_ascii=True)
+        return text.replace("\n", "\n" + "  " * level) if level else text
+    return "".join(parts)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 
+from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import Finding
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
@@ -60,7 +60,7 @@ def render_compare_json(
     }
     if statistics is not None:
         data["statistics"] = statistics
-    return json.dumps(data, indent=2, ensure_ascii=True) + "\n"
+    return dumps_indented(data) + "\n"
 
 
 def _plural(count: int, word: str) -> str:

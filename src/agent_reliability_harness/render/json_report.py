@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
+from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness.model.report import RunReport, RunSummary, TraceReport
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -24,13 +23,12 @@ class JsonWriter:
         self._count = 0
 
     def add(self, report: TraceReport) -> str:
-        text = json.dumps(report.to_dict(), indent=2, ensure_ascii=True)
         separator = ",\n    " if self._count else "\n    "
         self._count += 1
-        return separator + text.replace("\n", "\n    ")
+        return separator + dumps_indented(report.to_dict(), level=2)
 
     def _split(self, summary: RunSummary) -> tuple[str, str]:
-        text = json.dumps(summary.to_dict([]), indent=2, ensure_ascii=True)
+        text = dumps_indented(summary.to_dict([]))
         # Strings are escaped, so `"reports": []` can only be the top-level key: the first hit.
         at = text.index(_REPORTS) + len(_REPORTS) - 1
         return text[:at], text[at:]

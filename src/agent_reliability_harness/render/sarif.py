@@ -11,11 +11,11 @@ stable between runs. GitHub's upload limits are respected: at most 25,000 result
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import quote
 
+from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.rules import RULES, Rule
@@ -139,7 +139,8 @@ def _result(
 
 
 _RESULTS: Final = '\n      "results": []'  # where the results go in the document
-_RESULT_INDENT: Final = "\n        "
+_RESULT_LEVEL: Final = 4  # results sit in runs[0].results
+_RESULT_INDENT: Final = "\n" + "  " * _RESULT_LEVEL
 
 
 class SarifWriter:
@@ -169,9 +170,8 @@ class SarifWriter:
         pieces = []
         for finding in report.findings[:room]:
             result = _result(report, finding, lines, self._index, self._seen)
-            text = json.dumps(_unicode_safe(result), indent=2, ensure_ascii=True)
             pieces.append(("," if self._results else "") + _RESULT_INDENT)
-            pieces.append(text.replace("\n", _RESULT_INDENT))
+            pieces.append(dumps_indented(_unicode_safe(result), level=_RESULT_LEVEL))
             self._results += 1
         return "".join(pieces)
 
@@ -217,7 +217,7 @@ class SarifWriter:
                 "policy_sha256": summary.policy_sha256,
             }
         document = {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [sarif_run]}
-        text = json.dumps(_unicode_safe(document), indent=2, ensure_ascii=True)
+        text = dumps_indented(_unicode_safe(document))
         at = text.index(_RESULTS) + len(_RESULTS) - 1  # strings are escaped: the one real key
         return text[:at], text[at:]
 

@@ -3,11 +3,11 @@ section that ``arh compare`` adds when statistical gates are given."""
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Sequence
 from fractions import Fraction
 
+from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness.regression.stat_gates import GateCheck, p_text, rate_text
 from agent_reliability_harness.regression.stat_report import StatComparison, StatsResult
 from agent_reliability_harness.regression.trials import PairedTest, Summary, WorkflowComparison
@@ -200,7 +200,7 @@ def render_stats_console(result: StatsResult) -> str:
 
 def render_stats_json(result: StatsResult) -> str:
     """``arh stats --json-out``: ASCII JSON, indented, with a trailing newline."""
-    return json.dumps(result.to_dict(), indent=2, ensure_ascii=True) + "\n"
+    return dumps_indented(result.to_dict()) + "\n"
 
 
 def _md_ci(summary: Summary) -> str:

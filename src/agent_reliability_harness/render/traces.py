@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness.model.trace import Trace
 
 __all__ = ["render_trace", "render_traces"]
@@ -17,7 +18,7 @@ def render_trace(trace: Trace, *, indent: bool) -> str:
     identical traces give identical bytes. Raises RecursionError for values nested too deeply.
     """
     if indent:
-        return json.dumps(trace.to_dict(), indent=2, ensure_ascii=True) + "\n"
+        return dumps_indented(trace.to_dict()) + "\n"
     return json.dumps(trace.to_dict(), separators=(",", ":"), ensure_ascii=True) + "\n"
 
 
