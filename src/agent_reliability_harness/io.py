@@ -153,7 +153,7 @@ def _jsonl_records(
     for number, raw in enumerate(stream, first_line):
         try:
             text = decode_bytes(raw) if number == 1 else _decode_line(raw)
-            if not text.strip():
+            if not text or text.isspace():
                 continue
             records += 1
             # without its line break, so that a syntax error's column is on this line
