@@ -218,3 +218,23 @@ def test_the_scan_finds_exactly_what_plain_search_finds(
         got.add((finding.step_id, pointer.removesuffix(" (key)"), is_key, pattern))
     assert got == expected
     assert (result.checks, result.failed) == ((checks, failed) if checks else (0, failed))
+
+
+def _fold_one(char: str) -> str:
+    """What a character stands for under IGNORECASE, from the definition in the docstring."""
+    if "A" <= char <= "Z":
+        return char.lower()
+    if char.isdecimal():
+        return "0"
+    return {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}.get(char, char)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x2FF) | st.sampled_from(ALPHABET)))
+def test_fold_is_the_character_by_character_definition(text: str) -> None:
+    assert fold(text) == "".join(map(_fold_one, text))
+
+
+def test_fold_of_every_latin1_and_special_character() -> None:
+    chars = "".join(map(chr, range(0x100))) + "\u0130\u0131\u017f\u212a\u0663\uff17\ud800"
+    assert fold(chars) == "".join(map(_fold_one, chars))
+    assert fold(chars[:0x100]) == "".join(map(_fold_one, chars[:0x100]))
