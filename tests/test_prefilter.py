@@ -177,10 +177,13 @@ def _plain_scan(steps: list[dict[str, object]], pattern_texts: list[str]) -> tup
 @given(
     st.lists(patterns(), min_size=1, max_size=3),
     st.lists(st.tuples(VALUES, VALUES, st.text(alphabet=ALPHABET, max_size=20)), max_size=4),
+    st.sampled_from([None, 1, 9, 40]),
 )
 def test_the_scan_finds_exactly_what_plain_search_finds(
-    pattern_texts: list[str], contents: list[tuple[object, object, str]]
+    pattern_texts: list[str], contents: list[tuple[object, object, str]], piece: int | None
 ) -> None:
+    """``piece``: the characters the scan tests together (None: its default), small here so
+    that traces are scanned in several pieces."""
     from agent_reliability_harness import Policy, Trace
     from agent_reliability_harness.errors import InputError
     from agent_reliability_harness.rules import safety
@@ -209,7 +212,12 @@ def test_the_scan_finds_exactly_what_plain_search_finds(
     except InputError:  # a pattern that matches the empty string is refused
         return
     findings: list = []  # type: ignore[type-arg]
-    result = safety.evaluate(TraceFacts(trace), safety.prepare(policy), findings)
+    default = safety._PIECE_CHARS
+    safety._PIECE_CHARS = piece or default  # type: ignore[misc]
+    try:
+        result = safety.evaluate(TraceFacts(trace), safety.prepare(policy), findings)
+    finally:
+        safety._PIECE_CHARS = default  # type: ignore[misc]
     expected, checks, failed = _plain_scan(steps, pattern_texts)
     got = set()
     for finding in findings:

@@ -19,7 +19,7 @@ from agent_reliability_harness.rules.registry import rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
 CATEGORY = "safety"
 
@@ -157,28 +157,65 @@ def _excerpt(text: str, start: int, end: int) -> str:
     return show(text[start:end])
 
 
+# A trace's text is tested in pieces of about this many characters, so that the copies the test
+# makes stay small however long the trace is.
+_PIECE_CHARS: Final = 1 << 20
+
+
+class _Piece:
+    """Consecutive agent steps whose strings are tested together."""
+
+    __slots__ = ("bounds", "positions", "size", "texts")
+
+    def __init__(self) -> None:
+        self.positions: list[int] = []  # of the steps in the trace
+        self.texts: list[str] = []
+        self.bounds: list[int] = []  # index in texts where each step's strings start
+        self.size = 0  # characters in texts
+
+    def add(self, at: int, step: Step) -> int:
+        """Take a step's strings; return how many are string values."""
+        texts = self.texts
+        start = len(texts)
+        self.positions.append(at)
+        self.bounds.append(start)
+        values = _step_texts(step, texts)
+        self.size += sum(map(len, texts[start:]))
+        return values
+
+    def scan(
+        self, steps: tuple[Step, ...], patterns: tuple[_Pattern, ...], out: list[Finding]
+    ) -> tuple[int, int]:
+        """Search the piece's strings; return (matching keys, hits)."""
+        # One test over all of their text tells, for each pattern, which strings could match
+        # at all (usually none); only those are searched with the pattern itself.
+        folded = fold("\x00".join(self.texts))
+        candidates = _candidates(folded, self.texts, self.bounds, patterns)
+        keys = violations = 0
+        for index in sorted(candidates):
+            at = self.positions[index]
+            step_keys, hits = _search_step(at, steps[at], candidates[index], out)
+            keys += step_keys
+            violations += hits
+        return keys, violations
+
+
 def evaluate(
     facts: TraceFacts, patterns: tuple[_Pattern, ...], out: list[Finding]
 ) -> CategoryResult:
     if not patterns:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     steps = facts.steps
-    texts: list[str] = []
-    bounds: list[int] = []  # index in texts where each agent step's strings start
-    values = 0
-    for at in facts.agent_steps:
-        bounds.append(len(texts))
-        values += _step_texts(steps[at], texts)
-    # One test over all of the trace's text tells, for each pattern, which strings could match
-    # at all (usually none); only those are searched with the pattern itself.
-    folded = fold("\x00".join(texts))
-    candidates = _candidates(folded, texts, bounds, patterns)
-    keys = violations = 0
-    for index in sorted(candidates):
-        at = facts.agent_steps[index]
-        step_keys, hits = _search_step(at, steps[at], candidates[index], out)
-        keys += step_keys
-        violations += hits
+    values = keys = violations = 0
+    piece = _Piece()
+    last = len(facts.agent_steps) - 1
+    for number, at in enumerate(facts.agent_steps):
+        values += piece.add(at, steps[at])
+        if piece.size >= _PIECE_CHARS or number == last:
+            piece_keys, hits = piece.scan(steps, patterns, out)
+            keys += piece_keys
+            violations += hits
+            piece = _Piece()
     checks = values + keys
     if not checks:
         return CategoryResult(CATEGORY, False, 100.0, 0, violations)
