@@ -1563,6 +1563,97 @@ def pattern_costs(corpus: Corpus, traces: int = 100) -> None:
     print(f"total {total * 1e3:,.0f} ms")
 
 
+def phases(args: argparse.Namespace, workdir: Path, pool: Callable[[], str]) -> None:
+    """Time each phase of validation in this process, trace by trace, beside the floor.
+
+    The phases are those of ``arh validate`` (decode, strict parse, trace model, the facts
+    every rule shares, each rule category, the JSON report), called one after another on each
+    record of the JSON Lines corpus, with the cyclic collector paused per trace as the runner
+    does. Their sum is the work per trace; the process start, file reading and console output
+    of a real run are not in it.
+    """
+    import gc
+
+    from agent_reliability_harness import _json
+    from agent_reliability_harness.engine import Validator
+    from agent_reliability_harness.model.policy import Policy
+    from agent_reliability_harness.model.trace import Trace
+    from agent_reliability_harness.render.json_report import JsonWriter
+    from agent_reliability_harness.rules import CATEGORY_MODULES, lint
+    from agent_reliability_harness.rules._facts import TraceFacts
+
+    corpus = generate_corpus(workdir, args.seed, args.phases, pool)
+    policy = Policy.from_dict(json.loads(corpus.policy.read_text(encoding="utf-8")))
+    validator = Validator(policy)
+    plans = [
+        (module.CATEGORY, module.evaluate, module.prepare(policy))
+        for module in CATEGORY_MODULES
+        if policy.extensions is not None or getattr(module, "LANGUAGE", "1.0") == "1.0"
+    ]
+    spent: dict[str, float] = dict.fromkeys(
+        ["floor: json.loads", "decode UTF-8", "strict parse", "trace model", "facts"]
+        + [name for name, _, _ in plans]
+        + ["lint", "JSON report"],
+        0.0,
+    )
+    clock = time.perf_counter
+    writer = JsonWriter()
+    traces = steps = size = 0
+    with corpus.jsonl.open("rb") as stream:
+        for line in stream:
+            if traces == args.phases_traces:
+                break
+            gc.disable()
+            try:
+                t0 = clock()
+                json.loads(line)
+                t1 = clock()
+                text = line.decode("utf-8")
+                t2 = clock()
+                document = _json.loads(text)
+                t3 = clock()
+                trace = Trace.from_dict(document)
+                t4 = clock()
+                facts = TraceFacts(trace)
+                t5 = clock()
+                for key, start, end in (
+                    ("floor: json.loads", t0, t1),
+                    ("decode UTF-8", t1, t2),
+                    ("strict parse", t2, t3),
+                    ("trace model", t3, t4),
+                    ("facts", t4, t5),
+                ):
+                    spent[key] += end - start
+                findings: list[Any] = []
+                for name, evaluate, plan in plans:
+                    start = clock()
+                    evaluate(facts, plan, findings)
+                    spent[name] += clock() - start
+                start = clock()
+                lint.evaluate(facts, findings)
+                spent["lint"] += clock() - start
+                report = validator.validate(trace)
+                start = clock()
+                writer.add(report)
+                spent["JSON report"] += clock() - start
+            finally:
+                gc.enable()
+            traces += 1
+            steps += len(trace.steps)
+            size += len(line)
+    floor = max(spent["floor: json.loads"], 1e-9)
+    print(f"phases of validation, in this process, over the first {traces:,} traces of ", end="")
+    print(f"{corpus.name} ({steps:,} steps, {size / MB:.1f} MB):")
+    rows = [
+        [name, f"{seconds:.3f}", f"{seconds / steps * 1e6:.1f}", f"{seconds / floor:.2f}"]
+        for name, seconds in spent.items()
+    ]
+    work = sum(spent.values()) - floor
+    rows.append(["all but the floor", f"{work:.3f}", f"{work / steps * 1e6:.1f}", ""])
+    rows[-1][3] = f"{work / floor:.2f}"
+    print(render_text(("phase", "s", "us/step", "x floor"), rows, left=1))
+
+
 def scales_arg(text: str) -> list[str]:
     specs = [part.strip().lower() for part in text.split(",") if part.strip()]
     for spec in specs:
@@ -1622,6 +1713,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--profile", metavar="SCALE", help="cProfile arh on one corpus (JSON Lines)"
     )
     parser.add_argument("--profile-top", type=int, default=15)
+    parser.add_argument(
+        "--phases",
+        metavar="SCALE",
+        help="time each phase of validation in-process on one corpus (JSON Lines)",
+    )
+    parser.add_argument(
+        "--phases-traces",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="how many of its traces --phases reads (default 1000)",
+    )
     args = parser.parse_args(argv)
     if args.scales is None:
         args.scales = list(QUICK_SCALES if args.quick else DEFAULT_SCALES)
@@ -1657,6 +1760,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_policies(workdir)
         if args.profile:
             profile(args, workdir, pool)
+            return 0
+        if args.phases:
+            phases(args, workdir, pool)
             return 0
         started = time.perf_counter()
         corpora = []

@@ -179,3 +179,24 @@ def test_write_replaces_only_the_marked_section(tmp_path: Path) -> None:
     text = results.read_text(encoding="utf-8")
     assert text.startswith("# Results\n\nonly this\n\n" + perf.START_MARK)
     assert text.rstrip().endswith(perf.END_MARK)
+
+
+def test_phases_lists_every_category_and_adds_up(tmp_path: Path) -> None:
+    run = _perf("--phases", "4x6", "--phases-traces", "3", "--workdir", tmp_path / "work")
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    assert any("over the first 3 traces of 4x6 (18 steps" in line for line in lines)
+    rows = {row[0]: row[1:] for row in map(_split_row, lines) if len(row) == 4 and row[0][0] != "-"}
+    assert rows.pop("phase") == ["s", "us/step", "x floor"]
+    from agent_reliability_harness.rules import CATEGORY_MODULES
+
+    expected = ["floor: json.loads", "decode UTF-8", "strict parse", "trace model", "facts"]
+    expected += [m.CATEGORY for m in CATEGORY_MODULES if getattr(m, "LANGUAGE", "1.0") == "1.0"]
+    expected += ["lint", "JSON report", "all but the floor"]
+    assert list(rows) == expected
+    seconds = {name: float(cells[0]) for name, cells in rows.items()}
+    assert all(value >= 0 for value in seconds.values())
+    total = seconds.pop("all but the floor")
+    parts = sum(v for k, v in seconds.items() if k != "floor: json.loads")
+    # each printed value is rounded to a millisecond
+    assert abs(parts - total) <= 0.0005 * (len(seconds) + 1)
