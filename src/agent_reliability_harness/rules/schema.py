@@ -168,10 +168,10 @@ class _Call(Record):
 
 
 def _check_value(call: _Call, arg: str, spec: ArgSpec, value: Any, out: list[Finding]) -> bool:
-    at, step_id = call.at, call.step_id
     typed = spec.type == "any" or value_has_type(spec.type, value)
     if typed and spec.enum is None and spec.regex is None and spec.min is None and spec.max is None:
         return True  # the common case, before any message text is made
+    at, step_id = call.at, call.step_id
     subject = join_pointer("/arguments", arg)
     where = f"tool {call.tool!r} argument {arg!r}"
     if not typed:
