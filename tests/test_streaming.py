@@ -300,6 +300,29 @@ def test_jobs_give_the_output_of_one_process(
     assert "runs.jsonl:" in errors
 
 
+def test_jobs_start_workers_only_for_more_than_one_piece_of_work(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import multiprocessing
+
+    started: list[object] = []
+    real = multiprocessing.get_context
+
+    def get_context(*args: object) -> object:
+        started.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(multiprocessing, "get_context", get_context)
+    single = [str(SAMPLES / "traces" / "rebook_pass.json")]
+    one = _outputs(arh, single, tmp_path / "one")
+    many = _outputs(arh, single, tmp_path / "many", "--jobs", "2")
+    assert one == many
+    assert not started  # one file is one piece of work: it is checked in this process
+    monkeypatch.setattr(runner, "_BATCH_FILES", 2)
+    _outputs(arh, [str(SAMPLES / "traces")], tmp_path / "several", "--jobs", "2")
+    assert started  # six files in pieces of two: workers
+
+
 def test_jobs_with_standard_input_and_samples(arh: Arh, tmp_path: Path) -> None:
     data = (SAMPLES / "traces" / "rebook_pass.json").read_bytes()
     inputs = [str(SAMPLES / "traces"), "-"]

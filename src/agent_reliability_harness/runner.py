@@ -10,7 +10,7 @@ import gc
 import os
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain
+from itertools import chain, islice
 
 from agent_reliability_harness._formats import SPAN_FORMAT_NAMES
 from agent_reliability_harness._record import Record
@@ -434,14 +434,20 @@ def _parallel(
     from collections import deque
 
     local = Validator(policy, fail_under)  # for standard input, read by this process
+    total = sum(_file_size(source.path) for source in sources if source.path is not None)
+    chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
+    units = _units(sources, settings.fmt, chunk_bytes)
+    first = list(islice(units, 2))
+    if len(first) < 2:  # one piece of work (one trace, say): workers would only add their start
+        for source in sources:
+            yield from _checked(local, read_documents(source), _base(source), settings)
+        return
+    units = chain(first, units)
     with multiprocessing.get_context().Pool(
         jobs, _start_worker, (policy, fail_under, settings)
     ) as pool:
         pending: deque[tuple[_Unit, Any]] = deque()
         records = 0  # of the JSON Lines file being read in chunks
-        total = sum(_file_size(source.path) for source in sources if source.path is not None)
-        chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
-        units = _units(sources, settings.fmt, chunk_bytes)
 
         def submit() -> None:
             unit = next(units, None)
