@@ -153,15 +153,27 @@ def _jsonl_records(
     for number, raw in enumerate(stream, first_line):
         try:
             text = decode_bytes(raw) if number == 1 else _decode_line(raw)
+            del raw  # a line can be big: keep one copy of it at a time
             if not text or text.isspace():
                 continue
             records += 1
-            # without its line break, so that a syntax error's column is on this line
-            yield Document(name, number, loads(text.rstrip("\r\n")))
+            value = _loads_line(text)
         except InputError as exc:
             yield exc.located(name, number)
+            continue
+        del text
+        yield Document(name, number, value)
     if not records and whole:
         yield no_records(name)
+
+
+def _loads_line(text: str) -> Any:
+    try:
+        return loads(text)
+    except InputError:
+        pass
+    # again without the line break, so that the error's column is on this line
+    return loads(text.rstrip("\r\n"))
 
 
 def no_records(name: str) -> InputError:
@@ -232,14 +244,16 @@ def read_documents(source: Source) -> Iterator[Document | InputError]:
         yield InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=source.name)
         return
     try:
-        text = decode_bytes(data)
-        yield Document(source.name, None, loads(text))
+        value = loads(decode_bytes(data))
     except InputError as exc:
         if source.path is None and exc.message.startswith("invalid JSON: Extra data"):
             # standard input holding several documents is read as JSON Lines
             yield from _jsonl_records(source.name, data.splitlines(keepends=True))
             return
         yield exc.located(source.name)
+        return
+    del data  # the file's bytes are not kept while its document is checked
+    yield Document(source.name, None, value)
 
 
 def read_json_file(path: str) -> Any:

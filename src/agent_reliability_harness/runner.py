@@ -146,7 +146,9 @@ def _source_traces(
     if first.line is not None and is_span_export(first.value, settings.fmt):
         yield from _span_file_traces(first, documents, settings)
         return
-    for item in chain((first,), documents):
+    items = chain((first,), documents)
+    del first  # each document is let go once its traces are checked
+    for item in items:
         if isinstance(item, InputError):
             yield item
             continue
@@ -160,6 +162,7 @@ def _source_traces(
                 yield result.located(item.source, item.line)
             else:
                 yield item, pointer, result
+        del item
 
 
 def _span_file_traces(
@@ -269,12 +272,14 @@ def _checked(
                 if outcome is None or isinstance(outcome, InputError)
                 else _check(validator, outcome, settings)
             )
+            del outcome  # not kept while the next trace is read
         finally:
             if running:
                 gc.enable()
         if checked is None:
             return
         yield checked
+        del checked
 
 
 def _check(
