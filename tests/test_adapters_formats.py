@@ -958,3 +958,21 @@ def test_record_options_are_a_usage_error_for_span_formats(arh: Callable[..., Ru
         run = arh("convert", "--format", fmt, "--trace-id-at", "/x", source)
         assert run.status == 2
         assert f"apply to transcripts, not to --format {fmt}" in run.err
+
+
+def test_a_tally_lists_the_references_it_is_given_even_after_occurrences_without() -> None:
+    from agent_reliability_harness.adapters._build import Notes
+
+    notes = Notes()
+    notes.tally("latency_not_mapped", "m", None, refs="span_ids")  # a span without an id
+    notes.tally("latency_not_mapped", "m", "c0ffee00c0ffee01", refs="span_ids")
+    notes.tally("other", "o", None)
+    assert notes.to_list() == [
+        {
+            "code": "latency_not_mapped",
+            "message": "m",
+            "count": 2,
+            "span_ids": ["c0ffee00c0ffee01"],
+        },
+        {"code": "other", "message": "o", "count": 1},
+    ]

@@ -142,13 +142,11 @@ class Notes:
         note = self._tallies.get((code, key))
         if note is None:
             note = {"code": code, "message": message, **details, "count": 0}
-            if pointer is not None:
-                note[refs] = []
             self._tallies[(code, key)] = note
             self._notes.append(note)
         note["count"] += 1
-        if pointer is not None:
-            note[refs].append(pointer)
+        if pointer is not None:  # the first occurrences may have had none
+            note.setdefault(refs, []).append(pointer)
 
     def to_list(self) -> list[dict[str, Any]]:
         return self._notes
