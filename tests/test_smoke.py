@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from agent_reliability_harness import __version__
 
 from conftest import SAMPLES, Run
@@ -26,3 +28,53 @@ def test_samples_demo(arh: Callable[..., Run]) -> None:
     assert run.status == 1  # the samples include failing runs on purpose
     assert "2 of 6 traces passed" in run.out
     assert run.err == ""
+
+
+@pytest.mark.parametrize("columns", [None, "120", "0", "-5", "wide"])
+def test_help_width_is_what_argparse_would_choose(
+    monkeypatch: pytest.MonkeyPatch, columns: str | None
+) -> None:
+    import shutil
+
+    from agent_reliability_harness import cli
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setattr(cli, "_WIDTH", [])
+    # shutil.get_terminal_size is what argparse itself asks
+    assert cli._help_width() == shutil.get_terminal_size().columns - 2
+
+
+# Modules a plain `arh validate` must not load: each costs milliseconds at start-up, and the
+# console report needs none of them (the report writers and --jobs import theirs when asked).
+_HEAVY = ("shutil", "xml", "ssl", "http", "email", "tempfile", "multiprocessing", "typing")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--version"],
+        ["validate", "--policy", str(SAMPLES / "policy_trajectory.json"), str(SAMPLES / "traces")],
+    ],
+)
+def test_start_up_loads_only_what_the_command_needs(argv: list[str]) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from agent_reliability_harness.cli import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(' '.join(sorted(sys.modules)))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
+    )
+    loaded = set(run.stderr.split())
+    assert "agent_reliability_harness.cli" in loaded, run.stderr[-500:]
+    assert not {m for m in loaded if m.split(".")[0] in _HEAVY}

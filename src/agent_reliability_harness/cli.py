@@ -75,11 +75,19 @@ _WIDTH: list[int] = []
 
 
 def _help_width() -> int:
-    """The width argparse would choose: the terminal's columns less two."""
+    """The width argparse would choose: the terminal's columns less two, found as
+    ``shutil.get_terminal_size`` finds them (importing shutil costs milliseconds)."""
     if not _WIDTH:
-        import shutil
-
-        _WIDTH.append(shutil.get_terminal_size().columns - 2)
+        try:
+            columns = int(os.environ["COLUMNS"])
+        except (KeyError, ValueError):
+            columns = 0
+        if columns <= 0:
+            try:
+                columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+            except (AttributeError, ValueError, OSError):
+                columns = 0
+        _WIDTH.append((columns if columns > 0 else 80) - 2)
     return _WIDTH[0]
 
 
