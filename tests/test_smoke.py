@@ -57,8 +57,11 @@ _HEAVY = ("shutil", "xml", "ssl", "http", "email", "tempfile", "multiprocessing"
     [
         ["--version"],
         ["validate", "--policy", str(SAMPLES / "policy_trajectory.json"), str(SAMPLES / "traces")],
+        # one file is one piece of work: --jobs starts no workers for it
+        ["validate", "--policy", str(SAMPLES / "policy_trajectory.json"),
+         str(SAMPLES / "traces" / "rebook_pass.json"), "--jobs", "2"],
     ],
-)
+)  # fmt: skip
 def test_start_up_loads_only_what_the_command_needs(argv: list[str]) -> None:
     import subprocess
     import sys

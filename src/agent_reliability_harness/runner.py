@@ -435,9 +435,6 @@ def _parallel(
     jobs: int,
 ) -> Iterator[_Checked | InputError]:
     """The outcomes of every source in input order, computed by ``jobs`` worker processes."""
-    import multiprocessing
-    from collections import deque
-
     local = Validator(policy, fail_under)  # for standard input, read by this process
     total = sum(_file_size(source.path) for source in sources if source.path is not None)
     chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
@@ -448,6 +445,9 @@ def _parallel(
             yield from _checked(local, read_documents(source), _base(source), settings)
         return
     units = chain(first, units)
+    import multiprocessing
+    from collections import deque
+
     with multiprocessing.get_context().Pool(
         jobs, _start_worker, (policy, fail_under, settings)
     ) as pool:
