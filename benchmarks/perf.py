@@ -1575,11 +1575,11 @@ def phases(args: argparse.Namespace, workdir: Path, pool: Callable[[], str]) -> 
     import gc
 
     from agent_reliability_harness import _json
-    from agent_reliability_harness.engine import Validator
+    from agent_reliability_harness.engine import Validator, category_modules
     from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.trace import Trace
     from agent_reliability_harness.render.json_report import JsonWriter
-    from agent_reliability_harness.rules import CATEGORY_MODULES, lint
+    from agent_reliability_harness.rules import lint
     from agent_reliability_harness.rules._facts import TraceFacts
 
     corpus = generate_corpus(workdir, args.seed, args.phases, pool)
@@ -1587,8 +1587,7 @@ def phases(args: argparse.Namespace, workdir: Path, pool: Callable[[], str]) -> 
     validator = Validator(policy)
     plans = [
         (module.CATEGORY, module.evaluate, module.prepare(policy))
-        for module in CATEGORY_MODULES
-        if policy.extensions is not None or getattr(module, "LANGUAGE", "1.0") == "1.0"
+        for module in category_modules(policy)
     ]
     spent: dict[str, float] = dict.fromkeys(
         ["floor: json.loads", "decode UTF-8", "strict parse", "trace model", "facts"]

@@ -300,6 +300,22 @@ def test_jobs_give_the_output_of_one_process(
     assert "runs.jsonl:" in errors
 
 
+def test_jobs_report_json_lines_files_whose_lines_all_fail_to_decode(
+    arh: Arh, tmp_path: Path
+) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        (folder / name).write_bytes(b"\x80bad\n")
+    one = _outputs(arh, [str(folder)], tmp_path / "one")
+    many = _outputs(arh, [str(folder)], tmp_path / "many", "--jobs", "2")
+    assert one == many
+    errors = str(one["err"])
+    # each file: its undecodable line, and no records at all
+    assert errors.count("not valid UTF-8") == 2
+    assert errors.count("the JSON Lines input has no records") == 2
+
+
 def test_jobs_start_workers_only_for_more_than_one_piece_of_work(
     arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,7 +19,7 @@ from agent_reliability_harness.errors import InputError
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it here
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import IO, Any, Final, NoReturn
 
     from agent_reliability_harness.io import Spool
@@ -171,9 +171,6 @@ _RISKY_HELP: Final = (
 )
 
 
-_COMMAND_NAMES: Final = ("validate", "compare", "stats", "convert", "rules", "explain")
-
-
 def _build_parser(command: str | None) -> _Parser:
     """The parser. Only ``command``'s subparser is built with its options, because argparse is
     slow to build them all; the others are listed (for help and errors) only when ``command`` is
@@ -186,70 +183,14 @@ def _build_parser(command: str | None) -> _Parser:
     )
     parser.add_argument("--version", action="version", version=f"arh {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    known = command in _COMMAND_NAMES
-    if command == "validate" or not known:
-        validate = commands.add_parser(
-            "validate",
-            help="validate traces against a policy",
-            allow_abbrev=False,
-            description="Validate traces against a policy and report findings, scores and "
-            "verdicts. Exit status: 0 all passed, 1 a trace failed or an input was bad, 2 usage "
-            "error.",
-        )
-        if command == "validate":
-            _validate_arguments(validate)
-    if command == "compare" or not known:
-        compare = commands.add_parser(
-            "compare",
-            help="compare a candidate run with a baseline and gate on regressions",
-            allow_abbrev=False,
-            description="Compare a candidate run with a baseline report. The candidate is a saved "
-            "report (--candidate) or is validated now from --policy and trace files. Exit status: "
-            "0 the gate passed, 1 it failed or an input was bad, 2 usage error.",
-        )
-        if command == "compare":
-            _compare_arguments(compare)
-    if command == "stats" or not known:
-        stats = commands.add_parser(
-            "stats",
-            help="pass rates, pass^k and flaky tasks of repeated runs",
-            allow_abbrev=False,
-            description="Summarise repeated runs of the same tasks from validation reports: "
-            "pass@1 with a Wilson 95% interval, pass@k and pass^k, stable and flaky tasks, "
-            "rule hit rates, latency and cost per run; optionally check gates. Exit status: "
-            "0 no gate failed, 1 a gate failed or an input was bad, 2 usage error.",
-        )
-        if command == "stats":
-            _stats_arguments(stats)
-    if command == "convert" or not known:
-        convert = commands.add_parser(
-            "convert",
-            help="convert transcripts to canonical traces",
-            allow_abbrev=False,
-            description="Write the canonical traces the adapters build from the inputs: one trace "
-            "as JSON, several as JSON Lines. Exit status: 0 all converted, 1 an input was bad, "
-            "2 usage error.",
-        )
-        if command == "convert":
-            _convert_arguments(convert)
-    if command == "rules" or not known:
-        rules = commands.add_parser(
-            "rules",
-            help="list the rules",
-            allow_abbrev=False,
-            description="List every rule the harness can report.",
-        )
-        if command == "rules":
-            _rules_arguments(rules)
-    if command == "explain" or not known:
-        explain = commands.add_parser(
-            "explain",
-            help="explain one rule",
-            allow_abbrev=False,
-            description="Print what a rule checks and how to fix it.",
-        )
-        if command == "explain":
-            _explain_arguments(explain)
+    known = command in _COMMANDS
+    for name, (help_text, description, add_arguments, _) in _COMMANDS.items():
+        if command == name or not known:
+            sub = commands.add_parser(
+                name, help=help_text, allow_abbrev=False, description=description
+            )
+            if command == name:
+                add_arguments(sub)
     return parser
 
 
@@ -980,13 +921,60 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-_COMMANDS: Final[dict[str, Any]] = {
-    "validate": _cmd_validate,
-    "compare": _cmd_compare,
-    "stats": _cmd_stats,
-    "convert": _cmd_convert,
-    "rules": _cmd_rules,
-    "explain": _cmd_explain,
+# Each command: its help line, its description, what adds its options, and what runs it.
+_COMMANDS: Final[dict[str, tuple[str, str, Callable[[_Parser], None], Callable[..., int]]]] = {
+    "validate": (
+        "validate traces against a policy",
+        (
+            "Validate traces against a policy and report findings, scores and verdicts. Exit "
+            "status: 0 all passed, 1 a trace failed or an input was bad, 2 usage error."
+        ),
+        _validate_arguments,
+        _cmd_validate,
+    ),
+    "compare": (
+        "compare a candidate run with a baseline and gate on regressions",
+        (
+            "Compare a candidate run with a baseline report. The candidate is a saved report "
+            "(--candidate) or is validated now from --policy and trace files. Exit status: 0 the "
+            "gate passed, 1 it failed or an input was bad, 2 usage error."
+        ),
+        _compare_arguments,
+        _cmd_compare,
+    ),
+    "stats": (
+        "pass rates, pass^k and flaky tasks of repeated runs",
+        (
+            "Summarise repeated runs of the same tasks from validation reports: pass@1 with a "
+            "Wilson 95% interval, pass@k and pass^k, stable and flaky tasks, rule hit rates, "
+            "latency and cost per run; optionally check gates. Exit status: 0 no gate failed, 1 a "
+            "gate failed or an input was bad, 2 usage error."
+        ),
+        _stats_arguments,
+        _cmd_stats,
+    ),
+    "convert": (
+        "convert transcripts to canonical traces",
+        (
+            "Write the canonical traces the adapters build from the inputs: one trace as JSON, "
+            "several as JSON Lines. Exit status: 0 all converted, 1 an input was bad, 2 usage "
+            "error."
+        ),
+        _convert_arguments,
+        _cmd_convert,
+    ),
+    "rules": (
+        "list the rules",
+        "List every rule the harness can report.",
+        _rules_arguments,
+        _cmd_rules,
+    ),
+    "explain": (
+        "explain one rule",
+        "Print what a rule checks and how to fix it.",
+        _explain_arguments,
+        _cmd_explain,
+    ),
 }
 
 
@@ -1005,7 +993,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print(parser.format_usage() + "arh: error: a command is required\n", sys.stderr)
         return EXIT_USAGE
     try:
-        status: int = _COMMANDS[args.command](args)
+        status: int = _COMMANDS[args.command][3](args)
     except KeyboardInterrupt:
         _error("interrupted")
         return 130

@@ -20,15 +20,27 @@ from agent_reliability_harness.scoring import (
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any, Final
 
     _Evaluate = Callable[[TraceFacts, Any, list[Finding]], CategoryResult]
-__all__ = ["Validator", "validate_trace"]
+__all__ = ["Validator", "category_modules", "validate_trace"]
 
 if tuple(m.CATEGORY for m in CATEGORY_MODULES) != tuple(c.name for c in CATEGORIES):
     raise ImportError("rule category modules are out of step with the registry")  # pragma: no cover
 
 _GROUNDING: Final = [m.CATEGORY for m in CATEGORY_MODULES].index("grounding")
+
+
+def category_modules(policy: Policy) -> list[ModuleType]:
+    """The rule category modules that check traces against ``policy``, in report order. The
+    categories of policy language 1.1 are left out for a 1.0 policy, so that its reports list
+    the same categories as before."""
+    return [
+        module
+        for module in CATEGORY_MODULES
+        if policy.extensions is not None or getattr(module, "LANGUAGE", "1.0") == "1.0"
+    ]
 
 
 class Validator:
@@ -39,12 +51,8 @@ class Validator:
     def __init__(self, policy: Policy, fail_under: float = DEFAULT_FAIL_UNDER) -> None:
         self.policy = policy
         self._fail_under = check_fail_under(fail_under)
-        # The categories of policy language 1.1 are left out for a 1.0 policy, so that its
-        # reports list the same categories as before.
         self._plans: list[tuple[_Evaluate, Any]] = [
-            (module.evaluate, module.prepare(policy))
-            for module in CATEGORY_MODULES
-            if policy.extensions is not None or getattr(module, "LANGUAGE", "1.0") == "1.0"
+            (module.evaluate, module.prepare(policy)) for module in category_modules(policy)
         ]
         self._fidelity = fidelity_plan(policy)
 

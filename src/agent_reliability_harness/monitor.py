@@ -217,15 +217,12 @@ class _Calls(_Watch):
     __slots__ = ("_after", "_forbidden", "_max_calls")
 
     def __init__(self, policy: Policy) -> None:
-        self._forbidden = frozenset(policy.sequence.forbidden_tools)
-        order = policy.sequence.call_order
+        plan = sequence.prepare(policy)
+        self._forbidden = frozenset(plan.forbidden)
+        order = plan.order
         # for each tool of call_order, the tools listed after it (their first calls must follow)
         self._after = {tool: order[i + 1 :] for i, tool in enumerate(order)}
-        self._max_calls = {
-            name: tool.max_calls
-            for name, tool in policy.allowed_tools.items()
-            if tool.max_calls is not None
-        }
+        self._max_calls = {name: high for name, _, high in plan.bounds if high is not None}
 
     @classmethod
     def create(cls, policy: Policy) -> _Watch | None:
@@ -267,8 +264,9 @@ class _Repeats(_Watch):
     __slots__ = ("_groups", "_limit", "_side_effects")
 
     def __init__(self, policy: Policy) -> None:
-        self._limit = policy.error_handling.max_attempts
-        self._side_effects = frozenset(n for n, t in policy.allowed_tools.items() if t.side_effect)
+        plan = flow.prepare(policy)
+        self._limit = plan.max_attempts
+        self._side_effects = plan.side_effect_tools
         self._groups: dict[tuple[str, str], _Group] = {}
 
     @classmethod
@@ -804,11 +802,10 @@ class Monitor:
     def guard(self, step: Step | Mapping[str, Any]) -> list[Finding]:
         """:meth:`check` the step and raise :class:`BlockedCallError` if an error was found;
         otherwise return the findings (warnings and info)."""
-        probe = self._probe(step)
-        found = self._look(probe)
-        self._checked = (probe.step, found)
+        found = self.check(step)
         if any(f.severity == "error" for f in found):
-            raise BlockedCallError(probe.step, found)
+            assert self._checked is not None
+            raise BlockedCallError(self._checked[0], found)
         return found
 
     def observe(self, step: Step | Mapping[str, Any]) -> list[Finding]:

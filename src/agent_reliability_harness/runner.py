@@ -118,10 +118,9 @@ def read_traces(
     sources, bad_inputs = expand_inputs(inputs)
     for error in bad_inputs:
         fail(error)
+    settings = _Settings(fmt, messages_at, tuple(trace_id_at), keep_traces=True)
     for source in sources:
-        base = _default_id(source.relative or posixpath.basename(source.name))
-        settings = _Settings(fmt, messages_at, tuple(trace_id_at), keep_traces=True)
-        for outcome in _source_traces(read_documents(source), base, settings):
+        for outcome in _source_traces(read_documents(source), _base(source), settings):
             if isinstance(outcome, InputError):
                 fail(outcome)
             else:
@@ -316,6 +315,13 @@ def _base(source: Source) -> str:
     return _default_id(source.relative or posixpath.basename(source.name))
 
 
+def _outcomes(
+    validator: Validator, source: Source, settings: _Settings
+) -> Iterator[_Checked | InputError]:
+    """The outcomes of one whole source, read and checked in this process."""
+    return _checked(validator, read_documents(source), _base(source), settings)
+
+
 class _Unit(Record):
     """Work for one worker: whole sources, or one chunk of a JSON Lines file."""
 
@@ -333,23 +339,16 @@ def _start_worker(policy: Policy, fail_under: float, settings: _Settings) -> Non
 
 
 def _run_unit(unit: _Unit) -> tuple[list[_Checked | InputError], int]:
-    """Validate a unit in a worker: its outcomes, and how many records (lines that are not
-    blank) a chunk had."""
+    """Validate a unit in a worker: its outcomes, and how many records (lines that decode and
+    are not blank) a chunk had."""
     assert _worker is not None
     validator, settings = _worker
-    records = 0
-
-    def counted(documents: Iterator[Document | InputError]) -> Iterator[Document | InputError]:
-        nonlocal records
-        for item in documents:
-            records += 1
-            yield item
-
-    out: list[_Checked | InputError] = []
-    for source in unit.sources:
-        documents = read_documents(source) if unit.chunk is None else read_chunk(source, unit.chunk)
-        out.extend(_checked(validator, counted(documents), _base(source), settings))
-    return out, records
+    if unit.chunk is None:
+        out = [o for source in unit.sources for o in _outcomes(validator, source, settings)]
+        return out, 0
+    source, tally = unit.sources[0], [0]
+    documents = read_chunk(source, unit.chunk, tally)
+    return list(_checked(validator, documents, _base(source), settings)), tally[0]
 
 
 _CHUNK_BYTES: Final = 4 << 20  # work is handed out in pieces of at most about this size,
@@ -442,7 +441,7 @@ def _parallel(
     first = list(islice(units, 2))
     if len(first) < 2:  # one piece of work (one trace, say): workers would only add their start
         for source in sources:
-            yield from _checked(local, read_documents(source), _base(source), settings)
+            yield from _outcomes(local, source, settings)
         return
     units = chain(first, units)
     import multiprocessing
@@ -467,7 +466,7 @@ def _parallel(
             submit()
             if job is None:
                 source = unit.sources[0]
-                yield from _checked(local, read_documents(source), _base(source), settings)
+                yield from _outcomes(local, source, settings)
                 continue
             outcomes, count = job.get()
             yield from outcomes
@@ -510,11 +509,7 @@ def iter_reports(
         outcomes = _parallel(sources, policy, fail_under, settings, jobs)
     else:
         validator = Validator(policy, fail_under)
-        outcomes = (
-            outcome
-            for source in sources
-            for outcome in _checked(validator, read_documents(source), _base(source), settings)
-        )
+        outcomes = (o for source in sources for o in _outcomes(validator, source, settings))
     ids = TraceIds()
     for outcome in outcomes:
         if isinstance(outcome, InputError):

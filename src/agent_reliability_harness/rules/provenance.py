@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agent_reliability_harness._record import Record
+from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._paths import collect_located
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
@@ -87,13 +88,9 @@ def _strings(value: Any, base: str, found: list[tuple[str, str]]) -> None:
             if node:
                 found.append((pointer, node))
         elif kind is dict:
-            stack.extend(reversed([(f"{pointer}/{_token(k)}", v) for k, v in node.items()]))
+            stack.extend(reversed([(join_pointer(pointer, k), v) for k, v in node.items()]))
         elif kind is list:
-            stack.extend(reversed([(f"{pointer}/{i}", v) for i, v in enumerate(node)]))
-
-
-def _token(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
+            stack.extend(reversed([(join_pointer(pointer, i), v) for i, v in enumerate(node)]))
 
 
 def returned_texts(step: Step) -> list[str]:
@@ -192,7 +189,9 @@ def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> Catego
     if untrusted:
         needles = list(dict.fromkeys(v.key for check in checks for v in check.values))
         tainted_at = _first_positions(untrusted, needles)
-        cleared_at = _first_positions(trusted, needles) if trusted else {}
+        # only values that were tainted can be cleared: search the trusted text for those
+        tainted = [needle for needle in needles if needle in tainted_at]
+        cleared_at = _first_positions(trusted, tainted) if trusted and tainted else {}
         for check in checks:
             hits = [
                 (value, tainted_at[value.key])

@@ -7,7 +7,6 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from itertools import accumulate
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
@@ -43,10 +42,18 @@ UNSAFE_CONTENT = rule(
 _Blob = tuple[str, bool]
 
 
-class _Pattern(Record):
-    text: str
-    search: Callable[[str], re.Match[str] | None]
-    prefilter: Prefilter
+class _Pattern:
+    """One unsafe pattern, compiled; a dict key by identity on the scan's hot path (a Record
+    would hash its fields on every lookup)."""
+
+    __slots__ = ("prefilter", "search", "text")
+
+    def __init__(
+        self, text: str, search: Callable[[str], re.Match[str] | None], prefilter: Prefilter
+    ) -> None:
+        self.text = text
+        self.search = search
+        self.prefilter = prefilter
 
 
 def prepare(policy: Policy) -> tuple[_Pattern, ...]:
