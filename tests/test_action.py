@@ -841,7 +841,8 @@ def test_ci_uses_the_action_from_the_repository() -> None:
     action = _load_yaml(ACTION)
     ci = _workflow("ci.yml")
     steps = _steps_using_action(ci)
-    assert _check_uses(ci, "ci.yml", action) == len(steps)
+    _check_uses(ci, "ci.yml", action)  # each use passes only inputs the action declares
+    assert steps
     assert all(step["uses"] == "./" for step in steps)
     assert any("baseline" in step["with"] for step in steps)
     assert any("baseline" not in step["with"] for step in steps)

@@ -1180,21 +1180,3 @@ def test_adapters_are_total_on_odd_shapes() -> None:
         ]
     )
     assert trace.steps[0].output == "r"
-
-
-def test_format_names_match_the_adapter_modules() -> None:
-    """The command line lists FORMAT_NAMES without importing the adapters; they must agree."""
-    from agent_reliability_harness._formats import FORMAT_NAMES
-    from agent_reliability_harness.adapters import (
-        FORMATS,
-        anthropic_messages,
-        cohere_chat,
-        openai_chat,
-    )
-
-    assert tuple(FORMATS) == FORMAT_NAMES
-    assert FORMAT_NAMES[1:4] == (
-        openai_chat.FORMAT,
-        anthropic_messages.FORMAT,
-        cohere_chat.FORMAT,
-    )

@@ -117,7 +117,8 @@ def equivalence_problems(
     validator = Validator(policy)
     monitor = Monitor(policy, trace_id=trace.trace_id)
     problems: list[str] = []
-    final = {_identity(f) for f in validator.validate(trace).findings}
+    offline = validator.validate(trace).findings
+    final = {_identity(f) for f in offline}
     before: set[tuple[Any, ...]] = set()
     for at, step in enumerate(trace.steps):
         shown = _intent(step) if intents is None or next(intents) else step
@@ -158,7 +159,6 @@ def equivalence_problems(
         if missed:
             problems.append(f"step {at}: new findings not reported early: {sorted(missed)}")
         before = now
-    offline = validator.validate(trace).findings
     if [_full(f) for f in monitor.finish()] != [_full(f) for f in offline]:
         problems.append("finish() differs from offline validation")
     if monitor.trace().to_dict()["steps"] != trace.to_dict()["steps"]:

@@ -620,10 +620,9 @@ class Builder:
         workflow: str,
         *,
         consumed: Iterable[str] = (),
-        fidelity: bool = False,
     ) -> Trace:
-        """Assemble the canonical trace: identity, steps, record fields and notes; with
-        ``fidelity``, also ``metadata.adapter.missing`` (the fields the source did not give)."""
+        """Assemble the canonical trace: identity, steps, record fields, notes and
+        ``metadata.adapter.missing`` (the fields the source did not give)."""
         for pointer in self._pending.values():
             self.notes.tally(
                 "tool_call_without_result",
@@ -680,11 +679,10 @@ class Builder:
                 parts.append(id_part(value, where))
             trace_id = "-".join(parts)
         notes = self.notes.to_list()
-        adapter: dict[str, Any] = {"missing": self.missing()} if fidelity else {}
+        adapter: dict[str, Any] = {"missing": self.missing()}
         if notes:
             adapter["notes"] = notes
-        if adapter:
-            metadata["adapter"] = adapter
+        metadata["adapter"] = adapter
         document: dict[str, Any] = {
             "schema_version": "1.1" if self._has_user else "1",
             "trace_id": trace_id,

@@ -33,7 +33,6 @@ __all__ = [
     "SpanTrace",
     "SpanView",
     "group",
-    "is_export",
     "json_text",
     "span_traces",
     "unflatten",
@@ -42,11 +41,6 @@ __all__ = [
 _RESOURCE_KEYS: Final = ("resourceSpans", "resource_spans")
 _SCOPE_KEYS: Final = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans")
 _STATUS_ERROR: Final = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR", "error"})
-
-
-def is_export(value: Any) -> bool:
-    """Is this decoded JSON value an OTLP trace export request?"""
-    return type(value) is dict and any(key in value for key in _RESOURCE_KEYS)
 
 
 class Span(Record):
@@ -579,7 +573,7 @@ class SpanTrace:
                 span.span_id or None,
                 refs="span_ids",
             )
-        made = builder.steps[first] if len(builder.steps) > first else None
+        made = builder.first_step_since(first)
         if made is None:
             counts = self._counts(view, span)
             if any(c is not None for c in counts):
@@ -691,7 +685,6 @@ class SpanTrace:
             RecordOptions(None, (), trace_id),
             name or dialect.agent_name,
             dialect.workflow,
-            fidelity=True,
         )
 
 

@@ -79,7 +79,7 @@ def convert(record: Any, options: RecordOptions | None = None) -> Trace:
             builder.system(pointer)
         else:
             builder.unknown_role(role, pointer)
-    return builder.finish(options, AGENT_NAME, WORKFLOW, consumed=consumed, fidelity=True)
+    return builder.finish(options, AGENT_NAME, WORKFLOW, consumed=consumed)
 
 
 def _blocks(builder: Builder, i: int, content: Any) -> list[Any]:

@@ -119,7 +119,7 @@ def convert(record: Any, options: RecordOptions | None = None) -> Trace:
         step = builder.first_step_since(first)
         _usage(builder, wrapper.get("usage"), step)
         _latency(builder, wrapper.get("metrics"), step)
-    return builder.finish(options, AGENT_NAME, WORKFLOW, fidelity=True)
+    return builder.finish(options, AGENT_NAME, WORKFLOW)
 
 
 def _blocks(builder: Builder, content: list[Any], pointer: str) -> list[tuple[int, str, Any]]:

@@ -54,7 +54,7 @@ def convert(record: Any, options: RecordOptions | None = None) -> Trace:
             builder.system(pointer)
         else:
             builder.unknown_role(role, pointer)
-    return builder.finish(options, AGENT_NAME, WORKFLOW, fidelity=True)
+    return builder.finish(options, AGENT_NAME, WORKFLOW)
 
 
 def _assistant(builder: Builder, i: int, message: dict[str, Any]) -> None:

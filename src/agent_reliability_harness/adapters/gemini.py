@@ -155,7 +155,7 @@ def convert(record: Any, options: RecordOptions | None = None) -> Trace:
             firsts.append(first)
     if wrapper is not None:
         _response_extras(builder, wrapper, firsts)
-    return builder.finish(options, AGENT_NAME, WORKFLOW, fidelity=True)
+    return builder.finish(options, AGENT_NAME, WORKFLOW)
 
 
 def _content(builder: Builder, i: int, pointer: str, content: Any) -> bool:

@@ -83,7 +83,7 @@ def convert(record: Any, options: RecordOptions | None = None) -> Trace:
             builder.system(pointer)
         else:
             builder.unknown_role(role, pointer)
-    return builder.finish(options, AGENT_NAME, WORKFLOW, fidelity=True)
+    return builder.finish(options, AGENT_NAME, WORKFLOW)
 
 
 def user(builder: Builder, i: int, message: dict[str, Any]) -> None:

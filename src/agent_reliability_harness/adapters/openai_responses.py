@@ -131,7 +131,7 @@ def convert(record: Any, options: RecordOptions | None = None) -> Trace:
         _item(builder, i, pointer, item)
     if wrapper is not None and wrapper.get("usage") is not None:
         _usage(builder, wrapper["usage"], builder.first_step_since(first))
-    return builder.finish(options, AGENT_NAME, WORKFLOW, fidelity=True)
+    return builder.finish(options, AGENT_NAME, WORKFLOW)
 
 
 def _item(builder: Builder, i: int, pointer: str, item: Any) -> None:

@@ -20,7 +20,7 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Any, Final
 
-__all__ = ["DIALECTS", "SPAN_FORMATS", "convert", "export_format"]
+__all__ = ["DIALECTS", "convert", "export_format"]
 
 DIALECTS: Final = {
     otel_genai.FORMAT: Dialect(
@@ -39,7 +39,6 @@ DIALECTS: Final = {
         openinference.WORKFLOW,
     ),
 }
-SPAN_FORMATS: Final = tuple(DIALECTS)
 
 
 def _is_openinference(spans: Iterable[Span]) -> bool:

@@ -674,34 +674,26 @@ def _missing(plan: GatePlan, present: set[str]) -> list[GateCheck]:
 
 def check_comparisons(plan: GatePlan, comparisons: Sequence[WorkflowComparison]) -> StatGateResult:
     """Check every threshold that applies to each compared workflow."""
-    checks: list[GateCheck] = []
-    for comparison in comparisons:
-        tests = (comparison.rate_test, comparison.hat_test)
-        allow = plan.allow_for(comparison.workflow)
-        checks += [
-            _check(
-                setting,
-                comparison.workflow,
-                baseline=comparison.baseline,
-                candidate=comparison.candidate,
-                tests=tests,
-                allow=allow,
-            )
-            for setting in plan.thresholds_for(comparison.workflow)
-        ]
-    checks += _missing(plan, {c.workflow for c in comparisons})
-    return StatGateResult(tuple(checks))
+    cases = [(c.workflow, c.baseline, c.candidate, (c.rate_test, c.hat_test)) for c in comparisons]
+    return _check_all(plan, cases)
 
 
 def check_summaries(plan: GatePlan, summaries: Sequence[Summary]) -> StatGateResult:
     """Check the thresholds that need no baseline; the others are ``skipped``."""
+    return _check_all(plan, [(s.workflow or "", None, s, None) for s in summaries])
+
+
+_Case = tuple[str, "Summary | None", "Summary", "tuple[PairedTest, PairedTest] | None"]
+
+
+def _check_all(plan: GatePlan, cases: Sequence[_Case]) -> StatGateResult:
+    """Each workflow's thresholds, then the named workflows that are not there."""
     checks: list[GateCheck] = []
-    for summary in summaries:
-        name = summary.workflow or ""
+    for name, baseline, candidate, tests in cases:
         allow = plan.allow_for(name)
         checks += [
-            _check(setting, name, baseline=None, candidate=summary, tests=None, allow=allow)
+            _check(setting, name, baseline=baseline, candidate=candidate, tests=tests, allow=allow)
             for setting in plan.thresholds_for(name)
         ]
-    checks += _missing(plan, {s.workflow or "" for s in summaries})
+    checks += _missing(plan, {case[0] for case in cases})
     return StatGateResult(tuple(checks))

@@ -22,6 +22,7 @@ from fractions import Fraction
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.adapters._access import id_part
 from agent_reliability_harness.errors import InputError, join_pointer
+from agent_reliability_harness.model._checks import is_finite, json_type, number_text
 from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.regression.stats import (
     mcnemar_exact,
@@ -103,26 +104,18 @@ def label_success(value: bool | float | None) -> bool:
     return abs(value - 1) <= LABEL_TOLERANCE
 
 
-def _kind(value: object) -> str:
-    from agent_reliability_harness.model._checks import json_type
-
-    return json_type(value)
-
-
 def _outcome_value(value: Any, pointer: str) -> bool | float:
     kind = type(value)
     if kind is bool:
         return bool(value)
     if kind is int or kind is float:
-        from agent_reliability_harness.model._checks import is_finite, number_text
-
         if not is_finite(value):
             raise InputError(
                 f"an outcome label must be finite, got {number_text(value)}", pointer=pointer
             )
         return value  # type: ignore[no-any-return]
     raise InputError(
-        f"an outcome label must be true, false or a number, got {_kind(value)}", pointer=pointer
+        f"an outcome label must be true, false or a number, got {json_type(value)}", pointer=pointer
     )
 
 

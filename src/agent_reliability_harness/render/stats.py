@@ -218,24 +218,29 @@ def _md_gate(checks: Sequence[GateCheck], passed: bool) -> list[str]:
     allowed = [c.reason for c in checks if c.status == "allowed" and c.reason]
     if allowed:
         out += [""] + [f"- allowed: {md_text(r)}" for r in allowed]
-    out += [
+    out += _md_checks(checks)
+    return out
+
+
+def _md_checks(checks: Sequence[GateCheck]) -> list[str]:
+    """The gate checks as a Markdown table, after a blank line."""
+    return [
         "",
         "| Workflow | Threshold | Set at | Observed | Status |",
         "|---|---|---|---|---|",
+        *(
+            md_row(
+                [
+                    md_code(c.workflow),
+                    md_text(f"{c.key} {c.threshold}"),
+                    md_code(c.origin),
+                    md_text(c.observed or "-"),
+                    c.status,
+                ]
+            )
+            for c in checks
+        ),
     ]
-    out += [
-        md_row(
-            [
-                md_code(c.workflow),
-                md_text(f"{c.key} {c.threshold}"),
-                md_code(c.origin),
-                md_text(c.observed or "-"),
-                c.status,
-            ]
-        )
-        for c in checks
-    ]
-    return out
 
 
 def render_stats_markdown(result: StatsResult) -> str:
@@ -421,21 +426,5 @@ def comparison_markdown_lines(stats: StatComparison) -> list[str]:
         out += ["", f"> Warning: {md_text(warning)}"]
     checks = stats.gate.checks
     if checks:
-        out += [
-            "",
-            "| Workflow | Threshold | Set at | Observed | Status |",
-            "|---|---|---|---|---|",
-        ]
-        out += [
-            md_row(
-                [
-                    md_code(c.workflow),
-                    md_text(f"{c.key} {c.threshold}"),
-                    md_code(c.origin),
-                    md_text(c.observed or "-"),
-                    c.status,
-                ]
-            )
-            for c in checks
-        ]
+        out += _md_checks(checks)
     return out
