@@ -63,7 +63,7 @@ from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.errors import ArhError, InputError
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding, TraceReport
-from agent_reliability_harness.model.trace import Step, Trace
+from agent_reliability_harness.model.trace import Step, Trace, schema_version_for
 from agent_reliability_harness.rules import (
     budget,
     completion,
@@ -826,7 +826,7 @@ class Monitor:
     def trace(self) -> Trace:
         """The run so far as a canonical trace."""
         steps = tuple(self._state.steps)
-        version = "1.1" if any(s.type == "user_message" for s in steps) else "1"
+        version = schema_version_for(steps)
         return Trace(self.trace_id, self.agent_name, self.workflow, steps, version)
 
     def report(self) -> TraceReport:

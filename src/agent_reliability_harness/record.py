@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from agent_reliability_harness.errors import InputError, UsageError
 from agent_reliability_harness.model.policy import Policy
-from agent_reliability_harness.model.trace import Step, Trace
+from agent_reliability_harness.model.trace import Step, Trace, schema_version_for
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -401,7 +401,7 @@ class Recorder:
     def trace(self) -> Trace:
         """The run so far as a canonical trace (schema version 1.1 if it has user turns)."""
         steps = tuple(self._steps)
-        version = "1.1" if any(s.type == "user_message" for s in steps) else "1"
+        version = schema_version_for(steps)
         metadata = dict(self.metadata)
         if self._blocked:
             metadata["blocked_calls"] = list(self._blocked)

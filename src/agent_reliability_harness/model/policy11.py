@@ -514,6 +514,11 @@ class Prior(Record):
         return {"tool": self.tool, "match": _match_dict(self.match)}
 
 
+def _all_hold(when: tuple[Clause, ...], arguments: Mapping[str, Any]) -> bool:
+    """Do all the ``when`` clauses of a condition or relation hold for a call's arguments?"""
+    return all(clause.holds(arguments) for clause in when)
+
+
 class Condition(Record):
     """When a call of ``tool`` satisfies ``when``, it is forbidden, or it needs prior calls."""
 
@@ -534,7 +539,7 @@ class Condition(Record):
     )
 
     def applies(self, arguments: Mapping[str, Any]) -> bool:
-        return all(clause.holds(arguments) for clause in self.when)
+        return _all_hold(self.when, arguments)
 
     @classmethod
     def parse(cls, raw: object, index: int, context: _Context) -> Condition:
@@ -615,7 +620,7 @@ class Relation(Record):
     _SOURCE_KEYS: ClassVar[tuple[str, ...]] = ("tool", "output", "match")
 
     def applies(self, arguments: Mapping[str, Any]) -> bool:
-        return all(clause.holds(arguments) for clause in self.when)
+        return _all_hold(self.when, arguments)
 
     @classmethod
     def parse(cls, raw: object, index: int, context: _Context) -> Relation:

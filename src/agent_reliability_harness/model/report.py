@@ -173,10 +173,6 @@ class TraceReport(Record):
         return out
 
 
-def _mean(values: Sequence[float]) -> float:
-    return math.fsum(values) / len(values) if values else 0.0
-
-
 class ExactSum:
     """A sum of floats kept exactly, as non-overlapping partials (Shewchuk's algorithm, the one
     behind ``math.fsum``); :attr:`value` is the correctly rounded total, so it equals ``fsum``
@@ -298,12 +294,12 @@ class RunReport(Record):
 
     @property
     def passed_traces(self) -> int:
-        return sum(1 for r in self.reports if r.passed)
+        return self.summary().passed
 
     @property
     def average_score(self) -> float:
         """The mean of the unrounded trace scores (0.0 for an empty run)."""
-        return _mean([r.score for r in self.reports])
+        return self.summary().average_score
 
     def summary(self) -> RunSummary:
         """Everything but the trace reports, with the run's totals."""

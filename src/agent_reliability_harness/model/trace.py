@@ -7,7 +7,7 @@ because exporters add their own fields.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import join_pointer
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     StepType = Literal["tool_call", "model_response", "user_message"]
 
     StepStatus = Literal["ok", "error"]
-__all__ = ["STEP_TYPES", "Step", "StepType", "Trace"]
+__all__ = ["STEP_TYPES", "Step", "StepType", "Trace", "schema_version_for"]
 
 # user_message (schema version 1.1) records a user turn of a converted transcript; no rule reads it
 STEP_TYPES: Final = ("tool_call", "model_response", "user_message")
@@ -285,3 +285,8 @@ class Trace(Record):
             out["metadata"] = self.metadata
         out.update(self.extra)
         return out
+
+
+def schema_version_for(steps: Iterable[Step]) -> str:
+    """The lowest trace schema version that can hold these steps: user turns need 1.1."""
+    return "1.1" if any(step.type == "user_message" for step in steps) else "1"

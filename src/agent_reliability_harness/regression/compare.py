@@ -298,13 +298,20 @@ def compare_reports(baseline: RunReport, candidate: RunReport) -> CompareResult:
     """Compare two validation reports (from any arh version) trace by trace."""
     base = {r.trace_id: r for r in baseline.reports}
     cand = {r.trace_id: r for r in candidate.reports}
-    deltas: list[TraceDelta] = []
-    for trace_id in sorted(base.keys() | cand.keys()):
-        b, c = base.get(trace_id), cand.get(trace_id)
-        new, resolved = diff_findings(_findings(b), _findings(c))
-        deltas.append(TraceDelta(trace_id, _status(b, c), b, c, new, resolved))
+    deltas = tuple(
+        trace_delta(trace_id, base.get(trace_id), cand.get(trace_id))
+        for trace_id in sorted(base.keys() | cand.keys())
+    )
     sides = Side.of(baseline), Side.of(candidate)
-    return CompareResult(sides[0], sides[1], tuple(deltas), _drift(*sides))
+    return CompareResult(sides[0], sides[1], deltas, _drift(*sides))
+
+
+def trace_delta(
+    trace_id: str, baseline: TraceReport | None, candidate: TraceReport | None
+) -> TraceDelta:
+    """How one trace changed between a baseline and a candidate (either may lack it)."""
+    new, resolved = diff_findings(_findings(baseline), _findings(candidate))
+    return TraceDelta(trace_id, _status(baseline, candidate), baseline, candidate, new, resolved)
 
 
 def _findings(report: TraceReport | None) -> Iterable[Finding]:

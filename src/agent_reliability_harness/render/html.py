@@ -30,7 +30,7 @@ from agent_reliability_harness._record import Record
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
 from agent_reliability_harness.model.trace import Step, Trace
-from agent_reliability_harness.regression.compare import CompareResult, TraceDelta, compare_reports
+from agent_reliability_harness.regression.compare import CompareResult, TraceDelta, trace_delta
 from agent_reliability_harness.regression.gate import GateResult
 from agent_reliability_harness.rules import CATEGORIES, RULES
 
@@ -1046,10 +1046,7 @@ class CompareTraces:
         self.traces: dict[str, Trace] = {}
 
     def __call__(self, trace: Trace, report: TraceReport) -> None:
-        base = self._baseline.get(report.trace_id)
-        delta = compare_reports(
-            RunReport(() if base is None else (base,)), RunReport((report,))
-        ).traces[0]
+        delta = trace_delta(report.trace_id, self._baseline.get(report.trace_id), report)
         if not delta.notable:
             return
         self._keys[report.trace_id] = (_rank(delta), report.trace_id)
