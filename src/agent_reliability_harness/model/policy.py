@@ -430,8 +430,6 @@ class UnsafePattern(Record):
 def _risky_patterns(
     tools: Mapping[str, ToolSchema], patterns: list[UnsafePattern], allow: bool
 ) -> tuple[str, ...]:
-    from agent_reliability_harness.model._regex import risky_repetition
-
     located: list[tuple[str, str, int]] = [
         (f"/unsafe_patterns/{i}", p.pattern, re.IGNORECASE) for i, p in enumerate(patterns)
     ]
@@ -441,6 +439,14 @@ def _risky_patterns(
                 if spec.pattern is not None:
                     pointer = join_pointer("/allowed_tools", name, key, arg, "pattern")
                     located.append((pointer, spec.pattern, 0))
+    return risky_warnings(located, allow)
+
+
+def risky_warnings(located: list[tuple[str, str, int]], allow: bool) -> tuple[str, ...]:
+    """For each (pointer, pattern, flags) that can backtrack exponentially: an error, or with
+    ``allow`` a warning."""
+    from agent_reliability_harness.model._regex import risky_repetition
+
     warnings: list[str] = []
     for pointer, pattern, flags in located:
         if not risky_repetition(pattern, flags):

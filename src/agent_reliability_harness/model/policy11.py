@@ -20,14 +20,19 @@ from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
-    is_finite,
     json_type,
-    number_text,
     opt_bool,
     opt_nonneg_int,
     opt_str,
 )
 from agent_reliability_harness.model._paths import ArgPath, collect, json_key
+from agent_reliability_harness.model.policy import (
+    _check_keys,
+    _compile,
+    risky_warnings,
+)
+from agent_reliability_harness.model.policy import _finite as _number
+from agent_reliability_harness.model.policy import _tool_names as _names
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -76,18 +81,6 @@ def minor_version(version: str) -> int:
     return 0
 
 
-def _check_keys(data: Mapping[str, Any], known: tuple[str, ...], pointer: str) -> None:
-    from agent_reliability_harness.model.policy import _check_keys as check
-
-    check(data, known, pointer)
-
-
-def _compile(pattern: str, flags: int, pointer: str) -> re.Pattern[str]:
-    from agent_reliability_harness.model.policy import _compile as compile_
-
-    return compile_(pattern, flags, pointer)
-
-
 def _object(raw: object, pointer: str, what: str) -> Mapping[str, Any]:
     if type(raw) is not dict:
         raise bad(pointer, f"{what} must be an object, got {json_type(raw)}")
@@ -102,21 +95,6 @@ def _req_tool(raw: Mapping[str, Any], base: str) -> str:
         raise bad(
             join_pointer(base, "tool"), f"must be a non-empty tool name, got {json_type(value)}"
         )
-    return value
-
-
-def _names(raw: Mapping[str, Any], key: str, base: str) -> tuple[str, ...]:
-    from agent_reliability_harness.model.policy import _tool_names
-
-    return _tool_names(raw, key, base)
-
-
-def _number(value: object, pointer: str) -> int | float:
-    if type(value) is not int and type(value) is not float:
-        raise bad(pointer, f"must be a finite number, got {json_type(value)}")
-    assert isinstance(value, int | float)
-    if not is_finite(value):
-        raise bad(pointer, f"must be a finite number, got {number_text(value)}")
     return value
 
 
@@ -899,22 +877,5 @@ def _parse(
     if data.get("confirmation") is not None:
         confirmation = Confirmation.parse(data["confirmation"], context)
     loops = None if data.get("loops") is None else Loops.parse(data["loops"])
-    warnings = _risky(context.patterns, allow_risky_patterns)
+    warnings = risky_warnings(context.patterns, allow_risky_patterns)
     return Extensions(provenance, conditions, relations, confirmation, loops), warnings
-
-
-def _risky(located: list[tuple[str, str, int]], allow: bool) -> tuple[str, ...]:
-    from agent_reliability_harness.model._regex import risky_repetition
-
-    warnings: list[str] = []
-    for pointer, pattern, flags in located:
-        if not risky_repetition(pattern, flags):
-            continue
-        message = (
-            f"pattern {pattern!r} nests an unbounded repetition inside another (as in '(a+)+'), "
-            "so matching can take exponential time on some texts"
-        )
-        if not allow:
-            raise bad(pointer, f"{message}; rewrite it, or accept it with --allow-risky-patterns")
-        warnings.append(f"{pointer}: {message}")
-    return tuple(warnings)
