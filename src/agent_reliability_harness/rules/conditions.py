@@ -95,17 +95,21 @@ RELATION_UNCHECKED = rule(
 )
 
 
-class _Index(Record):
-    """Successful calls of one tool, keyed by the values at some of their argument paths."""
+# An index of the successful calls of one tool, keyed by the values at some of their argument
+# paths: (tool, the paths' texts). Plain strings, so that looking one up on every call is cheap
+# (a path's text identifies it).
+_IndexKey = tuple[str, tuple[str, ...]]
 
-    tool: str
-    paths: tuple[ArgPath, ...]
+
+def _index_key(tool: str, paths: Paths) -> _IndexKey:
+    return tool, tuple(path.text for path in paths)
 
 
 class Plan(Record):
     conditions: Mapping[str, tuple[Condition, ...]]
     relations: Mapping[str, tuple[Relation, ...]]
-    indexes: Mapping[str, tuple[_Index, ...]]  # tool -> the indexes its successful calls feed
+    # tool -> the indexes its successful calls feed, with the paths each is keyed by
+    indexes: Mapping[str, tuple[tuple[_IndexKey, Paths], ...]]
 
 
 def prepare(policy: Policy) -> Plan | None:
@@ -114,20 +118,22 @@ def prepare(policy: Policy) -> Plan | None:
         return None
     conditions: dict[str, list[Condition]] = {}
     relations: dict[str, list[Relation]] = {}
-    indexes: dict[str, dict[_Index, None]] = {}
+    indexes: dict[str, dict[_IndexKey, Paths]] = {}
     for condition in ext.conditions:
         conditions.setdefault(condition.tool, []).append(condition)
         for prior in condition.require_prior:
-            index = _Index(prior.tool, tuple(theirs for _, theirs in prior.match))
-            indexes.setdefault(prior.tool, {})[index] = None
+            paths = tuple(theirs for _, theirs in prior.match)
+            indexes.setdefault(prior.tool, {})[_index_key(prior.tool, paths)] = paths
     for relation in ext.relations:
         relations.setdefault(relation.tool, []).append(relation)
-        index = _Index(relation.source_tool, tuple(theirs for _, theirs in relation.source_match))
-        indexes.setdefault(relation.source_tool, {})[index] = None
+        paths = tuple(theirs for _, theirs in relation.source_match)
+        indexes.setdefault(relation.source_tool, {})[_index_key(relation.source_tool, paths)] = (
+            paths
+        )
     return Plan(
         {tool: tuple(group) for tool, group in conditions.items()},
         {tool: tuple(group) for tool, group in relations.items()},
-        {tool: tuple(group) for tool, group in indexes.items()},
+        {tool: tuple(group.items()) for tool, group in indexes.items()},
     )
 
 
@@ -169,15 +175,15 @@ class Sweep:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         # index -> key -> (position, step) of the latest successful call with those values
-        self.latest: dict[_Index, dict[tuple[Any, ...], tuple[int, Step]]] = {}
+        self.latest: dict[_IndexKey, dict[tuple[Any, ...], tuple[int, Step]]] = {}
         self.outputs: dict[int, Any] = {}
         self.references: dict[tuple[int, str, bool], tuple[bool, Any]] = {}
 
     def record(self, at: int, step: Step) -> None:
         """Index a successful call under the values its tool's indexes match on."""
         arguments = step.arguments or {}
-        for index in self.plan.indexes.get(step.tool_name or "", ()):
-            key = _key(arguments, index.paths)
+        for index, paths in self.plan.indexes.get(step.tool_name or "", ()):
+            key = _key(arguments, paths)
             if key is not None:
                 self.latest.setdefault(index, {})[key] = (at, step)
 
@@ -188,7 +194,8 @@ class Sweep:
         key = _key(args, tuple(mine for mine, _ in match))
         if key is None:
             return None
-        return self.latest.get(_Index(tool, tuple(theirs for _, theirs in match)), {}).get(key)
+        index = _index_key(tool, tuple(theirs for _, theirs in match))
+        return self.latest.get(index, {}).get(key)
 
     def reference(self, at: int, step: Step, relation: Relation) -> tuple[bool, Any]:
         """(found, value or set of keys) at the relation's output pointer in ``step``, at ``at``."""
