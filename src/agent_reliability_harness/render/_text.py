@@ -1,4 +1,5 @@
-"""Making untrusted text safe to print on a terminal."""
+"""Making untrusted text safe to print on a terminal, and the plain number and count texts the
+reports share."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = ["terminal_safe"]
+__all__ = ["plain_number", "plural", "terminal_safe"]
 
 # C0 and C1 controls, DEL, lone surrogates, noncharacters, and the bidirectional overrides that
 # can make a terminal show text in a different order than it is stored ("Trojan Source").
@@ -32,3 +33,14 @@ def terminal_safe(text: str) -> str:
     if text.isascii() and text.isprintable():
         return text
     return re.sub(_UNSAFE, _escape, text)
+
+
+def plain_number(value: float) -> str:
+    """A measured amount without float noise or exponents: ``8160``, ``12.5``, ``1234567``."""
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def plural(count: int, word: str) -> str:
+    """``1 trace``, ``2 traces``."""
+    return f"{count} {word}" + ("" if count == 1 else "s")

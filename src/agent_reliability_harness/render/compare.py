@@ -11,7 +11,7 @@ from agent_reliability_harness.model.report import Finding
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
 from agent_reliability_harness.regression.gate import GateResult
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
-from agent_reliability_harness.render._text import terminal_safe
+from agent_reliability_harness.render._text import plural, terminal_safe
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -63,10 +63,6 @@ def render_compare_json(
     return dumps_indented(data) + "\n"
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
-
-
 def _score(delta: TraceDelta) -> str:
     base, cand, change = delta.baseline, delta.candidate, delta.score_delta
     if base is not None and cand is not None and change is not None:
@@ -100,7 +96,7 @@ def render_compare_console(
     lines = [
         dot.join(
             [
-                f"compared {_plural(s['traces_compared'], 'trace')}",
+                f"compared {plural(s['traces_compared'], 'trace')}",
                 f"{s['traces_added']} added",
                 f"{s['traces_removed']} removed",
             ]
@@ -109,7 +105,7 @@ def render_compare_console(
             [
                 f"pass->fail {s['pass_to_fail']}",
                 f"fail->pass {s['fail_to_pass']}",
-                f"new findings {s['new_findings']} ({_plural(s['new_error_findings'], 'error')})",
+                f"new findings {s['new_findings']} ({plural(s['new_error_findings'], 'error')})",
                 f"resolved {s['resolved_findings']}",
             ]
         ),

@@ -6,7 +6,7 @@ import textwrap
 
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._fidelity import console_lines
-from agent_reliability_harness.render._text import terminal_safe
+from agent_reliability_harness.render._text import plain_number, terminal_safe
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -17,12 +17,6 @@ __all__ = ["ConsoleWriter", "render_console"]
 WIDTH: Final = 100
 _INDENT: Final = " " * 6
 _STEP_WIDTH: Final = 12  # longer step ids push the message to the right instead
-
-
-def _number(value: float) -> str:
-    """A measured amount without float noise or exponents: ``8160``, ``12.5``, ``1234567``."""
-    text = f"{value:.3f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
 
 
 def _step(finding: Finding) -> str:
@@ -46,7 +40,7 @@ def _trace_lines(report: TraceReport) -> list[str]:
     who = terminal_safe(f"{report.agent_name} / {report.workflow}")
     lines = [f"{verdict}  {terminal_safe(report.trace_id)}  score {report.score:.2f}  ({who})"]
     details = [
-        f"latency {_number(report.total_latency_ms)} ms",
+        f"latency {plain_number(report.total_latency_ms)} ms",
         f"cost ${report.total_cost_usd:.4f}",
     ]
     if report.total_tokens is not None:

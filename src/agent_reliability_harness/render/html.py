@@ -32,6 +32,7 @@ from agent_reliability_harness.model.report import Finding, RunReport, TraceRepo
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta, trace_delta
 from agent_reliability_harness.regression.gate import GateResult
+from agent_reliability_harness.render._text import plain_number
 from agent_reliability_harness.rules import CATEGORIES, RULES
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -160,12 +161,6 @@ def _name(value: str) -> str:
 
 def _code(value: str) -> str:
     return f"<code>{_name(value)}</code>"
-
-
-def _number(value: float) -> str:
-    """A measured amount without float noise or exponents: ``8160``, ``12.5``."""
-    text = f"{value:.3f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
 
 
 def _money(value: float, places: int = 4) -> str:
@@ -561,7 +556,7 @@ _KINDS: Final = {
 def _step_metrics(step: Step) -> str:
     parts = []
     if step.latency_ms is not None:
-        parts.append(f"{_number(step.latency_ms)} ms")
+        parts.append(f"{plain_number(step.latency_ms)} ms")
     if step.cost_usd is not None:
         parts.append(_money(step.cost_usd, 6).rstrip("0").rstrip(".") or "$0")
     if step.input_tokens is not None or step.output_tokens is not None:
@@ -633,7 +628,7 @@ def _meta(report: TraceReport, *, score: bool = True) -> str:
     parts = [f"score <strong>{report.score:.2f}</strong>"] if score else []
     parts += [
         f"{_name(report.agent_name)} / {_name(report.workflow)}",
-        f"latency {_number(report.total_latency_ms)} ms",
+        f"latency {plain_number(report.total_latency_ms)} ms",
         f"cost {_money(report.total_cost_usd)}",
     ]
     if report.total_tokens is not None:

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
+from agent_reliability_harness.render._text import plural
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -45,10 +46,6 @@ def _finding_line(finding: Finding) -> str:
     return line
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
-
-
 def _testcase(report: TraceReport) -> ET.Element:
     attrs = {
         "classname": xml_safe(f"{report.agent_name}.{report.workflow}"),
@@ -65,7 +62,7 @@ def _testcase(report: TraceReport) -> ET.Element:
             case,
             "failure",
             {
-                "message": f"score {report.score:.2f}/100; {_plural(errors, 'error finding')}",
+                "message": f"score {report.score:.2f}/100; {plural(errors, 'error finding')}",
                 "type": "arh.PolicyViolation",
             },
         )

@@ -12,7 +12,7 @@ from agent_reliability_harness.regression.stat_gates import GateCheck, p_text, r
 from agent_reliability_harness.regression.stat_report import StatComparison, StatsResult
 from agent_reliability_harness.regression.trials import PairedTest, Summary, WorkflowComparison
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
-from agent_reliability_harness.render._text import terminal_safe
+from agent_reliability_harness.render._text import plain_number, plural, terminal_safe
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -31,15 +31,6 @@ _LISTED: Final = 10  # task names listed before "and N more"
 _DOT: Final = " \u00b7 "
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
-
-
-def _number(value: float) -> str:
-    text = f"{value:.3f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
-
-
 def _listing(names: Sequence[str], limit: int = _LISTED) -> str:
     shown = ", ".join(terminal_safe(n) for n in names[:limit])
     return shown + (f", and {len(names) - limit} more" if len(names) > limit else "")
@@ -53,7 +44,7 @@ def _interval(summary: Summary) -> str:
 def _runs_per_task(summary: Summary) -> str:
     low, high = summary.min_runs, summary.max_runs
     if low == high:
-        return f"{_plural(low, 'run')} per task"
+        return f"{plural(low, 'run')} per task"
     return f"{low}-{high} runs per task"
 
 
@@ -68,7 +59,7 @@ def _title(summary: Summary) -> str:
     return _DOT.join(
         [
             name,
-            _plural(len(summary.tasks), "task"),
+            plural(len(summary.tasks), "task"),
             _runs_per_task(summary),
             f"k = {summary.k}",
         ]
@@ -101,10 +92,11 @@ def _curve(summary: Summary, hat: bool) -> list[str]:
 def _run_line(summary: Summary) -> list[str]:
     lines = []
     for run in summary.per_run:
-        parts = [_plural(run.traces, "trace"), f"{run.successes} succeeded"]
+        parts = [plural(run.traces, "trace"), f"{run.successes} succeeded"]
         if run.latency_p50_ms is not None and run.latency_p95_ms is not None:
             parts.append(
-                f"latency p50 {_number(run.latency_p50_ms)} ms p95 {_number(run.latency_p95_ms)} ms"
+                f"latency p50 {plain_number(run.latency_p50_ms)} ms "
+                f"p95 {plain_number(run.latency_p95_ms)} ms"
             )
         if run.cost_usd is not None:
             parts.append(f"cost ${run.cost_usd:.4f}")
@@ -120,7 +112,7 @@ def _summary_lines(summary: Summary) -> list[str]:
         return [*lines, "  no runs"]
     lines.append(
         f"  {'pass@1':<9} {rate_text(summary.pass_rate)}  95% CI {_interval(summary)}  "
-        f"({summary.successes} of {_plural(summary.runs, 'run')})"
+        f"({summary.successes} of {plural(summary.runs, 'run')})"
     )
     lines += _wrap("pass^k", _curve(summary, hat=True))
     lines += _wrap("pass@k", _curve(summary, hat=False))
@@ -130,7 +122,7 @@ def _summary_lines(summary: Summary) -> list[str]:
             "k",
             [
                 (
-                    f"{_plural(len(missing), 'task')} with fewer than {summary.k} runs not "
+                    f"{plural(len(missing), 'task')} with fewer than {summary.k} runs not "
                     f"evaluable: {_listing(missing)}"
                 )
             ],
@@ -158,7 +150,7 @@ def _gate_lines(checks: Sequence[GateCheck], passed: bool) -> list[str]:
     failed = sum(1 for c in checks if c.failed)
     counted = [c for c in checks if c.status != "skipped"]
     lines = [
-        f"GATE: {'PASS' if passed else 'FAIL'} ({_plural(len(counted), 'check')}, {failed} failed)"
+        f"GATE: {'PASS' if passed else 'FAIL'} ({plural(len(counted), 'check')}, {failed} failed)"
     ]
     lines += [f"  - {terminal_safe(c.reason)}" for c in checks if c.failed and c.reason]
     lines += [
@@ -178,11 +170,11 @@ def render_stats_console(result: StatsResult) -> str:
     lines = [
         _DOT.join(
             [
-                _plural(len(result.reports), "report"),
+                plural(len(result.reports), "report"),
                 f"outcome {result.outcome}",
                 (
-                    f"{_plural(overall.runs, 'run')} of {_plural(len(overall.tasks), 'task')} in "
-                    f"{_plural(workflows, 'workflow')}"
+                    f"{plural(overall.runs, 'run')} of {plural(len(overall.tasks), 'task')} in "
+                    f"{plural(workflows, 'workflow')}"
                 ),
             ]
         )
@@ -250,8 +242,8 @@ def render_stats_markdown(result: StatsResult) -> str:
         "## arh statistics",
         "",
         (
-            f"Outcome: {result.outcome}. {_plural(len(result.reports), 'report')}, "
-            f"{_plural(overall.runs, 'run')} of {_plural(len(overall.tasks), 'task')}."
+            f"Outcome: {result.outcome}. {plural(len(result.reports), 'report')}, "
+            f"{plural(overall.runs, 'run')} of {plural(len(overall.tasks), 'task')}."
         ),
     ]
     if result.warnings:
@@ -330,7 +322,7 @@ def _comparison_lines(comparison: WorkflowComparison, checks: Sequence[GateCheck
         _DOT.join(
             [
                 _workflow(comparison.workflow),
-                f"{_plural(rate.pairs, 'task')} on both sides",
+                f"{plural(rate.pairs, 'task')} on both sides",
                 runs,
                 f"k = {comparison.k}",
             ]
