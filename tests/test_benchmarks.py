@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib.util
 import json
 import sys
 from collections import Counter
@@ -24,7 +23,7 @@ from jsonschema import Draft202012Validator
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.rules import RULES
 
-from conftest import ROOT, load_json
+from conftest import ROOT, load_json, load_script
 
 BENCH = ROOT / "benchmarks"
 CASES = BENCH / "cases"
@@ -34,13 +33,7 @@ CATEGORIES = ("normal", "difficult", "ambiguous", "edge", "adversarial", "failur
 def _load(name: str, path: Path) -> ModuleType:
     if str(BENCH) not in sys.path:
         sys.path.insert(0, str(BENCH))  # run.py imports generate and transcripts by name
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look the module up while a class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_script(name, path)
 
 
 @cache

@@ -5,7 +5,6 @@ Nothing here asserts a time or a memory figure; the script only has to measure a
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -13,7 +12,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 SCRIPT = ROOT / "benchmarks" / "perf.py"
 EXPECTED_COLUMNS = [
@@ -46,13 +45,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def _load_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("arh_perf_script", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look the module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_script("arh_perf_script", SCRIPT)
 
 
 def _split_row(line: str) -> list[str]:

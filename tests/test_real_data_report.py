@@ -3,30 +3,20 @@ in ../shared, and the counts they rest on agree with the data sets' own READMEs.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from functools import cache
 from types import ModuleType
 
 from agent_reliability_harness import Policy, validate_trace
 from agent_reliability_harness.adapters import to_trace
 
-from conftest import REAL_TRACES, ROOT, require_shared
+from conftest import REAL_TRACES, ROOT, load_script, require_shared
 
 
 @cache
 def tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "real_data_report", ROOT / "tools" / "real_data_report.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["real_data_report"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("real_data_report", ROOT / "tools" / "real_data_report.py")
 
 
 @cache
