@@ -167,7 +167,6 @@ class Builder:
         self._has_user = False
         # What the source provided, for metadata.adapter.missing (see ``missing``): the calls
         # that got a result, those whose outcome the source states, those with a provider id.
-        self.results_state_status = False  # does an attached result say whether the call failed?
         self._answered: set[str] = set()
         self._status_known: set[str] = set()
         self._with_id: set[str] = set()
@@ -510,10 +509,12 @@ class Builder:
         *,
         why_no_id: str = "missing_id",
         arguments: Any = None,
+        status_known: bool = False,
     ) -> None:
         """Attach a tool result to its call: by id when exactly one call has that id, else to
         the earliest call still waiting for a result, preferring one with the result's tool name
-        (and with its arguments, when the result repeats them)."""
+        (and with its arguments, when the result repeats them). ``status_known``: the result
+        says whether the call failed."""
         target: str | None = None
         if call_id is not None:
             calls = self._calls_by_id.get(call_id)
@@ -572,7 +573,7 @@ class Builder:
                 reason=why_no_id,
             )
         del self._pending[target]
-        self.answered(target, status_known=self.results_state_status)
+        self.answered(target, status_known=status_known)
         step = self._calls[target]
         called = step["tool_name"]
         if name and called is not None and name != called:

@@ -420,7 +420,6 @@ class SpanTrace:
         )
         self.dialect = dialect
         self.builder = Builder(dialect.fmt, Transcript([], "", {}, None))
-        self.builder.results_state_status = True
         self._carry: list[Any] = [None, None, None]  # tokens in/out and cost moved to a step
         self._carried_from: list[str] = []
         self._last_tail: tuple[Message, ...] | None = None
@@ -614,11 +613,10 @@ class SpanTrace:
                 return  # its tool span already recorded the result
         elif not pending:
             return  # tool spans recorded the results
-        builder.results_state_status = False  # a tool message does not say if the call failed
+        # a tool message does not say if the call failed
         builder.attach(
             span.pointer, call_id, name if type(name) is str else None, {"output": output}
         )
-        builder.results_state_status = True
 
     # -- the trace ---------------------------------------------------------------------------
 

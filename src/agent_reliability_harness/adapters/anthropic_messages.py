@@ -190,8 +190,7 @@ def _tool_result(builder: Builder, block: dict[str, Any], pointer: str) -> None:
         code = content.get("error_code") if type(content) is dict else None
         result["status"] = "error"
         result["error"] = code if type(code) is str and code else kind
-    builder.results_state_status = stated
-    builder.attach(pointer, call_id, None, result)
+    builder.attach(pointer, call_id, None, result, status_known=stated)
     builder.unmapped_fields(block, _RESULT_KEYS, pointer, f"{block['type']} blocks")
 
 

@@ -85,7 +85,6 @@ def convert(record: Any, options: RecordOptions | None = None) -> Trace:
     options = options or RecordOptions()
     transcript, messages = _locate(record, options)
     builder = Builder(FORMAT, transcript)
-    builder.results_state_status = True
     wrapper = transcript.wrapper
     if wrapper is not None and not is_empty(wrapper.get("system")):
         builder.system("/system")
@@ -271,7 +270,7 @@ def _tool_result(builder: Builder, value: Any, pointer: str) -> None:
         result["error"] = output if type(output) is str and output.strip() else "tool error"
     elif status not in (None, "success"):
         builder.invalid(join_pointer(pointer, "status"), "status must be 'success' or 'error'")
-    builder.attach(pointer, call_id, None, result)
+    builder.attach(pointer, call_id, None, result, status_known=True)
     builder.unmapped_fields(value, _RESULT_KEYS, pointer, "toolResult blocks")
 
 

@@ -142,7 +142,6 @@ def convert(record: Any, options: RecordOptions | None = None) -> Trace:
     options = options or RecordOptions()
     transcript, contents = _locate(record, options)
     builder = Builder(FORMAT, transcript)
-    builder.results_state_status = True
     wrapper = transcript.wrapper
     if wrapper is not None:
         key, system = _get(wrapper, "systemInstruction")
@@ -288,7 +287,7 @@ def _function_response(builder: Builder, value: Any, pointer: str) -> None:
         result["output"] = response["output"]
     else:
         result["output"] = response
-    builder.attach(pointer, call_id, name if type(name) is str else None, result)
+    builder.attach(pointer, call_id, name if type(name) is str else None, result, status_known=True)
     builder.unmapped_fields(value, ("id", "name", "response"), pointer, "function responses")
 
 
@@ -312,7 +311,7 @@ def _code_result(builder: Builder, value: Any, pointer: str) -> None:
     if type(outcome) is str and outcome not in ("OUTCOME_OK", "OUTCOME_UNSPECIFIED"):
         result["status"] = "error"
         result["error"] = outcome
-    builder.attach(pointer, None, "code_execution", result)
+    builder.attach(pointer, None, "code_execution", result, status_known=True)
 
 
 def _unmapped_part(builder: Builder, part: dict[str, Any], pointer: str) -> None:

@@ -240,7 +240,6 @@ def tool_result(builder: Builder, i: int, message: dict[str, Any]) -> None:
         builder.invalid(
             builder.at(i, "error"), f"error must be a string or null, got {json_type(error)}"
         )
-    builder.results_state_status = stated
     builder.attach(
         pointer,
         call_id,
@@ -248,8 +247,8 @@ def tool_result(builder: Builder, i: int, message: dict[str, Any]) -> None:
         result,
         why_no_id=why,
         arguments=arguments,
+        status_known=stated,
     )
-    builder.results_state_status = False
     builder.unmapped_fields(message, _TOOL_KEYS, pointer, "tool messages")
 
 
