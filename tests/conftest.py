@@ -8,13 +8,16 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from agent_reliability_harness.cli import main
+from agent_reliability_harness.model.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -33,6 +36,41 @@ def require_shared(path: Path) -> Path:
 
 def load_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+@cache
+def trace_schema() -> Draft202012Validator:
+    """The trace JSON Schema of schemas/, as a validator."""
+    return Draft202012Validator(load_json(ROOT / "schemas" / "trace.schema.json"))
+
+
+def json_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path into a JSON value (keys and indexes), depth first, the value's own first."""
+    found = [prefix]
+    if type(value) is dict:
+        for key, child in value.items():
+            found += json_paths(child, (*prefix, key))
+    elif type(value) is list:
+        for index, child in enumerate(value):
+            found += json_paths(child, (*prefix, index))
+    return found
+
+
+def adapter_notes(trace: Trace, code: str | None = None) -> list[dict[str, Any]]:
+    """The adapter notes of a converted trace (those with ``code``, if given)."""
+    found: list[dict[str, Any]] = trace.metadata.get("adapter", {}).get("notes", [])
+    return [n for n in found if code is None or n["code"] == code]
+
+
+def adapter_missing(trace: Trace) -> list[str]:
+    """What the adapter says the source did not give (``metadata.adapter.missing``)."""
+    found: list[str] = trace.metadata["adapter"]["missing"]
+    return found
+
+
+def step_tuples(trace: Trace) -> list[tuple[str, str, str | None]]:
+    """(step id, type, tool name) of each step."""
+    return [(s.step_id, s.type, s.tool_name) for s in trace.steps]
 
 
 def load_script(name: str, path: Path) -> ModuleType:

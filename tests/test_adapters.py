@@ -14,14 +14,12 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from jsonschema import Draft202012Validator
 
 from agent_reliability_harness import Policy, Trace, validate_trace
 from agent_reliability_harness.adapters import (
@@ -36,16 +34,14 @@ from agent_reliability_harness.cli import FORMAT_CHOICES
 from agent_reliability_harness.errors import InputError, UsageError
 from agent_reliability_harness.render.traces import render_traces
 
-from conftest import REFERENCE, ROOT, Run, load_json, require_shared
+from conftest import REFERENCE, ROOT, Run, load_json, require_shared, trace_schema
+from conftest import adapter_notes as notes
+from conftest import json_paths as paths_of
+from conftest import step_tuples as steps
 
 FIXTURES = ROOT / "tests" / "fixtures" / "adapters"
 SOURCE = ROOT / "src" / "agent_reliability_harness" / "adapters"
 TRANSCRIPTS = ("openai-chat", "anthropic-messages", "cohere-chat")
-
-
-@cache
-def trace_schema() -> Draft202012Validator:
-    return Draft202012Validator(load_json(ROOT / "schemas" / "trace.schema.json"))
 
 
 def convert(document: Any, fmt: str = "auto", **options: Any) -> Trace:
@@ -62,15 +58,6 @@ def error_of(document: Any, fmt: str = "auto", **options: Any) -> InputError:
     assert len(results) == 1, results
     assert isinstance(results[0], InputError), results
     return results[0]
-
-
-def steps(trace: Trace) -> list[tuple[str, str, str | None]]:
-    return [(s.step_id, s.type, s.tool_name) for s in trace.steps]
-
-
-def notes(trace: Trace, code: str | None = None) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = trace.metadata.get("adapter", {}).get("notes", [])
-    return [n for n in found if code is None or n["code"] == code]
 
 
 def by_id(trace: Trace) -> dict[str, Any]:
@@ -1104,17 +1091,6 @@ def seed_documents() -> list[Any]:
 
 
 SEEDS = seed_documents()
-
-
-def paths_of(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if type(value) is dict:
-        for key, child in value.items():
-            found += paths_of(child, (*prefix, key))
-    elif type(value) is list:
-        for index, child in enumerate(value):
-            found += paths_of(child, (*prefix, index))
-    return found
 
 
 @st.composite

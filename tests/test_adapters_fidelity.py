@@ -29,6 +29,7 @@ from agent_reliability_harness.render.console import render_console
 from agent_reliability_harness.render.markdown import render_markdown
 
 from conftest import ROOT, Run, load_json
+from conftest import adapter_missing as missing
 
 QUESTION = "Where is order 7?"
 ARGUMENTS = {"order_id": "7"}
@@ -321,11 +322,6 @@ def convert(fmt: str, record: Any) -> Trace:
     (trace,) = results
     assert isinstance(trace, Trace), trace
     return trace
-
-
-def missing(trace: Trace) -> list[str]:
-    found: list[str] = trace.metadata["adapter"]["missing"]
-    return found
 
 
 def test_the_cases_cover_every_adapter() -> None:

@@ -16,7 +16,6 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -44,15 +43,22 @@ from agent_reliability_harness.render.markdown import render_markdown
 from agent_reliability_harness.render.traces import render_traces
 from format_writers import CARRIES_STATUS, write
 
-from conftest import REAL_TRACES, ROOT, Run, assert_markdown_is_inert, load_json, require_shared
+from conftest import (
+    REAL_TRACES,
+    ROOT,
+    Run,
+    assert_markdown_is_inert,
+    load_json,
+    require_shared,
+    trace_schema,
+)
+from conftest import adapter_missing as missing
+from conftest import adapter_notes as notes
+from conftest import json_paths as _paths
+from conftest import step_tuples as steps
 
 FIXTURES = ROOT / "tests" / "fixtures" / "adapters"
 NEW_FORMATS = ("otel-genai", "openinference", "openai-responses", "gemini", "bedrock-converse")
-
-
-@cache
-def trace_schema() -> Draft202012Validator:
-    return Draft202012Validator(load_json(ROOT / "schemas" / "trace.schema.json"))
 
 
 def lines_of(path: Path) -> list[tuple[int, Any]]:
@@ -80,20 +86,6 @@ def convert(document: Any, fmt: str = "auto") -> Trace:
     assert len(results) == 1, results
     assert isinstance(results[0], Trace), results[0]
     return results[0]
-
-
-def notes(trace: Trace, code: str | None = None) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = trace.metadata.get("adapter", {}).get("notes", [])
-    return [n for n in found if code is None or n["code"] == code]
-
-
-def missing(trace: Trace) -> list[str]:
-    found: list[str] = trace.metadata["adapter"]["missing"]
-    return found
-
-
-def steps(trace: Trace) -> list[tuple[str, str, str | None]]:
-    return [(s.step_id, s.type, s.tool_name) for s in trace.steps]
 
 
 def golden_cases() -> list[tuple[str, Path]]:
@@ -847,17 +839,6 @@ REPLACEMENTS = st.one_of(
     st.just({"intValue": "x"}),
     st.just([{"type": "reasoning"}, 3]),
 )
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if type(value) is dict:
-        for key, child in value.items():
-            found += _paths(child, (*prefix, key))
-    elif type(value) is list:
-        for index, child in enumerate(value):
-            found += _paths(child, (*prefix, index))
-    return found
 
 
 SEEDS = [

@@ -20,14 +20,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from jsonschema import Draft202012Validator
 
 from agent_reliability_harness._json import loads
 from agent_reliability_harness.adapters import RecordOptions, to_traces
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.trace import Trace
 
-from conftest import REAL_TRACES, ROOT, Run, load_json, require_shared
+from conftest import REAL_TRACES, Run, json_paths, load_json, require_shared, trace_schema
 
 TAU = REAL_TRACES / "tau-bench" / "historical_trajectories" / "gpt-4o-airline.json"
 AGENTDOJO = REAL_TRACES / "agentdojo" / "runs"
@@ -111,7 +110,7 @@ def all_traces() -> Iterator[Trace]:
 
 def test_converted_real_traces_are_valid_canonical_traces() -> None:
     require_shared(REAL_TRACES)
-    schema = Draft202012Validator(load_json(ROOT / "schemas" / "trace.schema.json"))
+    schema = trace_schema()
     count = 0
     for trace in all_traces():
         document = trace.to_dict()
@@ -269,16 +268,6 @@ def real_seeds() -> list[tuple[Any, dict[str, Any]]]:
     return seeds
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    yield prefix
-    if type(value) is dict:
-        for key, child in value.items():
-            yield from _paths(child, (*prefix, key))
-    elif type(value) is list:
-        for index, child in enumerate(value):
-            yield from _paths(child, (*prefix, index))
-
-
 REPLACEMENTS = st.one_of(
     st.none(),
     st.booleans(),
@@ -296,7 +285,7 @@ def mutated_real(draw: st.DrawFn) -> tuple[Any, dict[str, Any]]:
     index = draw(st.integers(0, len(real_seeds()) - 1))
     seed, options = real_seeds()[index]
     document = copy.deepcopy(seed)
-    paths = list(_paths(document))
+    paths = json_paths(document)
     for _ in range(draw(st.integers(1, 4))):
         path = draw(st.sampled_from(paths[1:]))
         parent = document
