@@ -13,8 +13,14 @@ match under ``re.IGNORECASE``:
   of all non-ASCII characters, only U+0130 and U+0131 (i), U+017F (s) and U+212A (k), which are
   mapped to those letters; no non-ASCII character matches an ASCII digit or punctuation mark.
 * Every decimal digit (Unicode category Nd, what ``\\d`` matches) becomes ``0``.
+* Every other non-ASCII character becomes U+0080, a *placeholder*. Such a character can match
+  only ``.``, negated classes and the categories ``\\s``, ``\\w``, ``\\S``, ``\\W`` and ``\\D``;
+  the placeholder matches the first three, and the rewrite below lets a category it does not
+  match accept it too (or, in a negated class, accept any character).
 
-Folding keeps one character per character, so positions and repetition counts are unchanged.
+Folding keeps one character per character, so positions and repetition counts are unchanged,
+and its result has only characters below U+0100, which Python stores one byte each and searches
+faster than wider text.
 
 The preferred test is a *folded regex*: the pattern itself rewritten for folded text (letters
 lower case, digits ``0``, case-sensitive, assertions such as ``\\b``, ``^`` and lookarounds
@@ -43,6 +49,11 @@ _ASCII_FOLD: Final = bytes(
     (c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c) for c in range(256)
 )
 _ASCII_BYTES: Final = bytes(range(128))
+# UTF-8 folded to one byte per character: the first byte of a non-ASCII character becomes the
+# placeholder and its continuation bytes are deleted.
+_PLACEHOLDER: Final = 0x80
+_UTF8_FOLD: Final = _ASCII_FOLD[:128] + bytes([_PLACEHOLDER]) * 128
+_CONTINUATION_BYTES: Final = bytes(range(0x80, 0xC0))
 _SPECIAL: Final = {"\u0130": b"i", "\u0131": b"i", "\u017f": b"s", "\u212a": b"k"}
 # First code points of the runs of non-ASCII decimal digits, for the Unicode version below; other
 # versions compute them (once, on the first non-ASCII text).
@@ -56,7 +67,6 @@ _DIGIT_RUNS: Final = (
     0x1D7CE, 0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
 )  # fmt: skip
 _MIN_LENGTH: Final = 2
-_MIN_PREFIX: Final = 3  # shorter prefixes occur too often to be worth finding one by one
 _MAX_ALTERNATIVES: Final = 32
 _MAX_CLASS: Final = 4
 _MAX_UNROLL: Final = 16
@@ -94,7 +104,8 @@ def fold(text: str) -> str:
         replacements = _Unicode.get()
         for char in replacements.keys() & set(rest):
             data = data.replace(char.encode("utf-8"), replacements[char])
-    return data.translate(_ASCII_FOLD).decode("utf-8", "surrogatepass")
+        return data.translate(_UTF8_FOLD, _CONTINUATION_BYTES).decode("latin-1")
+    return data.translate(_ASCII_FOLD).decode("ascii")
 
 
 # -- the folded regex ------------------------------------------------------------------------------
@@ -106,8 +117,18 @@ def _fold_code(code: int) -> int:
     return 48 if 48 <= code <= 57 else code
 
 
+# Categories that match some non-ASCII characters but not the placeholder.
+_MISSES_PLACEHOLDER: Final = (sre.CATEGORY_SPACE, sre.CATEGORY_WORD)
+# Categories that match the placeholder but not every non-ASCII character.
+_HAS_PLACEHOLDER: Final = (sre.CATEGORY_NOT_SPACE, sre.CATEGORY_NOT_WORD, sre.CATEGORY_NOT_DIGIT)
+
+
 def _fold_set(members: list[Any]) -> list[Any] | None:
     negated = bool(members) and members[0][0] == sre.NEGATE
+    if negated and any(kind == sre.CATEGORY and value in _HAS_PLACEHOLDER
+                       for kind, value in members):  # fmt: skip
+        # the class may take a character that its placeholder cannot stand for: any character
+        return [(sre.NEGATE, None)]
     out: list[Any] = [(sre.NEGATE, None)] if negated else []
     for kind, value in members[1:] if negated else members:
         if kind == sre.LITERAL:
@@ -126,6 +147,8 @@ def _fold_set(members: list[Any]) -> list[Any] | None:
             out.extend((sre.LITERAL, c) for c in sorted(codes))
         elif kind == sre.CATEGORY:
             out.append((kind, value))
+            if not negated and value in _MISSES_PLACEHOLDER:
+                out.append((sre.LITERAL, _PLACEHOLDER))
         else:
             return None
     return out
@@ -149,8 +172,10 @@ def _fold_items(items: list[Any]) -> list[Any] | None:
             if members is None:
                 return None
             out.append((op, members))
-        elif op in (sre.ANY, sre.CATEGORY):
+        elif op == sre.ANY:
             out.append((op, av))
+        elif op == sre.CATEGORY:  # the parser puts categories in classes; just in case
+            out.append((sre.IN, _fold_set([(op, av)])))
         elif op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
             continue  # dropping an assertion only lets the rewrite match more
         elif op in _REPEATS:
@@ -235,36 +260,21 @@ def _split_leading_branch(items: list[Any]) -> list[list[Any]]:
 
 
 class _Variant:
-    """One alternative of a pattern: its literal requirements, its folded regex, and the literal
-    that every match of that regex starts with (empty when there is none worth searching for)."""
+    """One alternative of a pattern: its folded regex, and the literal requirements worth testing
+    before the regex runs (those its literal prefix, found as fast as ``str.find`` finds it,
+    does not already imply)."""
 
-    __slots__ = ("groups", "prefix", "regex")
+    __slots__ = ("groups", "regex")
 
     def __init__(self, groups: Groups, regex: re.Pattern[str], prefix: str) -> None:
-        self.groups = groups
+        self.groups = tuple(g for g in groups if not any(needle in prefix for needle in g))
         self.regex = regex
-        self.prefix = prefix
 
     def spans(self, folded: str, seen: dict[str, bool] | None) -> list[tuple[int, int]]:
         """The spans of a leftmost-first scan, as ``finditer`` reports them."""
         if not _meets(self.groups, folded, seen):
             return []
-        prefix = self.prefix
-        if not prefix:
-            return [m.span() for m in self.regex.finditer(folded)]
-        # Every match starts with the prefix, so trying the positions where it occurs (found at
-        # the speed of str.find) is the same scan as finditer's, only faster.
-        found: list[tuple[int, int]] = []
-        match = self.regex.match
-        position = folded.find(prefix)
-        while position >= 0:
-            hit = match(folded, position)
-            if hit is None:
-                position = folded.find(prefix, position + 1)
-            else:
-                found.append(hit.span())
-                position = folded.find(prefix, max(hit.end(), position + 1))
-        return found
+        return [match.span() for match in self.regex.finditer(folded)]
 
 
 def _literal_prefix(items: list[Any]) -> str:
@@ -273,7 +283,7 @@ def _literal_prefix(items: list[Any]) -> str:
         if op != sre.LITERAL:
             break
         prefix.append(chr(av))
-    return "".join(prefix) if len(prefix) >= _MIN_PREFIX else ""
+    return "".join(prefix)
 
 
 def _variants(pattern: str, flags: int) -> list[_Variant] | None:

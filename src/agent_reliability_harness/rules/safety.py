@@ -250,8 +250,7 @@ def _candidates(
                 found.setdefault(index, {})[pattern] = None
             continue
         if spans and starts is None:  # a string's offset: the lengths before it, one NUL each
-            ends = list(accumulate(map(len, texts)))
-            starts = [0, *(end + i + 1 for i, end in enumerate(ends[:-1]))]
+            starts = list(accumulate(map((1).__add__, map(len, texts[:-1])), initial=0))
         for start, end in spans:
             assert starts is not None
             first = bisect_right(starts, start) - 1
