@@ -197,3 +197,16 @@ def test_phases_lists_every_category_and_adds_up(tmp_path: Path) -> None:
     parts_rows = [row for row in map(_split_row, parts_table.splitlines()) if len(row) == 4]
     names = [row[0] for row in parts_rows if row[0][0] != "-"]
     assert names == ["part", "collect strings", "join and fold", "pattern tests"]
+
+
+def test_taint_search_script_compares_both_strategies() -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "taint_search.py"), "--sizes", "3000",
+         "--counts", "4", "40", "--repeat", "1"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = [_split_row(line) for line in run.stdout.splitlines()]
+    assert ["n", "k", "str.find", "automaton", "automaton/find"] in rows
+    assert [row[1] for row in rows if len(row) == 5 and row[1][0].isdigit()] == ["4", "40"]
+    assert re.search(r"^FIND_LIMIT in rules/_taint\.py: \d+$", run.stdout, re.MULTILINE)

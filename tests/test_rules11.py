@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_reliability_harness import Policy, Trace, validate_trace
-from agent_reliability_harness.rules import CATEGORY_BY_NAME, RULES
+from agent_reliability_harness.rules import CATEGORY_BY_NAME, RULES, _taint
 from agent_reliability_harness.rules._taint import (
     FIND_LIMIT,
     Corpus,
@@ -75,12 +75,21 @@ def test_both_search_strategies_find_the_first_occurrence(text: str, words: list
     assert first_occurrences(text, words) == expected
 
 
-def test_the_automaton_is_used_above_the_limit() -> None:
-    words = [f"w{i:03d}" for i in range(FIND_LIMIT + 5)]
+@pytest.mark.parametrize("count", [FIND_LIMIT, FIND_LIMIT + 1])
+def test_the_automaton_is_used_above_the_limit(count: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+
+    def automaton(text: str, needles: list[str]) -> list[int]:
+        calls.append(len(needles))
+        return _automaton_first(text, needles)
+
+    monkeypatch.setattr(_taint, "_automaton_first", automaton)
+    words = [f"w{i:03d}" for i in range(count)]
     text = " ".join(reversed(words)) + " w000"
     expected = [text.find(w) for w in words]
     assert first_occurrences(text, words) == expected
     assert expected[0] == text.index("w000")  # the first of two occurrences
+    assert calls == ([] if count <= FIND_LIMIT else [count])
 
 
 @pytest.mark.parametrize(

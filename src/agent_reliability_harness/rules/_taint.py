@@ -12,8 +12,10 @@ of ``n`` characters. Up to :data:`FIND_LIMIT` values it runs ``str.find`` once p
 speed; ``str.find`` is linear in ``n`` plus the value's length, so the cost is at most
 ``FIND_LIMIT`` passes over the corpus. Above that it builds an Aho-Corasick automaton of the
 values and scans the corpus once, in time linear in ``n`` plus the total length of the values,
-stopping as soon as every value has been seen. Both give identical results (a property test
-checks them against each other and against plain search).
+stopping as soon as every value has been seen. The automaton runs in Python: one pass of it
+costs about as much as several hundred passes of ``str.find`` (``benchmarks/taint_search.py``
+measures where it starts to win; the limit is below that). Both give identical results (a
+property test checks them against each other and against plain search).
 
 :class:`GrowingCorpus` is the runtime monitor's form of a corpus, for a run that is still going
 on: steps are appended as they are recorded, and each value is looked up in the text recorded
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FIND_LIMIT", "Corpus", "GrowingCorpus", "first_occurrences", "normalise"]
 
-FIND_LIMIT: Final = 32
+FIND_LIMIT: Final = 512
 SEPARATOR: Final = "\x00"
 
 
