@@ -78,7 +78,12 @@ from agent_reliability_harness.rules import (
     schema,
     sequence,
 )
-from agent_reliability_harness.rules._facts import COST_DECIMALS, LATENCY_DECIMALS, TraceFacts
+from agent_reliability_harness.rules._facts import (
+    COST_DECIMALS,
+    LATENCY_DECIMALS,
+    TraceFacts,
+    arguments_key,
+)
 from agent_reliability_harness.rules._taint import GrowingCorpus
 from agent_reliability_harness.scoring import DEFAULT_FAIL_UNDER
 
@@ -128,9 +133,9 @@ class _Probe:
 
     @property
     def key(self) -> str:
-        """The identity of the call's arguments (see ``flow.arguments_key``)."""
+        """The identity of the call's arguments (see ``_facts.arguments_key``)."""
         if self._key is None:
-            self._key = flow.arguments_key(self.step.arguments)
+            self._key = arguments_key(self.step.arguments)
         return self._key
 
 

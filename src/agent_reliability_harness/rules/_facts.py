@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 from agent_reliability_harness.errors import InputError
@@ -9,12 +10,23 @@ from agent_reliability_harness.model.trace import Step, Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Final
+    from typing import Any, Final
 
-__all__ = ["COST_DECIMALS", "LATENCY_DECIMALS", "TraceFacts"]
+__all__ = ["COST_DECIMALS", "LATENCY_DECIMALS", "TraceFacts", "arguments_key"]
 
 LATENCY_DECIMALS: Final = 6
 COST_DECIMALS: Final = 10
+
+
+def _non_json(value: object) -> str:
+    return f"<non-json:{type(value).__name__}>"
+
+
+def arguments_key(arguments: Any) -> str:
+    """What makes two calls of one tool identical: their arguments as JSON with keys sorted."""
+    return json.dumps(
+        arguments or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_non_json
+    )
 
 
 class TraceFacts:
@@ -27,6 +39,7 @@ class TraceFacts:
     """
 
     __slots__ = (
+        "_argument_keys",
         "agent_steps",
         "calls_by_tool",
         "cost_total",
@@ -95,6 +108,14 @@ class TraceFacts:
                     pointer="/steps",
                 ) from None
         self.tokens_total = tokens
+        self._argument_keys: dict[int, str] = {}
+
+    def arguments_key(self, index: int) -> str:
+        """:func:`arguments_key` of the step at ``index``, made once for all the rules."""
+        key = self._argument_keys.get(index)
+        if key is None:
+            key = self._argument_keys[index] = arguments_key(self.steps[index].arguments)
+        return key
 
     def step_id(self, index: int) -> str:
         return self.steps[index].step_id

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules.registry import rule
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any
 
 CATEGORY = "flow"
 
@@ -68,17 +62,6 @@ def prepare(policy: Policy) -> Plan:
     side_effects = frozenset(n for n, t in policy.allowed_tools.items() if t.side_effect)
     handling = policy.error_handling
     return Plan(handling.require_retry_on_error, handling.max_attempts, side_effects)
-
-
-def _non_json(value: object) -> str:
-    return f"<non-json:{type(value).__name__}>"
-
-
-def arguments_key(arguments: Any) -> str:
-    """What makes two calls of one tool identical: their arguments as JSON with keys sorted."""
-    return json.dumps(
-        arguments or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_non_json
-    )
 
 
 # The findings that can be decided step by step are built here, for evaluate() and for the
@@ -146,7 +129,7 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
             continue
         groups: dict[str, list[int]] = {}
         for at in positions:
-            groups.setdefault(arguments_key(steps[at].arguments), []).append(at)
+            groups.setdefault(facts.arguments_key(at), []).append(at)
         for group in groups.values():
             if limit is not None:
                 checks += 1

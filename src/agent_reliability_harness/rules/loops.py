@@ -19,7 +19,6 @@ from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
-from agent_reliability_harness.rules.flow import arguments_key
 from agent_reliability_harness.rules.registry import rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -72,7 +71,7 @@ def prepare(policy: Policy) -> Plan | None:
 
 def call_key(name: str, arguments: str | None) -> str:
     """What makes two calls the same call: the tool's name and, unless arguments are ignored
-    (``None``), the arguments' key (``flow.arguments_key``)."""
+    (``None``), the arguments' key (``_facts.arguments_key``)."""
     return name if arguments is None else f"{name}\x00{arguments}"
 
 
@@ -85,7 +84,7 @@ def _call_ids(facts: TraceFacts, ignore_arguments: bool) -> tuple[list[int], lis
     for at in facts.named_calls:
         step = steps[at]
         name = step.tool_name or ""
-        key = call_key(name, None if ignore_arguments else arguments_key(step.arguments))
+        key = call_key(name, None if ignore_arguments else facts.arguments_key(at))
         number = ids.get(key)
         if number is None:
             number = ids[key] = len(labels)
