@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from agent_reliability_harness.errors import InputError, join_pointer
 
@@ -22,6 +22,7 @@ __all__ = [
     "opt_str",
     "parse_schema_version",
     "req_str",
+    "unknown_key_hint",
 ]
 
 SUPPORTED_MAJOR = "1"
@@ -66,6 +67,14 @@ def number_text(value: int | float) -> str:
 def bad(pointer: str, message: str) -> InputError:
     """The error for a bad value at ``pointer`` (callers ``raise`` it)."""
     return InputError(message, pointer=pointer)
+
+
+def unknown_key_hint(key: str, known: Sequence[str]) -> str:
+    """What follows "unknown key 'x'": the closest known key, or all of them."""
+    import difflib  # only on the error path
+
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(known)}"
 
 
 def parse_schema_version(value: object, pointer: str, what: str) -> str:

@@ -24,6 +24,7 @@ from agent_reliability_harness.model._checks import (
     opt_str,
     parse_schema_version,
     req_str,
+    unknown_key_hint,
 )
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -82,12 +83,7 @@ def _check_keys(data: Mapping[str, Any], known: Iterable[str], pointer: str) -> 
     known = tuple(known)
     for key in data:
         if key not in known:
-            import difflib  # only on the error path
-
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-            hint = (
-                f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(known)}"
-            )
+            hint = unknown_key_hint(key, known)
             raise bad(join_pointer(pointer, key), f"unknown key {key!r}{hint}")
 
 

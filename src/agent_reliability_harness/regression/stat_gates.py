@@ -27,6 +27,7 @@ from fractions import Fraction
 
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import InputError, UsageError, join_pointer
+from agent_reliability_harness.model._checks import unknown_key_hint
 from agent_reliability_harness.regression.trials import (
     OUTCOMES,
     PairedTest,
@@ -241,13 +242,6 @@ def _kind(value: object) -> str:
     return "a date or time"
 
 
-def _suggest(key: str, known: Sequence[str]) -> str:
-    import difflib  # only on the error path
-
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(known)}"
-
-
 def _number_text(value: float) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
@@ -286,9 +280,8 @@ def _table(
     for key, value in data.items():
         where = (*path, key)
         if key not in GATE_KEYS:
-            raise _file_error(
-                f"unknown gate key {key!r}{_suggest(key, list(GATE_KEYS))}", where, source, lines
-            )
+            hint = unknown_key_hint(key, list(GATE_KEYS))
+            raise _file_error(f"unknown gate key {key!r}{hint}", where, source, lines)
         try:
             exact, shown = _setting_value(key, value)
         except ValueError as exc:
@@ -330,7 +323,7 @@ def parse_gate_file(text: str, source: str) -> GateFile:
     lines = key_lines(text)
     for key in data:
         if key not in _TOP_KEYS:
-            hint = _suggest(key, _TOP_KEYS)
+            hint = unknown_key_hint(key, _TOP_KEYS)
             if key in GATE_KEYS:
                 hint = " (gate keys belong in [defaults] or [workflows.<name>])"
             raise _file_error(f"unknown key {key!r}{hint}", (key,), source, lines)
