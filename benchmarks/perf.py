@@ -1263,6 +1263,7 @@ class Report:
     problems: list[str]
     cold_over_ms: dict[str, float] = field(default_factory=dict)
     whole_over_pieces: dict[str, float] = field(default_factory=dict)
+    phases: Phases | None = None
 
 
 SCALING_HEADER = (
@@ -1432,6 +1433,9 @@ def render_report(report: Report, markdown: bool) -> str:
         notes += jobs_notes(report.main)
         out += [("- " if markdown else "") + n for n in notes]
         out.append("")
+    if report.phases:
+        out += ["### Where the time goes" if markdown else "where the time goes", ""]
+        out += report.phases.render(markdown)
     if report.cold:
         out += ["### Cold start" if markdown else "cold start", ""]
         out += [render(COLD_HEADER, report.cold, left=1), ""]
@@ -1563,7 +1567,28 @@ def pattern_costs(corpus: Corpus, traces: int = 100) -> None:
     print(f"total {total * 1e3:,.0f} ms")
 
 
-def phases(args: argparse.Namespace, workdir: Path, pool: Callable[[], str]) -> None:
+@dataclass
+class Phases:
+    """What :func:`measure_phases` found: two titled tables."""
+
+    title: str
+    rows: list[list[str]]
+    scan_title: str = ""
+    scan_rows: list[list[str]] = field(default_factory=list)
+
+    def render(self, markdown: bool) -> list[str]:
+        render = render_markdown if markdown else render_text
+        out = [self.title, "", render(PHASES_HEADER, self.rows, left=1), ""]
+        if self.scan_rows:
+            out += [self.scan_title, "", render(SCAN_HEADER, self.scan_rows, left=1), ""]
+        return out
+
+
+PHASES_HEADER = ("phase", "s", "us/step", "x floor")
+SCAN_HEADER = ("part", "s", "us/step", "x floor")
+
+
+def measure_phases(corpus: Corpus, limit: int) -> Phases:
     """Time each phase of validation in this process, trace by trace, beside the floor.
 
     The phases are those of ``arh validate`` (decode, strict parse, trace model, the facts
@@ -1583,7 +1608,6 @@ def phases(args: argparse.Namespace, workdir: Path, pool: Callable[[], str]) -> 
     from agent_reliability_harness.rules._facts import TraceFacts
     from agent_reliability_harness.rules._prefilter import fold
 
-    corpus = generate_corpus(workdir, args.seed, args.phases, pool)
     policy = Policy.from_dict(json.loads(corpus.policy.read_text(encoding="utf-8")))
     validator = Validator(policy)
     plans = [
@@ -1605,7 +1629,7 @@ def phases(args: argparse.Namespace, workdir: Path, pool: Callable[[], str]) -> 
     traces = steps = size = 0
     with corpus.jsonl.open("rb") as stream:
         for line in stream:
-            if traces == args.phases_traces:
+            if traces == limit:
                 break
             gc.disable()
             try:
@@ -1661,25 +1685,24 @@ def phases(args: argparse.Namespace, workdir: Path, pool: Callable[[], str]) -> 
             steps += len(trace.steps)
             size += len(line)
     floor = max(spent["floor: json.loads"], 1e-9)
-    print(f"phases of validation, in this process, over the first {traces:,} traces of ", end="")
-    print(f"{corpus.name} ({steps:,} steps, {size / MB:.1f} MB):")
-    rows = [
-        [name, f"{seconds:.3f}", f"{seconds / steps * 1e6:.1f}", f"{seconds / floor:.2f}"]
-        for name, seconds in spent.items()
-    ]
-    work = sum(spent.values()) - spent["floor: json.loads"]
-    per_step = f"{work / steps * 1e6:.1f}"
-    rows.append(["all but the floor", f"{work:.3f}", per_step, f"{work / floor:.2f}"])
-    print(render_text(("phase", "s", "us/step", "x floor"), rows, left=1))
+
+    def row(name: str, seconds: float) -> list[str]:
+        return [name, f"{seconds:.3f}", f"{seconds / steps * 1e6:.1f}", f"{seconds / floor:.2f}"]
+
+    rows = [row(name, seconds) for name, seconds in spent.items()]
+    rows.append(row("all but the floor", sum(spent.values()) - spent["floor: json.loads"]))
+    result = Phases(
+        f"phases of validation, in this process, over the first {traces:,} traces of "
+        f"{corpus.name} ({steps:,} steps, {size / MB:.1f} MB):",
+        rows,
+    )
     if patterns:
-        print()
-        print(f"the safety scan alone, again, in parts: {len(patterns)} patterns, ", end="")
-        print(f"{scanned / 1e6:.1f} million characters of text:")
-        rows = [
-            [name, f"{seconds:.3f}", f"{seconds / steps * 1e6:.1f}", f"{seconds / floor:.2f}"]
-            for name, seconds in scan.items()
-        ]
-        print(render_text(("part", "s", "us/step", "x floor"), rows, left=1))
+        result.scan_title = (
+            f"the safety scan alone, again, in parts: {len(patterns)} patterns, "
+            f"{scanned / 1e6:.1f} million characters of text:"
+        )
+        result.scan_rows = [row(name, seconds) for name, seconds in scan.items()]
+    return result
 
 
 def scales_arg(text: str) -> list[str]:
@@ -1790,7 +1813,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             profile(args, workdir, pool)
             return 0
         if args.phases:
-            phases(args, workdir, pool)
+            corpus = generate_corpus(workdir, args.seed, args.phases, pool)
+            print("\n".join(measure_phases(corpus, args.phases_traces).render(False)).rstrip())
             return 0
         started = time.perf_counter()
         corpora = []
@@ -1832,6 +1856,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 report.main.append(m)
                 report.problems += [f"{corpus.name} {m.form}: {p}" for p in m.problems]
                 print(render_text(COLUMNS, table_rows([m])).splitlines()[-1], flush=True)
+        if corpora:
+            report.phases = measure_phases(corpora[0], args.phases_traces)
         if "coldstart" in args.sections:
             times = args.cold_repeat
             bare = bench.best([python, "-c", "pass"], times)

@@ -85,6 +85,10 @@ def test_quick_run_prints_every_section(tmp_path: Path) -> None:
         low = (wall - half) / (floor + half)
         high = (wall + half) / (floor - half) if floor > half else float("inf")
         assert low - half <= ratio <= high + half, (wall, floor, ratio)
+    assert "where the time goes" in lines
+    assert any(line.startswith("phases of validation, in this process, over the first 3 traces")
+               for line in lines)  # fmt: skip
+    assert any(line.startswith("pattern tests ") for line in lines)
     assert "cold start" in lines
     assert any(line.startswith("arh --version ") for line in lines)
     assert "scaling" in lines
