@@ -1106,6 +1106,9 @@ class Measurement:
     runs: int = 0
     floor_runs: int = 0
     problems: list[str] = field(default_factory=list)
+    argv: list[str] = field(default_factory=list)
+    floor_argv: list[str] = field(default_factory=list)
+    spent: float = 0.0  # seconds of arh runs so far
 
     @property
     def size(self) -> int:
@@ -1153,36 +1156,42 @@ class Bench:
     def run(self, argv: Sequence[str]) -> Run:
         return run_child(argv, self.env)
 
-    def measure(
+    def plan(
         self, corpus: Corpus, form: str, jobs: int | None = None, policy: Path | None = None
     ) -> Measurement:
+        """A measurement of ``arh validate`` on one form of a corpus, not run yet."""
         target = corpus.directory if form == "dir" else corpus.jsonl
         assert target is not None
         label = form if jobs is None else f"{form} -j{jobs}"
         if policy is not None:
             label += f" ({policy.stem.removeprefix('policy_')})"
-        result = Measurement(corpus, label)
         argv = [*self.arh, "validate", "--policy", str(policy or corpus.policy), str(target)]
         argv += ["--json-out", str(self.out), "--quiet"]
         if jobs is not None:
             argv += ["--jobs", str(jobs)]
         floor_argv = [self.python, "-c", FLOOR_CODE, str(target)]
-        spent = 0.0
-        while result.runs < self.repeat:
-            if result.runs and spent + result.wall > self.budget:
-                break  # a long run varies little; do not spend minutes repeating it
-            result.runs += 1
-            run = self.run(argv)
-            spent += run.wall
-            if run.status not in (0, 1) or run.err:
-                first = (run.err.strip().splitlines() or [""])[0]
-                result.problems.append(f"exit {run.status}: {first}")
-            result.wall = min(result.wall, run.wall)
-            result.rss = max(result.rss, run.rss)
-            self._floor(result, floor_argv)
-        while result.floor_runs < self.repeat:  # the floor is cheap: always the full count
-            self._floor(result, floor_argv)
-        return result
+        return Measurement(corpus, label, argv=argv, floor_argv=floor_argv)
+
+    def measure(self, *planned: Measurement) -> None:
+        """Run the measurements in turns, one run of each per round, so that all of them see
+        the machine in the same states (its speed drifts by tens of percent over minutes); each
+        arh run is followed by a floor run. Best of ``repeat`` runs each."""
+        for round_ in range(self.repeat):
+            for result in planned:
+                if round_ and result.spent + result.wall > self.budget:
+                    continue  # a long run varies little; do not spend minutes repeating it
+                result.runs += 1
+                run = self.run(result.argv)
+                result.spent += run.wall
+                if run.status not in (0, 1) or run.err:
+                    first = (run.err.strip().splitlines() or [""])[0]
+                    result.problems.append(f"exit {run.status}: {first}")
+                result.wall = min(result.wall, run.wall)
+                result.rss = max(result.rss, run.rss)
+                self._floor(result, result.floor_argv)
+        for result in planned:
+            while result.floor_runs < self.repeat:  # the floor is cheap: always the full count
+                self._floor(result, result.floor_argv)
 
     def _floor(self, result: Measurement, argv: Sequence[str]) -> None:
         floor = self.run(argv)
@@ -1388,12 +1397,14 @@ def targets(report: Report) -> list[list[str]]:
 def runs_note(results: Sequence[Measurement]) -> str:
     floors = max(m.floor_runs for m in results)
     counts = sorted({m.runs for m in results})
+    turns = "; the forms of a corpus are run in turns, one run of each per round"
     if len(counts) == 1:
-        return f"wall times are the best of {counts[0]} run(s), floor times of {floors}"
+        return f"wall times are the best of {counts[0]} run(s), floor times of {floors}{turns}"
     few = ", ".join(f"{m.corpus.name} {m.form}" for m in results if m.runs == counts[0])
     return (
         f"wall times are the best of up to {counts[-1]} runs, floor times of {floors}; "
         f"{counts[0]} run(s) of arh for {few} (a run that long is not repeated, see --budget)"
+        f"{turns}"
     )
 
 
@@ -1851,8 +1862,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             ]
             if bench.has_jobs:
                 forms += [("dir", 2, None), ("jsonl", 2, None)]
-            for form, jobs, policy in forms:
-                m = bench.measure(corpus, form, jobs, policy)
+            planned = [bench.plan(corpus, form, jobs, policy) for form, jobs, policy in forms]
+            bench.measure(*planned)
+            for m in planned:
                 report.main.append(m)
                 report.problems += [f"{corpus.name} {m.form}: {p}" for p in m.problems]
                 print(render_text(COLUMNS, table_rows([m])).splitlines()[-1], flush=True)
@@ -1880,12 +1892,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if shapes:
             measured: dict[str, Measurement] = {}
             for shape in shapes:
-                for corpus in (shape.pieces, shape.whole):
-                    assert corpus is not None
-                    m = bench.measure(corpus, "jsonl")
-                    measured[corpus.name] = m
-                    report.problems += [f"{corpus.name}: {p}" for p in m.problems]
-                    print(f"{corpus.name}: {m.wall:.2f} s", flush=True)
+                assert shape.pieces is not None
+                assert shape.whole is not None
+                pair = [bench.plan(shape.pieces, "jsonl"), bench.plan(shape.whole, "jsonl")]
+                bench.measure(*pair)  # whole and pieces in turns: their ratio is the point
+                for m in pair:
+                    measured[m.corpus.name] = m
+                    report.problems += [f"{m.corpus.name}: {p}" for p in m.problems]
+                    print(f"{m.corpus.name}: {m.wall:.2f} s", flush=True)
             report.scaling = scaling_rows(shapes, measured)
             report.whole_over_pieces = {
                 shape.name: measured[f"{shape.name}/whole"].wall

@@ -14,9 +14,10 @@ match under ``re.IGNORECASE``:
   mapped to those letters; no non-ASCII character matches an ASCII digit or punctuation mark.
 * Every decimal digit (Unicode category Nd, what ``\\d`` matches) becomes ``0``.
 * Every other non-ASCII character becomes U+0080, a *placeholder*. Such a character can match
-  only ``.``, negated classes and the categories ``\\s``, ``\\w``, ``\\S``, ``\\W`` and ``\\D``;
-  the placeholder matches the first three, and the rewrite below lets a category it does not
-  match accept it too (or, in a negated class, accept any character).
+  only ``.``, negated classes and the categories ``\\s``, ``\\w``, ``\\S``, ``\\W`` and ``\\D``.
+  The placeholder matches ``.``, ``\\S``, ``\\W`` and ``\\D``; the rewrite below adds it to
+  ``\\s`` and ``\\w``, and turns a negated class holding ``\\S``, ``\\W`` or ``\\D`` (which the
+  placeholder cannot pass) into any character.
 
 Folding keeps one character per character, so positions and repetition counts are unchanged,
 and its result has only characters below U+0100, which Python stores one byte each and searches
