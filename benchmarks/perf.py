@@ -936,13 +936,29 @@ def _write_jsonl(path: Path, traces: Iterator[dict[str, Any]]) -> tuple[int, int
     return count, steps, size
 
 
+def _realistic(generator: TraceGenerator, name: str, count: int, steps: int) -> Iterator[Any]:
+    for number in range(count):
+        yield generator.trace(f"{name}-{number:06d}", steps)
+
+
+# The realistic shape: the steps-per-trace target compares these two, measured in turns.
+LONG_TRACE = "long-trace"
+
+
 def generate_shapes(workdir: Path, seed: int, quick: bool, pool: Callable[[], str]) -> list[Shape]:
-    """Adversarial shapes, each as small pieces (20-step traces, short texts, shallow values)
-    and as one large piece with the same amount of work."""
+    """Shapes, each as small pieces (20-step traces, short texts, shallow values) and as one
+    large piece with the same amount of work: one realistic, the others adversarial."""
     n = 200 if quick else 10_000
+    long_steps = 2_000 if quick else 20_000
     text_chars = 100_000 if quick else 5_000_000
     levels = 2_000 if quick else 100_000
     shapes = [
+        Shape(
+            LONG_TRACE,
+            f"one realistic trace of {long_steps:,} steps vs {long_steps // 20:,} traces of 20",
+            "policy.json",
+            "step",
+        ),
         Shape(
             "failed-distinct",
             f"{n:,} failed calls to distinct tools (allow_unlisted_tools, require_retry_on_error)",
@@ -969,7 +985,7 @@ def generate_shapes(workdir: Path, seed: int, quick: bool, pool: Callable[[], st
         ),
     ]
     folder = workdir / "shapes"
-    fingerprint = _fingerprint(seed, f"shapes:{quick}")
+    fingerprint = _fingerprint(seed, f"shapes-2:{quick}")
     facts = _done(folder, fingerprint)
     if facts is None:
         if folder.exists():
@@ -978,7 +994,13 @@ def generate_shapes(workdir: Path, seed: int, quick: bool, pool: Callable[[], st
         texts = Texts(random.Random(f"{seed}:shapes"), pool(), unsafe_rate=0.0)
         long_text = texts(text_chars - 200)
         long_text += " " + texts(150) + " card 4111 1111 1111 1111 on file"
+        realistic = [TraceGenerator(random.Random(f"{seed}:{LONG_TRACE}:{cut}"), pool())
+                     for cut in ("pieces", "whole")]  # fmt: skip
         builders: dict[str, tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]]] = {
+            LONG_TRACE: (
+                _realistic(realistic[0], "pieces", long_steps // 20, 20),
+                _realistic(realistic[1], "whole", 1, long_steps),
+            ),
             "failed-distinct": (_failed_distinct(n, 20), _failed_distinct(n, n)),
             "identical-calls": (_identical(n, 20), _identical(n, n)),
             "long-text": (_long_text(long_text, 2000), _long_text(long_text, len(long_text))),
@@ -993,6 +1015,7 @@ def generate_shapes(workdir: Path, seed: int, quick: bool, pool: Callable[[], st
             }
         _finish(folder, fingerprint, **facts)
     units = {"failed-distinct": n, "identical-calls": n, "long-text": text_chars / 1000}
+    units[LONG_TRACE] = long_steps
     units["deep-nesting"] = levels
     for shape in shapes:
         for variant in ("pieces", "whole"):
@@ -1370,13 +1393,8 @@ def targets(report: Report) -> list[list[str]]:
         if form.endswith(" -j2") and m.corpus.traces >= 10_000
     ]
     speedup = min(speedups, default=None)
-    jsonl = [m for m in main if m.form == "jsonl"]
-    flat = None
-    if len(jsonl) >= 2:
-        short = min(jsonl, key=lambda m: m.corpus.steps / m.corpus.traces)
-        long = max(jsonl, key=lambda m: m.corpus.steps / m.corpus.traces)
-        flat = (long.wall / long.corpus.steps) / (short.wall / short.corpus.steps)
-    shapes = max(report.whole_over_pieces.values(), default=None)
+    flat = report.whole_over_pieces.get(LONG_TRACE)
+    shapes = max((v for k, v in report.whole_over_pieces.items() if k != LONG_TRACE), default=None)
     cold = max(report.cold_over_ms.values(), default=None)
     return [
         _target("arh / floor, realistic policy, every corpus", "<= 3.0", worst, (worst or 0) <= 3),
@@ -1388,7 +1406,7 @@ def targets(report: Report) -> list[list[str]]:
         ),
         _target("peak RSS, 10,000-trace JSON Lines, MB", "< 50", rss, (rss or 0) < 50, 1),
         _target("--jobs 2 speed-up, 10,000 traces", ">= 1.7", speedup, (speedup or 0) >= 1.7),
-        _target("time per step, longest / shortest traces", "<= 1.5", flat, (flat or 0) <= 1.5),
+        _target(f"time per step, {LONG_TRACE} whole / pieces", "<= 1.5", flat, (flat or 0) <= 1.5),
         _target("adversarial shapes, whole / pieces", "<= 1.5", shapes, (shapes or 0) <= 1.5),
         _target("cold start over python -c pass, ms", "<= 40", cold, (cold or 0) <= 40, 1),
     ]
