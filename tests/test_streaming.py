@@ -391,3 +391,53 @@ def test_jobs_when_cutting_a_file_fails_midway(
     monkeypatch.setattr(runner, "jsonl_chunks", failing)
     monkeypatch.setattr(runner, "_CHUNK_BYTES", 700)
     assert _outputs(arh, inputs, tmp_path / "many", "--jobs", "2") == one
+
+
+def _trace_document(trace_id: str, marker: str) -> dict[str, object]:
+    steps = [
+        {
+            "step_id": f"s{i}",
+            "type": "tool_call",
+            "tool_name": "t",
+            "arguments": {"m": marker, "l": [1]},
+        }
+        for i in range(3)
+    ]
+    return {"schema_version": "1", "trace_id": trace_id, "agent_name": "a", "workflow": "w",
+            "steps": steps}  # fmt: skip
+
+
+def _alive(marker: str) -> bool:
+    """Is any object parsed for the trace marked ``marker`` still in memory? (The arguments
+    are in its document and in its model; their list makes the collector track them.)"""
+    import gc
+
+    return any(type(o) is dict and o.get("m") == marker for o in gc.get_objects())
+
+
+@pytest.mark.parametrize("form", ["jsonl", "dir"])
+def test_the_reader_keeps_no_document_while_its_trace_is_checked(form: str, tmp_path: Path) -> None:
+    """Once the consumer lets go of a trace it was handed, nothing of it or of its parsed
+    document stays alive while the reader waits to read the next one: the garbage collector,
+    back on while the report is written, would otherwise walk all of it."""
+    first = f"first-{form}"  # a marker of its own: a failed test's frames stay alive
+    documents = [_trace_document("one", first), _trace_document("two", "second")]
+    if form == "jsonl":
+        target = tmp_path / "traces.jsonl"
+        target.write_text("".join(json.dumps(d) + "\n" for d in documents), encoding="utf-8")
+    else:
+        target = tmp_path / "traces"
+        target.mkdir()
+        for number, document in enumerate(documents):
+            (target / f"{number}.json").write_text(json.dumps(document), encoding="utf-8")
+        del document
+    del documents  # only the reader's copies are left
+    errors: list[InputError] = []
+    reader = runner.read_traces([str(target)], errors.append)
+    read = next(reader)
+    assert read.trace.trace_id == "one"
+    assert _alive(first)
+    del read
+    assert not _alive(first)  # the reader is waiting, and holds none of it
+    assert next(reader).trace.trace_id == "two"
+    assert errors == []

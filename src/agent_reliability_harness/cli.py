@@ -854,7 +854,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
     converted = []
     ids = TraceIds()
-    for trace, item, pointer in read_traces(
+    for read in read_traces(
         args.traces,
         fail,
         fmt=args.format,
@@ -862,22 +862,22 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         trace_id_at=args.trace_id_at,
     ):
         try:
-            ids.check(trace, item, pointer)
+            ids.check(read)
         except InputError as exc:
             fail(exc)
             continue
-        ids.add(trace, item, pointer)
-        converted.append((trace, item))
+        ids.add(read)
+        converted.append(read)
     texts = []
-    for trace, item in converted:
+    for read in converted:
         try:
-            texts.append(render_trace(trace, indent=len(converted) == 1))
+            texts.append(render_trace(read.trace, indent=len(converted) == 1))
         except RecursionError:
             fail(
                 InputError(
-                    f"trace {trace.trace_id!r} holds a value nested too deeply to write",
+                    f"trace {read.trace.trace_id!r} holds a value nested too deeply to write",
                     pointer=None,
-                ).located(item.source, item.line)
+                ).located(read.source, read.line)
             )
     if texts:
         text = "".join(texts)

@@ -164,12 +164,12 @@ def _jsonl_records(
             if not text or text.isspace():
                 continue
             records += 1
-            value = _loads_line(text)
+            box = [Document(name, number, _loads_line(text))]
         except InputError as exc:
             yield exc.located(name, number)
             continue
         del text
-        yield Document(name, number, value)
+        yield box.pop()  # no local keeps the document while it is checked
     if tally is not None:
         tally[0] += records
     if not records and whole:
@@ -263,7 +263,9 @@ def read_documents(source: Source) -> Iterator[Document | InputError]:
         yield exc.located(source.name)
         return
     del data  # the file's bytes are not kept while its document is checked
-    yield Document(source.name, None, value)
+    box = [Document(source.name, None, value)]
+    del value
+    yield box.pop()  # no local keeps the document while it is checked
 
 
 def read_json_file(path: str) -> Any:

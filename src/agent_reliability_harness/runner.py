@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from agent_reliability_harness.regression.stat_gates import GateFile
 
 __all__ = [
+    "ReadTrace",
     "StepLines",
     "TraceIds",
     "iter_reports",
@@ -101,6 +102,23 @@ def _default_id(relative: str) -> str:
     return stem if suffix else relative
 
 
+class ReadTrace(Record):
+    """A trace and where it was read: its file, its JSON Lines line, the pointer of its record
+    in the document (``""`` for the document itself), and the pointer of the record's
+    ``trace_id`` (of the record when it has none)."""
+
+    trace: Trace
+    source: str
+    line: int | None
+    pointer: str
+    id_pointer: str
+
+    @property
+    def where(self) -> str:
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        return f"{where} (record {self.pointer})" if self.pointer else where
+
+
 def read_traces(
     inputs: Sequence[str],
     fail: Callable[[InputError], None],
@@ -108,9 +126,9 @@ def read_traces(
     fmt: str = "auto",
     messages_at: str | None = None,
     trace_id_at: Sequence[str] = (),
-) -> Iterator[tuple[Trace, Document, str]]:
-    """Every trace in ``inputs`` with its document and its record's pointer in it, in input
-    order (sorted paths, then JSON Lines order, then array order); problems go to ``fail``.
+) -> Iterator[ReadTrace]:
+    """Every trace in ``inputs`` and where it was read, in input order (sorted paths, then
+    JSON Lines order, then array order); problems go to ``fail``.
 
     A transcript record without an id is named after its file's path relative to the argument
     it was found under, plus ``:<line>`` for a JSON Lines record and ``#<index>`` in an array.
@@ -123,16 +141,23 @@ def read_traces(
         for outcome in _source_traces(read_documents(source), _base(source), settings):
             if isinstance(outcome, InputError):
                 fail(outcome)
-            else:
-                yield outcome[2], outcome[0], outcome[1]
+                continue
+            box = [outcome]
+            del outcome
+            yield box.pop()  # see _source_traces: nothing kept while the caller has it
 
 
 def _source_traces(
     documents: Iterable[Document | InputError], base: str, settings: _Settings
-) -> Iterator[tuple[Document, str, Trace] | InputError]:
-    """The traces of one source's documents, each with its document and its record's pointer,
-    or the (located) error in their place. The records of a JSON Lines file that are
-    OpenTelemetry export requests are read together: a trace's spans may be on several lines."""
+) -> Iterator[ReadTrace | InputError]:
+    """The traces of one source's documents, or the (located) error in their place. The records
+    of a JSON Lines file that are OpenTelemetry export requests are read together: a trace's
+    spans may be on several lines.
+
+    While a trace is being checked and reported, this generator holds no reference to it, nor,
+    once its last trace is handed out, to its document: both are freed as soon as the consumer
+    lets go of them, not kept alive (and walked by the garbage collector) until the next one is
+    read."""
     documents = iter(documents)
     leading: list[InputError] = []
     first = next(documents, None)
@@ -145,28 +170,39 @@ def _source_traces(
     if first.line is not None and is_span_export(first.value, settings.fmt):
         yield from _span_file_traces(first, documents, settings)
         return
-    items = chain((first,), documents)
-    del first  # each document is let go once its traces are checked
-    for item in items:
+    pending = [first]  # not a chain: its iterator of the first would keep that document
+    del first
+    while True:
+        item = pending.pop() if pending else next(documents, None)
+        if item is None:
+            return
         if isinstance(item, InputError):
             yield item
             continue
+        source, line, value = item.source, item.line, item.value
+        del item  # each document is let go once its traces are checked
         options = RecordOptions(
-            settings.messages_at,
-            settings.trace_id_at,
-            base if item.line is None else f"{base}:{item.line}",
+            settings.messages_at, settings.trace_id_at, base if line is None else f"{base}:{line}"
         )
-        for pointer, result in to_traces(item.value, settings.fmt, options):
-            if isinstance(result, InputError):
-                yield result.located(item.source, item.line)
-            else:
-                yield item, pointer, result
-        del item
+        results = to_traces(value, settings.fmt, options)
+        upcoming = next(results, None)
+        while upcoming is not None:
+            pointer, result = upcoming
+            box: list[ReadTrace | InputError] = [
+                result.located(source, line)
+                if isinstance(result, InputError)
+                else ReadTrace(result, source, line, pointer, _id_pointer(value, pointer))
+            ]
+            del result
+            upcoming = next(results, None)
+            if upcoming is None:  # the document's last record (``results`` is done with it too)
+                value = None
+            yield box.pop()  # from a box, so that no local names the trace while it is checked
 
 
 def _span_file_traces(
     first: Document, documents: Iterator[Document | InputError], settings: _Settings
-) -> Iterator[tuple[Document, str, Trace] | InputError]:
+) -> Iterator[ReadTrace | InputError]:
     """The traces of a JSON Lines file of OTLP export requests, one per trace id, in order of
     their first line; the whole file is read first (memory is bounded by the file)."""
     lines: dict[int | None, Document] = {first.line: first}
@@ -181,17 +217,13 @@ def _span_file_traces(
         if isinstance(result, InputError):
             yield result.located(first.source)  # the error names its own line
         else:
-            yield lines.get(line, first), "", result
+            item = lines.get(line, first)
+            yield ReadTrace(result, item.source, item.line, "", _id_pointer(item.value, ""))
 
 
-def _where(item: Document, pointer: str) -> str:
-    where = item.source if item.line is None else f"{item.source}:{item.line}"
-    return f"{where} (record {pointer})" if pointer else where
-
-
-def _id_pointer(item: Document, pointer: str) -> str:
+def _id_pointer(document: Any, pointer: str) -> str:
     """The pointer of a record's ``trace_id`` field, or of the record when it has none."""
-    record: Any = item.value if not pointer else item.value[int(pointer[1:])]
+    record: Any = document if not pointer else document[int(pointer[1:])]
     if type(record) is dict and "trace_id" in record:
         return join_pointer(pointer, "trace_id")
     return pointer
@@ -204,9 +236,9 @@ class TraceIds:
     def __init__(self) -> None:
         self._seen: dict[str, str] = {}
 
-    def check(self, trace: Trace, item: Document, pointer: str) -> None:
+    def check(self, read: ReadTrace) -> None:
         """Raise InputError (located) if another trace already had this id."""
-        self.check_id(trace.trace_id, item.source, item.line, _id_pointer(item, pointer))
+        self.check_id(read.trace.trace_id, read.source, read.line, read.id_pointer)
 
     def check_id(self, trace_id: str, source: str, line: int | None, pointer: str) -> None:
         first = self._seen.get(trace_id)
@@ -215,8 +247,8 @@ class TraceIds:
                 f"duplicate trace_id {trace_id!r}: already read from {first}", pointer=pointer
             ).located(source, line)
 
-    def add(self, trace: Trace, item: Document, pointer: str) -> None:
-        self._seen[trace.trace_id] = _where(item, pointer)
+    def add(self, read: ReadTrace) -> None:
+        self._seen[read.trace.trace_id] = read.where
 
     def add_id(self, trace_id: str, where: str) -> None:
         self._seen[trace_id] = where
@@ -281,16 +313,14 @@ def _checked(
         del checked
 
 
-def _check(
-    validator: Validator, outcome: tuple[Document, str, Trace], settings: _Settings
-) -> _Checked:
-    item, pointer, trace = outcome
+def _check(validator: Validator, read: ReadTrace, settings: _Settings) -> _Checked:
+    trace = read.trace
     result: TraceReport | InputError
     try:
         result = validator.validate(
             trace,
-            source_path=None if item.source == STDIN_NAME else item.source,
-            source_line=item.line,
+            source_path=None if read.source == STDIN_NAME else read.source,
+            source_line=read.line,
         )
         if settings.task_key is not None or settings.outcome_at is not None:
             from agent_reliability_harness.regression.trials import label_report
@@ -299,13 +329,13 @@ def _check(
                 result, trace, task_key=settings.task_key, outcome_at=settings.outcome_at
             )
     except InputError as exc:
-        result = exc if exc.source else exc.located(item.source, item.line)
+        result = exc if exc.source else exc.located(read.source, read.line)
     return _Checked(
         trace.trace_id,
-        _where(item, pointer),
-        item.source,
-        item.line,
-        _id_pointer(item, pointer),
+        read.where,
+        read.source,
+        read.line,
+        read.id_pointer,
         result,
         trace if settings.keep_traces else None,
     )
