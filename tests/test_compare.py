@@ -410,6 +410,10 @@ def test_usage_errors_come_before_reading_files(
             "/reports/0/score: must be a finite number",
         ),
         ('{"reports": [{"trace_id": "a", "passed": 1, "score": 5}]}', "/reports/0/passed"),
+        (  # an integer too large for a float
+            '{"reports": [{"trace_id": "a", "passed": true, "score": 1' + "0" * 400 + "}]}",
+            "/reports/0/score: must be a finite number, got an integer of 401 digits",
+        ),
         ("{", "invalid JSON"),
     ],
 )

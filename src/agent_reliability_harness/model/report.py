@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import InputError, join_pointer
+from agent_reliability_harness.model._checks import is_finite, json_type, number_text
 from agent_reliability_harness.model.fidelity import NotApplicable
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -294,7 +295,7 @@ class RunReport(Record):
 
     @property
     def passed_traces(self) -> int:
-        return self.summary().passed
+        return sum(report.passed for report in self.reports)
 
     @property
     def average_score(self) -> float:
@@ -325,12 +326,6 @@ _NOT_A_REPORT: Final = (
 )
 
 
-def _kind(value: object) -> str:
-    from agent_reliability_harness.model._checks import json_type
-
-    return json_type(value)
-
-
 def _get_str(data: Mapping[str, Any], key: str, pointer: str, *, required: bool = False) -> str:
     if key not in data or data[key] is None:
         if required:
@@ -339,7 +334,7 @@ def _get_str(data: Mapping[str, Any], key: str, pointer: str, *, required: bool 
     value = data[key]
     if type(value) is not str:
         raise InputError(
-            f"must be a string, got {_kind(value)}", pointer=join_pointer(pointer, key)
+            f"must be a string, got {json_type(value)}", pointer=join_pointer(pointer, key)
         )
     return value
 
@@ -349,7 +344,7 @@ def _get_opt_str(data: Mapping[str, Any], key: str, pointer: str) -> str | None:
     if value is None or type(value) is str:
         return value
     raise InputError(
-        f"must be a string or null, got {_kind(value)}", pointer=join_pointer(pointer, key)
+        f"must be a string or null, got {json_type(value)}", pointer=join_pointer(pointer, key)
     )
 
 
@@ -361,8 +356,8 @@ def _get_number(
         if required:
             raise InputError(f"missing required field {key!r}", pointer=pointer)
         return None
-    if type(value) not in (int, float) or not math.isfinite(value):
-        shown = repr(value) if type(value) in (int, float) else _kind(value)
+    if type(value) not in (int, float) or not is_finite(value):
+        shown = number_text(value) if type(value) in (int, float) else json_type(value)
         raise InputError(
             f"must be a finite number, got {shown}", pointer=join_pointer(pointer, key)
         )
@@ -371,7 +366,7 @@ def _get_number(
 
 def _finding_from_dict(data: object, pointer: str) -> Finding:
     if type(data) is not dict:
-        raise InputError(f"a finding must be an object, got {_kind(data)}", pointer=pointer)
+        raise InputError(f"a finding must be an object, got {json_type(data)}", pointer=pointer)
     severity = _get_str(data, "severity", pointer, required=True)
     step_id = _get_opt_str(data, "step_id", pointer)
     return Finding(
@@ -403,24 +398,24 @@ def _get_outcome(data: Mapping[str, Any], pointer: str) -> bool | float | None:
 
 def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
     if type(data) is not dict:
-        raise InputError(f"a trace report must be an object, got {_kind(data)}", pointer=pointer)
+        raise InputError(
+            f"a trace report must be an object, got {json_type(data)}", pointer=pointer
+        )
     trace_id = _get_str(data, "trace_id", pointer, required=True)
     if not trace_id:
         raise InputError("must not be empty", pointer=join_pointer(pointer, "trace_id"))
     passed = data.get("passed")
     if type(passed) is not bool:
-        raise InputError(
-            f"must be true or false, got {_kind(passed)}", pointer=join_pointer(pointer, "passed")
-        )
+        where = join_pointer(pointer, "passed")
+        raise InputError(f"must be true or false, got {json_type(passed)}", pointer=where)
     rounded = _get_number(data, "score", pointer, required=True)
     exact = _get_number(data, "unrounded_score", pointer)
     findings = data.get("findings")
     if findings is None:
         findings = []
     if type(findings) is not list:
-        raise InputError(
-            f"must be an array, got {_kind(findings)}", pointer=join_pointer(pointer, "findings")
-        )
+        where = join_pointer(pointer, "findings")
+        raise InputError(f"must be an array, got {json_type(findings)}", pointer=where)
     tokens = data.get("total_tokens")
     line = data.get("source_line")
     return TraceReport(
@@ -464,7 +459,7 @@ def _run_report_from_dict(data: object) -> RunReport:
         raise InputError(_NOT_A_REPORT, pointer="")
     entries = data["reports"]
     if type(entries) is not list:
-        raise InputError(f"must be an array, got {_kind(entries)}", pointer="/reports")
+        raise InputError(f"must be an array, got {json_type(entries)}", pointer="/reports")
     reports: list[TraceReport] = []
     seen: dict[str, int] = {}
     for index, entry in enumerate(entries):

@@ -339,10 +339,11 @@ class RunTotals(Record):
                 findings.items(), key=lambda item: (-item[1], item[0])
             )
         )
+        summary = run.summary()
         return cls(
-            len(run.reports),
-            run.passed_traces,
-            run.average_score,
+            summary.total,
+            summary.passed,
+            summary.average_score,
             rules,
             tuple(str(error) for error in run.input_errors[:_INPUT_ERRORS]),
             len(run.input_errors),
