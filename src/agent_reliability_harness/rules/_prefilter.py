@@ -46,14 +46,14 @@ if TYPE_CHECKING:
 
 __all__ = ["Prefilter", "fold", "literal_requirements", "rewrite_for_folded"]
 
-_ASCII_FOLD: Final = bytes(
-    (c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c) for c in range(256)
-)
 _ASCII_BYTES: Final = bytes(range(128))
-# UTF-8 folded to one byte per character: the first byte of a non-ASCII character becomes the
-# placeholder and its continuation bytes are deleted.
+# UTF-8 folded to one byte per character: ASCII letters lower case, digits "0", the first byte
+# of a non-ASCII character the placeholder (its continuation bytes are deleted).
 _PLACEHOLDER: Final = 0x80
-_UTF8_FOLD: Final = _ASCII_FOLD[:128] + bytes([_PLACEHOLDER]) * 128
+_UTF8_FOLD: Final = (
+    bytes((c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c) for c in range(128))
+    + bytes([_PLACEHOLDER]) * 128
+)
 _CONTINUATION_BYTES: Final = bytes(range(0x80, 0xC0))
 _SPECIAL: Final = {"\u0130": b"i", "\u0131": b"i", "\u017f": b"s", "\u212a": b"k"}
 # First code points of the runs of non-ASCII decimal digits, for the Unicode version below; other
@@ -106,7 +106,7 @@ def fold(text: str) -> str:
         for char in replacements.keys() & set(rest):
             data = data.replace(char.encode("utf-8"), replacements[char])
         return data.translate(_UTF8_FOLD, _CONTINUATION_BYTES).decode("latin-1")
-    return data.translate(_ASCII_FOLD).decode("ascii")
+    return data.translate(_UTF8_FOLD).decode("ascii")
 
 
 # -- the folded regex ------------------------------------------------------------------------------
@@ -175,8 +175,6 @@ def _fold_items(items: list[Any]) -> list[Any] | None:
             out.append((op, members))
         elif op == sre.ANY:
             out.append((op, av))
-        elif op == sre.CATEGORY:  # the parser puts categories in classes; just in case
-            out.append((sre.IN, _fold_set([(op, av)])))
         elif op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
             continue  # dropping an assertion only lets the rewrite match more
         elif op in _REPEATS:
@@ -261,19 +259,13 @@ def _split_leading_branch(items: list[Any]) -> list[list[Any]]:
 
 
 class _Variant:
-    """One alternative of a pattern: its folded regex, and the literal requirements worth testing
-    before the regex runs.
-
-    A test for a string costs a pass over the text where the string is absent, as much as the
-    regex's own pass, and saves that pass only then. So a requirement is kept only when it is a
-    single string (one of several costs a pass per absent option) and one that the regex's
-    literal prefix, which its search finds as fast, does not contain.
-    """
+    """One alternative of a pattern: its folded regex, the literal its matches start with, and
+    the literal requirements worth testing before the regex runs (see :func:`_variants`)."""
 
     __slots__ = ("groups", "prefix", "regex")
 
     def __init__(self, groups: Groups, regex: re.Pattern[str], prefix: str) -> None:
-        self.groups = tuple(g for g in groups if len(g) == 1 and g[0] not in prefix)
+        self.groups = groups
         self.regex = regex
         self.prefix = prefix
 
@@ -283,7 +275,7 @@ class _Variant:
             return []
         # Every match starts with the prefix: the scan may start where it first occurs, which
         # str.find finds faster than the regex's own search (and often finds nowhere).
-        start = folded.find(self.prefix) if self.prefix else 0
+        start = folded.find(self.prefix)
         if start < 0:
             return []
         return [match.span() for match in self.regex.finditer(folded, start)]
@@ -310,7 +302,15 @@ def _variants(pattern: str, flags: int) -> list[_Variant] | None:
             if folded is None:
                 return None
             regex = compiler.compile(_subpattern(state, folded), 0)
-            variants.append(_Variant(_strongest(_required(items)), regex, _literal_prefix(folded)))
+            prefix = _literal_prefix(folded)
+            # A test for a string costs a pass over the text where the string is absent, as
+            # much as the regex's own pass, and saves that pass only then. So only single
+            # strings are worth it (several options cost a pass each), and only those the
+            # prefix, which the regex's search finds as fast, does not contain.
+            worth: list[tuple[str, ...]] = [
+                r for r in _required(items) if len(r) == 1 and r[0] not in prefix
+            ]
+            variants.append(_Variant(_strongest(worth), regex, prefix))
     except Exception:  # noqa: BLE001 - a shape the rewrite does not handle gets no shortcut
         return None
     return variants

@@ -105,9 +105,19 @@ def _index_key(tool: str, paths: Paths) -> _IndexKey:
     return tool, tuple(path.text for path in paths)
 
 
+class _Lookup(Record):
+    """How a call finds an earlier call of ``tool``: the values at ``mine`` (its own argument
+    paths) looked up in ``index``, the earlier calls keyed by the values at their paths."""
+
+    mine: Paths
+    index: _IndexKey
+
+
 class Plan(Record):
-    conditions: Mapping[str, tuple[Condition, ...]]
-    relations: Mapping[str, tuple[Relation, ...]]
+    # tool -> its conditions, each with the lookup of each of its require_prior entries
+    conditions: Mapping[str, tuple[tuple[Condition, tuple[_Lookup, ...]], ...]]
+    # tool -> its relations, each with the lookup of its source call
+    relations: Mapping[str, tuple[tuple[Relation, _Lookup], ...]]
     # tool -> the indexes its successful calls feed, with the paths each is keyed by
     indexes: Mapping[str, tuple[tuple[_IndexKey, Paths], ...]]
 
@@ -116,20 +126,22 @@ def prepare(policy: Policy) -> Plan | None:
     ext = policy.extensions
     if ext is None or not (ext.conditions or ext.relations):
         return None
-    conditions: dict[str, list[Condition]] = {}
-    relations: dict[str, list[Relation]] = {}
+    conditions: dict[str, list[tuple[Condition, tuple[_Lookup, ...]]]] = {}
+    relations: dict[str, list[tuple[Relation, _Lookup]]] = {}
     indexes: dict[str, dict[_IndexKey, Paths]] = {}
+
+    def lookup(tool: str, match: tuple[tuple[ArgPath, ArgPath], ...]) -> _Lookup:
+        theirs = tuple(path for _, path in match)
+        index = _index_key(tool, theirs)
+        indexes.setdefault(tool, {})[index] = theirs
+        return _Lookup(tuple(path for path, _ in match), index)
+
     for condition in ext.conditions:
-        conditions.setdefault(condition.tool, []).append(condition)
-        for prior in condition.require_prior:
-            paths = tuple(theirs for _, theirs in prior.match)
-            indexes.setdefault(prior.tool, {})[_index_key(prior.tool, paths)] = paths
+        lookups = tuple(lookup(prior.tool, prior.match) for prior in condition.require_prior)
+        conditions.setdefault(condition.tool, []).append((condition, lookups))
     for relation in ext.relations:
-        relations.setdefault(relation.tool, []).append(relation)
-        paths = tuple(theirs for _, theirs in relation.source_match)
-        indexes.setdefault(relation.source_tool, {})[_index_key(relation.source_tool, paths)] = (
-            paths
-        )
+        source = lookup(relation.source_tool, relation.source_match)
+        relations.setdefault(relation.tool, []).append((relation, source))
     return Plan(
         {tool: tuple(group) for tool, group in conditions.items()},
         {tool: tuple(group) for tool, group in relations.items()},
@@ -187,15 +199,12 @@ class Sweep:
             if key is not None:
                 self.latest.setdefault(index, {})[key] = (at, step)
 
-    def find(
-        self, tool: str, match: tuple[tuple[ArgPath, ArgPath], ...], args: Any
-    ) -> tuple[int, Step] | None:
-        """The latest earlier successful call of ``tool`` that matches ``args``."""
-        key = _key(args, tuple(mine for mine, _ in match))
+    def find(self, lookup: _Lookup, args: Any) -> tuple[int, Step] | None:
+        """The latest earlier successful call that ``lookup`` finds for ``args``."""
+        key = _key(args, lookup.mine)
         if key is None:
             return None
-        index = _index_key(tool, tuple(theirs for _, theirs in match))
-        return self.latest.get(index, {}).get(key)
+        return self.latest.get(lookup.index, {}).get(key)
 
     def reference(self, at: int, step: Step, relation: Relation) -> tuple[bool, Any]:
         """(found, value or set of keys) at the relation's output pointer in ``step``, at ``at``."""
@@ -224,7 +233,7 @@ class Sweep:
         name = step.tool_name or ""
         args = step.arguments or {}
         checks = failed = 0
-        for condition in plan.conditions.get(name, ()):
+        for condition, lookups in plan.conditions.get(name, ()):
             if not condition.applies(args):
                 continue
             checks += 1
@@ -233,18 +242,20 @@ class Sweep:
                 out.append(_forbidden(step, at, condition))
                 continue
             missing = [
-                p for p in condition.require_prior if self.find(p.tool, p.match, args) is None
+                prior
+                for prior, lookup in zip(condition.require_prior, lookups, strict=True)
+                if self.find(lookup, args) is None
             ]
             if missing:
                 failed += 1
                 out.append(_prior_missing(step, at, condition, missing))
-        for relation in plan.relations.get(name, ()):
+        for relation, lookup in plan.relations.get(name, ()):
             if not relation.applies(args):
                 continue
             values = collect_located(args, relation.argument, "/arguments")
             if not values:
                 continue
-            source = self.find(relation.source_tool, relation.source_match, args)
+            source = self.find(lookup, args)
             found, reference = (
                 (False, None) if source is None else self.reference(*source, relation)
             )
