@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -834,6 +834,8 @@ class Shape:
     description: str
     policy: str
     unit: str
+    units: float  # how many units of work each cut holds
+    realistic: bool = False  # realistic traces (else an adversarial shape)
     pieces: Corpus | None = None
     whole: Corpus | None = None
 
@@ -936,56 +938,57 @@ def _write_jsonl(path: Path, traces: Iterator[dict[str, Any]]) -> tuple[int, int
     return count, steps, size
 
 
-def _realistic(generator: TraceGenerator, name: str, count: int, steps: int) -> Iterator[Any]:
-    for number in range(count):
-        yield generator.trace(f"{name}-{number:06d}", steps)
-
-
-# The realistic shape: the steps-per-trace target compares these two, measured in turns.
-LONG_TRACE = "long-trace"
-
-
 def generate_shapes(workdir: Path, seed: int, quick: bool, pool: Callable[[], str]) -> list[Shape]:
     """Shapes, each as small pieces (20-step traces, short texts, shallow values) and as one
-    large piece with the same amount of work: one realistic, the others adversarial."""
+    large piece with the same amount of work: realistic traces (the corpora of the main table),
+    then adversarial shapes."""
     n = 200 if quick else 10_000
     long_steps = 2_000 if quick else 20_000
     text_chars = 100_000 if quick else 5_000_000
     levels = 2_000 if quick else 100_000
+    long_trace = Shape(
+        "long-trace",
+        f"one realistic trace of {long_steps:,} steps vs {long_steps // 20:,} traces of 20",
+        "policy.json",
+        "step",
+        long_steps,
+        realistic=True,
+    )
+    for variant, spec in (("pieces", f"{long_steps // 20}x20"), ("whole", f"1x{long_steps}")):
+        corpus = generate_corpus(workdir, seed, spec, pool)
+        setattr(long_trace, variant, replace(corpus, name=f"{long_trace.name}/{variant}"))
     shapes = [
-        Shape(
-            LONG_TRACE,
-            f"one realistic trace of {long_steps:,} steps vs {long_steps // 20:,} traces of 20",
-            "policy.json",
-            "step",
-        ),
         Shape(
             "failed-distinct",
             f"{n:,} failed calls to distinct tools (allow_unlisted_tools, require_retry_on_error)",
             "policy_unlisted_retry.json",
             "step",
+            n,
         ),
         Shape(
             "identical-calls",
             f"{n:,} identical calls of one tool (max_attempts 3)",
             "policy_max_attempts.json",
             "step",
+            n,
         ),
         Shape(
             "long-text",
             f"a {text_chars / MB:g} MB model response vs the same text in 2 KB responses",
             "policy.json",
             "KB",
+            text_chars / 1000,
         ),
         Shape(
             "deep-nesting",
             f"outputs nested 500 levels deep vs 50 levels deep ({levels:,} levels in all)",
             "policy.json",
             "level",
+            levels,
         ),
     ]
     folder = workdir / "shapes"
-    fingerprint = _fingerprint(seed, f"shapes-2:{quick}")
+    fingerprint = _fingerprint(seed, f"shapes:{quick}")
     facts = _done(folder, fingerprint)
     if facts is None:
         if folder.exists():
@@ -994,13 +997,7 @@ def generate_shapes(workdir: Path, seed: int, quick: bool, pool: Callable[[], st
         texts = Texts(random.Random(f"{seed}:shapes"), pool(), unsafe_rate=0.0)
         long_text = texts(text_chars - 200)
         long_text += " " + texts(150) + " card 4111 1111 1111 1111 on file"
-        realistic = [TraceGenerator(random.Random(f"{seed}:{LONG_TRACE}:{cut}"), pool())
-                     for cut in ("pieces", "whole")]  # fmt: skip
         builders: dict[str, tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]]] = {
-            LONG_TRACE: (
-                _realistic(realistic[0], "pieces", long_steps // 20, 20),
-                _realistic(realistic[1], "whole", 1, long_steps),
-            ),
             "failed-distinct": (_failed_distinct(n, 20), _failed_distinct(n, n)),
             "identical-calls": (_identical(n, 20), _identical(n, n)),
             "long-text": (_long_text(long_text, 2000), _long_text(long_text, len(long_text))),
@@ -1014,9 +1011,6 @@ def generate_shapes(workdir: Path, seed: int, quick: bool, pool: Callable[[], st
                 "whole": _write_jsonl(folder / f"{shape.name}-whole.jsonl", large),
             }
         _finish(folder, fingerprint, **facts)
-    units = {"failed-distinct": n, "identical-calls": n, "long-text": text_chars / 1000}
-    units[LONG_TRACE] = long_steps
-    units["deep-nesting"] = levels
     for shape in shapes:
         for variant in ("pieces", "whole"):
             count, steps, size = facts[shape.name][variant]
@@ -1029,10 +1023,10 @@ def generate_shapes(workdir: Path, seed: int, quick: bool, pool: Callable[[], st
                 None,
                 bytes_jsonl=size,
                 unit=shape.unit,
-                units=units[shape.name],
+                units=shape.units,
             )
             setattr(shape, variant, corpus)
-    return shapes
+    return [long_trace, *shapes]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1123,14 +1117,14 @@ def run_child(argv: Sequence[str], env: dict[str, str] | None = None) -> Run:
 class Measurement:
     corpus: Corpus
     form: str
+    argv: list[str]  # the arh command
+    floor_argv: list[str]  # the floor's command on the same input
     wall: float = float("inf")
     rss: int = 0
     floor: float = float("inf")
     runs: int = 0
     floor_runs: int = 0
     problems: list[str] = field(default_factory=list)
-    argv: list[str] = field(default_factory=list)
-    floor_argv: list[str] = field(default_factory=list)
     spent: float = 0.0  # seconds of arh runs so far
 
     @property
@@ -1193,7 +1187,7 @@ class Bench:
         if jobs is not None:
             argv += ["--jobs", str(jobs)]
         floor_argv = [self.python, "-c", FLOOR_CODE, str(target)]
-        return Measurement(corpus, label, argv=argv, floor_argv=floor_argv)
+        return Measurement(corpus, label, argv, floor_argv)
 
     def measure(self, *planned: Measurement) -> None:
         """Run the measurements in turns, one run of each per round, so that all of them see
@@ -1211,13 +1205,13 @@ class Bench:
                     result.problems.append(f"exit {run.status}: {first}")
                 result.wall = min(result.wall, run.wall)
                 result.rss = max(result.rss, run.rss)
-                self._floor(result, result.floor_argv)
+                self._floor(result)
         for result in planned:
             while result.floor_runs < self.repeat:  # the floor is cheap: always the full count
-                self._floor(result, result.floor_argv)
+                self._floor(result)
 
-    def _floor(self, result: Measurement, argv: Sequence[str]) -> None:
-        floor = self.run(argv)
+    def _floor(self, result: Measurement) -> None:
+        floor = self.run(result.floor_argv)
         result.floor_runs += 1
         if floor.status != 0 or floor.out.strip() != str(result.corpus.traces):
             result.problems.append(f"floor failed: {floor.err.strip()[-200:]}")
@@ -1294,7 +1288,8 @@ class Report:
     scaling_notes: list[str]
     problems: list[str]
     cold_over_ms: dict[str, float] = field(default_factory=dict)
-    whole_over_pieces: dict[str, float] = field(default_factory=dict)
+    whole_over_pieces: dict[str, float] = field(default_factory=dict)  # adversarial shapes
+    long_over_short: float | None = None  # time per step: realistic long trace / short traces
     phases: Phases | None = None
 
 
@@ -1339,24 +1334,6 @@ def scaling_rows(shapes: Sequence[Shape], measured: dict[str, Measurement]) -> l
     return rows
 
 
-def steps_scaling_note(results: Sequence[Measurement]) -> str | None:
-    """Time per step of the longest traces against the shortest (JSON Lines rows)."""
-    rows = [m for m in results if m.form == "jsonl"]
-    if len(rows) < 2:
-        return None
-    short = min(rows, key=lambda m: m.corpus.steps / m.corpus.traces)
-    long = max(rows, key=lambda m: m.corpus.steps / m.corpus.traces)
-    if short is long:
-        return None
-    ratio = (long.wall / long.corpus.steps) / (short.wall / short.corpus.steps)
-    return (
-        f"time per step, {long.corpus.steps // long.corpus.traces:,} vs "
-        f"{short.corpus.steps // short.corpus.traces:,} steps per trace (JSON Lines): "
-        f"{long.wall / long.corpus.steps * 1e6:.1f} vs {short.wall / short.corpus.steps * 1e6:.1f}"
-        f" us/step, ratio {ratio:.2f}"
-    )
-
-
 def jobs_notes(results: Sequence[Measurement]) -> list[str]:
     """Speed-up of two processes over one, per corpus and form."""
     by_key = {(m.corpus.name, m.form): m for m in results}
@@ -1393,8 +1370,8 @@ def targets(report: Report) -> list[list[str]]:
         if form.endswith(" -j2") and m.corpus.traces >= 10_000
     ]
     speedup = min(speedups, default=None)
-    flat = report.whole_over_pieces.get(LONG_TRACE)
-    shapes = max((v for k, v in report.whole_over_pieces.items() if k != LONG_TRACE), default=None)
+    flat = report.long_over_short
+    shapes = max(report.whole_over_pieces.values(), default=None)
     cold = max(report.cold_over_ms.values(), default=None)
     return [
         _target("arh / floor, realistic policy, every corpus", "<= 3.0", worst, (worst or 0) <= 3),
@@ -1406,7 +1383,7 @@ def targets(report: Report) -> list[list[str]]:
         ),
         _target("peak RSS, 10,000-trace JSON Lines, MB", "< 50", rss, (rss or 0) < 50, 1),
         _target("--jobs 2 speed-up, 10,000 traces", ">= 1.7", speedup, (speedup or 0) >= 1.7),
-        _target(f"time per step, {LONG_TRACE} whole / pieces", "<= 1.5", flat, (flat or 0) <= 1.5),
+        _target("time per step, long-trace whole / pieces", "<= 1.5", flat, (flat or 0) <= 1.5),
         _target("adversarial shapes, whole / pieces", "<= 1.5", shapes, (shapes or 0) <= 1.5),
         _target("cold start over python -c pass, ms", "<= 40", cold, (cold or 0) <= 40, 1),
     ]
@@ -1455,11 +1432,7 @@ def render_report(report: Report, markdown: bool) -> str:
     if report.main:
         out += ["### Validation throughput" if markdown else "validation throughput", ""]
         out += [render(COLUMNS, table_rows(report.main)), ""]
-        notes = [runs_note(report.main)]
-        note = steps_scaling_note(report.main)
-        if note:
-            notes.append(note)
-        notes += jobs_notes(report.main)
+        notes = [runs_note(report.main), *jobs_notes(report.main)]
         out += [("- " if markdown else "") + n for n in notes]
         out.append("")
     if report.phases:
@@ -1635,7 +1608,6 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
     from agent_reliability_harness.render.json_report import JsonWriter
     from agent_reliability_harness.rules import lint, safety
     from agent_reliability_harness.rules._facts import TraceFacts
-    from agent_reliability_harness.rules._prefilter import fold
 
     policy = Policy.from_dict(json.loads(corpus.policy.read_text(encoding="utf-8")))
     validator = Validator(policy)
@@ -1651,7 +1623,9 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
     )
     patterns = safety.prepare(policy)
     # the safety scan again, split into its parts (not added to the phases above)
-    scan: dict[str, float] = dict.fromkeys(["collect strings", "join and fold", "pattern tests"], 0)
+    scan: dict[str, float] = dict.fromkeys(
+        ["collect strings", "join and fold", "pattern tests", "search and findings"], 0
+    )
     scanned = 0
     clock = time.perf_counter
     writer = JsonWriter()
@@ -1694,20 +1668,7 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
                 writer.add(report)
                 spent["JSON report"] += clock() - start
                 if patterns:
-                    t0 = clock()
-                    texts: list[str] = []
-                    for at in facts.agent_steps:
-                        safety._step_texts(trace.steps[at], texts)
-                    t1 = clock()
-                    folded = fold("\x00".join(texts))
-                    t2 = clock()
-                    seen: dict[str, bool] = {}
-                    for pattern in patterns:
-                        pattern.prefilter.spans(folded, seen)
-                    t3 = clock()
-                    scanned += len(folded)
-                    for key, start, end in zip(scan, (t0, t1, t2), (t1, t2, t3), strict=True):
-                        scan[key] += end - start
+                    scanned += _time_safety_parts(facts, patterns, scan)
             finally:
                 gc.enable()
             traces += 1
@@ -1732,6 +1693,39 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
         )
         result.scan_rows = [row(name, seconds) for name, seconds in scan.items()]
     return result
+
+
+def _time_safety_parts(facts: Any, patterns: Any, spent: dict[str, float]) -> int:
+    """The steps of ``safety.evaluate``, piece by piece, each timed into ``spent``; return the
+    number of characters scanned."""
+    from agent_reliability_harness.rules import safety
+    from agent_reliability_harness.rules._prefilter import fold
+
+    clock = time.perf_counter
+    steps = facts.steps
+    start = clock()
+    pieces = [safety._Piece()]
+    for at in facts.agent_steps:
+        if pieces[-1].size >= safety._PIECE_CHARS:
+            pieces.append(safety._Piece())
+        pieces[-1].add(at, steps[at])
+    spent["collect strings"] += clock() - start
+    scanned = 0
+    for piece in pieces:
+        t0 = clock()
+        folded = fold("\x00".join(piece.texts))
+        t1 = clock()
+        candidates = safety._candidates(folded, piece.texts, piece.bounds, patterns)
+        t2 = clock()
+        for index in sorted(candidates):
+            at = piece.positions[index]
+            safety._search_step(at, steps[at], candidates[index], [])
+        t3 = clock()
+        scanned += len(folded)
+        spent["join and fold"] += t1 - t0
+        spent["pattern tests"] += t2 - t1
+        spent["search and findings"] += t3 - t2
+    return scanned
 
 
 def scales_arg(text: str) -> list[str]:
@@ -1803,7 +1797,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         default=1000,
         metavar="N",
-        help="how many of its traces --phases reads (default 1000)",
+        help="how many traces of a corpus the phases are timed on, with --phases and in the "
+        "section a full run writes (default 1000)",
     )
     args = parser.parse_args(argv)
     if args.scales is None:
@@ -1919,11 +1914,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     report.problems += [f"{m.corpus.name}: {p}" for p in m.problems]
                     print(f"{m.corpus.name}: {m.wall:.2f} s", flush=True)
             report.scaling = scaling_rows(shapes, measured)
-            report.whole_over_pieces = {
-                shape.name: measured[f"{shape.name}/whole"].wall
-                / measured[f"{shape.name}/pieces"].wall
-                for shape in shapes
-            }
+            for shape in shapes:
+                ratio = measured[f"{shape.name}/whole"].wall / measured[f"{shape.name}/pieces"].wall
+                if shape.realistic:
+                    report.long_over_short = ratio
+                else:
+                    report.whole_over_pieces[shape.name] = ratio
             report.scaling_notes = [f"{s.name}: {s.description}" for s in shapes]
             report.scaling_notes.append(
                 "pieces = 20-step traces, 2 KB texts or 50-level outputs; whole = the same work "
