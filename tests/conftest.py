@@ -39,9 +39,11 @@ def load_json(path: Path) -> Any:
 
 
 @cache
-def trace_schema() -> Draft202012Validator:
-    """The trace JSON Schema of schemas/, as a validator."""
-    return Draft202012Validator(load_json(ROOT / "schemas" / "trace.schema.json"))
+def schema_validator(name: str) -> Draft202012Validator:
+    """``schemas/<name>.schema.json`` as a validator. The format checker makes "format": "regex"
+    an assertion (Python's re, as in the parser)."""
+    schema = load_json(ROOT / "schemas" / f"{name}.schema.json")
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 def json_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

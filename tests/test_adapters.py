@@ -34,7 +34,7 @@ from agent_reliability_harness.cli import FORMAT_CHOICES
 from agent_reliability_harness.errors import InputError, UsageError
 from agent_reliability_harness.render.traces import render_traces
 
-from conftest import REFERENCE, ROOT, Run, load_json, require_shared, trace_schema
+from conftest import REFERENCE, ROOT, Run, load_json, require_shared, schema_validator
 from conftest import adapter_notes as notes
 from conftest import json_paths as paths_of
 from conftest import step_tuples as steps
@@ -114,7 +114,7 @@ def test_golden(fmt: str, path: Path) -> None:
     )
     # the golden is a canonical trace: valid for the schema, parsed back to the same trace
     canonical = json.loads(expected)
-    assert list(trace_schema().iter_errors(canonical)) == []
+    assert list(schema_validator("trace").iter_errors(canonical)) == []
     assert Trace.from_dict(canonical) == traces[0]
     # it says which fields the transcript did not give (tests/test_adapters_fidelity.py), never
     # latency or cost, which no transcript format records
@@ -1123,7 +1123,7 @@ def test_mutated_transcripts_give_a_trace_or_an_input_error(document: Any, fmt: 
         assert pointer == "" or re.fullmatch(r"/\d+", pointer)
         if isinstance(outcome, Trace):
             canonical = outcome.to_dict()
-            assert list(trace_schema().iter_errors(canonical)) == []
+            assert list(schema_validator("trace").iter_errors(canonical)) == []
             assert Trace.from_dict(json.loads(json.dumps(canonical))) == outcome
             ids = [s.step_id for s in outcome.steps]
             assert len(ids) == len(set(ids))

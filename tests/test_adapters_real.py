@@ -26,7 +26,15 @@ from agent_reliability_harness.adapters import RecordOptions, to_traces
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.trace import Trace
 
-from conftest import REAL_TRACES, Run, json_paths, load_json, require_shared, trace_schema
+from conftest import (
+    REAL_TRACES,
+    Run,
+    adapter_notes,
+    json_paths,
+    load_json,
+    require_shared,
+    schema_validator,
+)
 
 TAU = REAL_TRACES / "tau-bench" / "historical_trajectories" / "gpt-4o-airline.json"
 AGENTDOJO = REAL_TRACES / "agentdojo" / "runs"
@@ -110,7 +118,7 @@ def all_traces() -> Iterator[Trace]:
 
 def test_converted_real_traces_are_valid_canonical_traces() -> None:
     require_shared(REAL_TRACES)
-    schema = trace_schema()
+    schema = schema_validator("trace")
     count = 0
     for trace in all_traces():
         document = trace.to_dict()
@@ -141,8 +149,7 @@ def test_tau_bench_every_call_is_a_step_with_its_result() -> None:
                 expected[-1] = (name, arguments, message["content"])
         got = [(s.tool_name, s.arguments, s.output) for s in tool_calls(trace)]
         assert got == expected, trace.trace_id
-        codes = [n["code"] for n in trace.metadata.get("adapter", {}).get("notes", [])]
-        reused += "duplicate_tool_call_id" in codes
+        reused += bool(adapter_notes(trace, "duplicate_tool_call_id"))
     assert reused == 49  # the README: 49 trajectories reuse an id for a later call
 
 

@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.rules import RULES
 
-from conftest import ROOT, load_json, load_script
+from conftest import ROOT, load_json, load_script, schema_validator
 
 BENCH = ROOT / "benchmarks"
 CASES = BENCH / "cases"
@@ -110,12 +110,6 @@ def test_results_file_has_no_timings_or_paths(results: Any) -> None:
 # ---- the cases themselves --------------------------------------------------------------------
 
 
-@cache
-def schema(name: str) -> Draft202012Validator:
-    document = load_json(ROOT / "schemas" / f"{name}.schema.json")
-    return Draft202012Validator(document, format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
 CASE_SCHEMA = {
     "type": "object",
     "required": ["case_id", "category", "description", "mutation", "policy", "trace", "expected"],
@@ -159,10 +153,10 @@ def test_every_case_validates_against_the_schemas() -> None:
     for name, case in case_files().items():
         policies.setdefault(json.dumps(case["policy"]), name)
         for kind, document in (("case", case), ("trace", case["trace"])):
-            validator = envelope if kind == "case" else schema(kind)
+            validator = envelope if kind == "case" else schema_validator(kind)
             problems += [f"{name} {kind}: {e.message}" for e in validator.iter_errors(document)]
     for text, name in policies.items():
-        errors = schema("policy").iter_errors(json.loads(text))
+        errors = schema_validator("policy").iter_errors(json.loads(text))
         problems += [f"{name} policy: {e.message}" for e in errors]
     assert len(policies) > 20
     assert not problems, problems[:10]

@@ -15,7 +15,7 @@ from agent_reliability_harness import InputError, Policy, Trace, validate_trace
 from agent_reliability_harness._json import loads
 from agent_reliability_harness.rules import RULES
 
-from conftest import ROOT, Run
+from conftest import ROOT, Run, adapter_notes
 
 
 def _trace(*steps: dict[str, Any], **top: Any) -> dict[str, Any]:
@@ -679,7 +679,7 @@ def _convert(document: Any, fmt: str = "auto", **options: Any) -> Trace:
 
 
 def _codes(trace: Trace) -> list[str]:
-    return [n["code"] for n in trace.metadata.get("adapter", {}).get("notes", [])]
+    return [n["code"] for n in adapter_notes(trace)]
 
 
 def test_d50_only_assistant_messages_decide_the_format() -> None:

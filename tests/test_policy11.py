@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import copy
 import json
-from functools import cache
 from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator
 
 from agent_reliability_harness import InputError, Policy, Trace, validate_trace
 from agent_reliability_harness.model.policy11 import (
@@ -25,15 +23,9 @@ from agent_reliability_harness.model.policy11 import (
     minor_version,
 )
 
-from conftest import ROOT, load_json
+from conftest import ROOT, load_json, schema_validator
 
 SAMPLE_POLICIES = sorted((ROOT / "samples" / "policies").glob("*.json"))
-
-
-@cache
-def schema() -> Draft202012Validator:
-    document = load_json(ROOT / "schemas" / "policy.schema.json")
-    return Draft202012Validator(document, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 TOOLS: dict[str, Any] = {
@@ -111,20 +103,20 @@ def test_sections_need_version_1_1(key: str, version: object) -> None:
     error = rejected(document)
     assert error.pointer == f"/{key}"
     assert 'declare "schema_version": "1.1"' in error.message
-    assert not schema().is_valid(document)
+    assert not schema_validator("policy").is_valid(document)
 
 
 @pytest.mark.parametrize("version", ["1.1", 1.1, "1.2", "1.10", 1.5])
 def test_later_minor_versions_may_use_the_sections(version: object) -> None:
     document = doc(loops={"max_identical_calls": 2}, schema_version=version)
     assert Policy.from_dict(document).extensions is not None
-    assert schema().is_valid(document)
+    assert schema_validator("policy").is_valid(document)
 
 
 def test_null_sections_are_absent_in_any_version() -> None:
     document = {"policy_id": "p", "provenance": None, "conditions": None, "loops": None}
     assert Policy.from_dict(document).extensions is None
-    assert schema().is_valid(document)
+    assert schema_validator("policy").is_valid(document)
 
 
 @pytest.mark.parametrize(
@@ -271,14 +263,14 @@ VALID = {
 @pytest.mark.parametrize("document", VALID.values(), ids=VALID.keys())
 def test_valid_1_1_policy_is_accepted_by_parser_and_schema(document: Any) -> None:
     Policy.from_dict(document)
-    assert [e.message for e in schema().iter_errors(document)] == []
+    assert [e.message for e in schema_validator("policy").iter_errors(document)] == []
 
 
 @pytest.mark.parametrize("path", SAMPLE_POLICIES, ids=[p.name for p in SAMPLE_POLICIES])
 def test_sample_policies_are_valid(path: Any) -> None:
     document = load_json(path)
     Policy.from_dict(document)
-    assert [e.message for e in schema().iter_errors(document)] == []
+    assert [e.message for e in schema_validator("policy").iter_errors(document)] == []
 
 
 # ---- rejected documents: the parser's pointer and message, and the schema ---------------------
@@ -566,7 +558,7 @@ def test_invalid_1_1_policy_is_rejected(name: str, case: tuple[Any, str, str]) -
     document, pointer, fragment = case
     error = rejected(document)
     assert (error.pointer, fragment in error.message) == (pointer, True), error.message
-    assert schema().is_valid(document) == (name in GAPS)
+    assert schema_validator("policy").is_valid(document) == (name in GAPS)
 
 
 def test_risky_patterns_can_be_accepted_as_warnings() -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Iterator
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.trace import Trace
 
-from conftest import REFERENCE, ROOT, SAMPLES, Run, load_json, require_shared
+from conftest import REFERENCE, ROOT, SAMPLES, Run, load_json, require_shared, schema_validator
 
 SCHEMAS = ROOT / "schemas"
 SCHEMA_NAMES = ("trace", "policy", "report")
@@ -31,19 +30,12 @@ CASES = REFERENCE / "benchmarks" / "cases"
 ABSENT = object()  # marks a key to delete in the mutation helpers
 
 
-@cache
-def validator(name: str) -> Draft202012Validator:
-    schema = load_json(SCHEMAS / f"{name}.schema.json")
-    # The format checker makes "format": "regex" an assertion (Python's re, as in the parser).
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
 def schema_errors(name: str, document: object) -> list[str]:
-    return [f"{e.json_path}: {e.message}" for e in validator(name).iter_errors(document)]
+    return [f"{e.json_path}: {e.message}" for e in schema_validator(name).iter_errors(document)]
 
 
 def schema_accepts(name: str, document: object) -> bool:
-    return validator(name).is_valid(document)
+    return schema_validator(name).is_valid(document)
 
 
 def parser_accepts(parse: Callable[[object], object], document: object) -> bool:

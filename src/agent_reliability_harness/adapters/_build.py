@@ -691,7 +691,6 @@ class Builder:
             "workflow": workflow,
             "source": self.fmt,
             "steps": self.steps,
+            "metadata": metadata,
         }
-        if metadata:
-            document["metadata"] = metadata
         return Trace.from_dict(document)

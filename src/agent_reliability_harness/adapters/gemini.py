@@ -324,7 +324,7 @@ def _response_extras(builder: Builder, record: dict[str, Any], firsts: list[int]
     response, base = record, ""
     if type(record.get("response")) is dict:
         response, base = record["response"], "/response"
-    step = builder.steps[firsts[-1]] if firsts and len(builder.steps) > firsts[-1] else None
+    step = builder.first_step_since(firsts[-1]) if firsts else None
     key, usage = _get(response, "usageMetadata")
     if usage is None and response is not record:
         key, usage = _get(record, "usageMetadata")

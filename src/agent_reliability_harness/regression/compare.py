@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from typing import Any, Final, Literal
 
     StatusChange = Literal["added", "removed", "pass->fail", "fail->pass", "unchanged"]
-__all__ = ["CompareResult", "TraceDelta", "compare_reports"]
+__all__ = ["CompareResult", "TraceDelta", "compare_reports", "trace_delta"]
 
 _ROUND_DELTA: Final = 6
 

@@ -6,7 +6,7 @@ import textwrap
 
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._fidelity import console_lines
-from agent_reliability_harness.render._text import plain_number, terminal_safe
+from agent_reliability_harness.render._text import plain_number, plural, terminal_safe
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -99,14 +99,14 @@ class ConsoleWriter:
     def tail(self, summary: RunSummary) -> str:
         total = summary.total
         line = (
-            f"{summary.passed} of {total} trace{'s' if total != 1 else ''} passed, "
+            f"{summary.passed} of {plural(total, 'trace')} passed, "
             f"{summary.failed} failed \u00b7 average score {summary.average_score:.2f}"
         )
         if summary.policy_id is not None:
             line += f" \u00b7 policy {terminal_safe(summary.policy_id)}"
         if summary.input_errors:
             count = len(summary.input_errors)
-            line += f" \u00b7 {count} input error{'s' if count != 1 else ''}"
+            line += f" \u00b7 {plural(count, 'input error')}"
         return self._text([line])
 
 

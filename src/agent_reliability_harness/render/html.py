@@ -167,8 +167,8 @@ def _money(value: float, places: int = 4) -> str:
     return f"${value:.{places}f}"
 
 
-def _plural(count: int, word: str, plural: str | None = None) -> str:
-    return f"{count:,} {word if count == 1 else plural or word + 's'}"
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word if count == 1 else word + 's'}"
 
 
 # -- the page around the sections -----------------------------------------------------------------

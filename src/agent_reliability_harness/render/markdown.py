@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._fidelity import NotApplicableTally
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
+from agent_reliability_harness.render._text import plural
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -96,9 +97,9 @@ def _document(
     run is no larger) and its first failing reports (all that can fit)."""
     total = summary.total
     if failing_count:
-        title = f"{failing_count} of {total} trace{'s' if total != 1 else ''} failed"
+        title = f"{failing_count} of {plural(total, 'trace')} failed"
     else:
-        title = f"all {total} trace{'s' if total != 1 else ''} passed"
+        title = f"all {plural(total, 'trace')} passed"
     head = [f"## arh validation: {title}", ""]
     facts = [f"average score {summary.average_score:.2f}"]
     if summary.policy_id is not None:
@@ -107,7 +108,7 @@ def _document(
         facts.append(f"arh {md_text(summary.harness_version)}")
     if summary.input_errors:
         count = len(summary.input_errors)
-        facts.append(f"**{count} input error{'s' if count != 1 else ''}**")
+        facts.append(f"**{plural(count, 'input error')}**")
     head.append(" \u00b7 ".join(facts) + ".")
     listed, listed_count = (first, total) if total <= _ALL_ROWS else (failing, failing_count)
     if listed_count:
