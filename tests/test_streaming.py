@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_reliability_harness import runner
+from agent_reliability_harness import Policy, runner
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.io import Chunk, Spool, write_atomic
 from agent_reliability_harness.model.report import (
@@ -334,6 +334,9 @@ def test_jobs_start_workers_only_for_more_than_one_piece_of_work(
     many = _outputs(arh, single, tmp_path / "many", "--jobs", "2")
     assert one == many
     assert not started  # one file is one piece of work: it is checked in this process
+    data = (SAMPLES / "traces" / "rebook_double_rebooking.json").read_bytes()
+    _outputs_stdin(arh, [*single, "-"], tmp_path / "stdin", data, "--jobs", "2")
+    assert not started  # standard input is read by this process: one piece left for workers
     monkeypatch.setattr(runner, "_BATCH_FILES", 2)
     _outputs(arh, [str(SAMPLES / "traces")], tmp_path / "several", "--jobs", "2")
     assert started  # six files in pieces of two: workers
@@ -440,4 +443,10 @@ def test_the_reader_keeps_no_document_while_its_trace_is_checked(form: str, tmp_
     del read
     assert not _alive(first)  # the reader is waiting, and holds none of it
     assert next(reader).trace.trace_id == "two"
+    # validation: while the caller has a trace's report, the trace is gone already
+    policy = Policy.from_dict({"schema_version": "1", "policy_id": "p"})
+    reports = runner.iter_reports(policy, [str(target)], on_error=errors.append)
+    assert next(reports).trace_id == "one"
+    assert not _alive(first)
+    assert next(reports).trace_id == "two"
     assert errors == []

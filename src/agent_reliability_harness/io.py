@@ -149,13 +149,12 @@ def _jsonl_records(
     name: str,
     stream: Iterable[bytes],
     first_line: int = 1,
-    *,
-    whole: bool = True,
     tally: list[int] | None = None,
 ) -> Iterator[Document | InputError]:
-    """The records of JSON Lines, numbered from ``first_line``; ``whole`` when these are all
-    of the input's lines (an input without records is an error then). ``tally[0]`` gets the
-    number of records (lines that decode and are not blank) added to it at the end."""
+    """The records of JSON Lines, numbered from ``first_line``. Without ``tally`` these are all
+    of the input's lines, and an input without records is an error; with it, they are part of
+    a file, and ``tally[0]`` gets the number of records (lines that decode and are not blank)
+    added to it at the end."""
     records = 0
     for number, raw in enumerate(stream, first_line):
         try:
@@ -172,7 +171,7 @@ def _jsonl_records(
         yield box.pop()  # no local keeps the document while it is checked
     if tally is not None:
         tally[0] += records
-    if not records and whole:
+    elif not records:
         yield no_records(name)
 
 
@@ -217,9 +216,7 @@ def jsonl_chunks(path: str, size: int) -> Iterator[Chunk]:
             line += breaks
 
 
-def read_chunk(
-    source: Source, chunk: Chunk, tally: list[int] | None = None
-) -> Iterator[Document | InputError]:
+def read_chunk(source: Source, chunk: Chunk, tally: list[int]) -> Iterator[Document | InputError]:
     """The records of one chunk of a JSON Lines file (see :func:`jsonl_chunks`); ``tally[0]``
     gets their number added to it."""
     assert source.path is not None
@@ -232,7 +229,7 @@ def read_chunk(
         return
     lines = BytesIO(data)  # split at b"\n" as a file is, without copying every line twice
     del data
-    yield from _jsonl_records(source.name, lines, chunk.first_line, whole=False, tally=tally)
+    yield from _jsonl_records(source.name, lines, chunk.first_line, tally)
 
 
 def _decode_line(raw: bytes) -> str:

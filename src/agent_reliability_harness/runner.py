@@ -310,7 +310,6 @@ def _checked(
         if checked is None:
             return
         yield checked
-        del checked
 
 
 def _check(validator: Validator, read: ReadTrace, settings: _Settings) -> _Checked:
@@ -468,8 +467,10 @@ def _parallel(
     total = sum(_file_size(source.path) for source in sources if source.path is not None)
     chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
     units = _units(sources, settings.fmt, chunk_bytes)
-    first = list(islice(units, 2))
-    if len(first) < 2:  # one piece of work (one trace, say): workers would only add their start
+    # Standard input (one source at most) is read by this process. When a worker would get
+    # one piece of work at most (one trace, say), workers would only add their start.
+    first = list(islice(units, 3))
+    if sum(unit.sources[0].path is not None for unit in first) < 2:
         for source in sources:
             yield from _outcomes(local, source, settings)
         return
