@@ -1612,7 +1612,7 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
     policy = Policy.from_dict(json.loads(corpus.policy.read_text(encoding="utf-8")))
     validator = Validator(policy)
     plans = [
-        (module.CATEGORY, module.evaluate, module.prepare(policy))
+        (module.CATEGORY, module.evaluate, validator.plans[module.CATEGORY])
         for module in category_modules(policy)
     ]
     spent: dict[str, float] = dict.fromkeys(
@@ -1621,7 +1621,7 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
         + ["lint", "JSON report"],
         0.0,
     )
-    patterns = safety.prepare(policy)
+    patterns = validator.plans[safety.CATEGORY]
     # the safety scan again, split into its parts (not added to the phases above)
     scan: dict[str, float] = dict.fromkeys(
         ["collect strings", "join and fold", "pattern tests", "search and findings"], 0

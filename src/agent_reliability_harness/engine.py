@@ -46,13 +46,16 @@ def category_modules(policy: Policy) -> list[ModuleType]:
 class Validator:
     """A policy compiled once, ready to validate any number of traces."""
 
-    __slots__ = ("_fail_under", "_fidelity", "_plans", "policy")
+    __slots__ = ("_fail_under", "_fidelity", "_plans", "plans", "policy")
 
     def __init__(self, policy: Policy, fail_under: float = DEFAULT_FAIL_UNDER) -> None:
         self.policy = policy
         self._fail_under = check_fail_under(fail_under)
+        modules = category_modules(policy)
+        # category -> the policy compiled for its rules (what the runtime monitor reuses)
+        self.plans: dict[str, Any] = {m.CATEGORY: m.prepare(policy) for m in modules}
         self._plans: list[tuple[_Evaluate, Any]] = [
-            (module.evaluate, module.prepare(policy)) for module in category_modules(policy)
+            (module.evaluate, self.plans[module.CATEGORY]) for module in modules
         ]
         self._fidelity = fidelity_plan(policy)
 

@@ -46,8 +46,9 @@ category over the run: the 1.1 watches keep the state of their rule's own sweep
 (``conditions.Sweep``, the confirmation and loop counters) and build findings with their rule
 module's functions, so the texts cannot drift.
 
-Adding a rule means adding a ``_Watch`` to ``_WATCHES``: ``create`` compiles it from the policy
-(``None`` when the policy does not use it), ``look`` appends what a step would add to the findings
+Adding a rule means adding a ``_Watch`` to ``_WATCHES``: ``create`` makes it from the policy and
+the rules' plans, which the monitor's validator has compiled once (``None`` when the policy does
+not use it), ``look`` appends what a step would add to the findings
 without changing anything, and ``commit`` updates the watch's own state once the step is
 recorded. tests/test_monitor.py lists which rules are decided early; a new rule fails its
 completeness test until it is placed. The module is pure: it never reads a clock or a file.
@@ -92,6 +93,8 @@ if TYPE_CHECKING:
     from typing import Any, Final
 
     from agent_reliability_harness.model.policy11 import Loops
+
+    Plans = Mapping[str, Any]  # rule category -> its plan (Validator.plans)
 
 __all__ = ["BlockedCallError", "Monitor"]
 
@@ -168,7 +171,7 @@ class _Watch:
     __slots__ = ()
 
     @classmethod
-    def create(cls, policy: Policy) -> _Watch | None:
+    def create(cls, policy: Policy, plans: Plans) -> _Watch | None:
         raise NotImplementedError
 
     def look(self, probe: _Probe, out: list[Finding]) -> None:
@@ -183,15 +186,15 @@ class _StepRules(_Watch):
 
     __slots__ = ("_grounding", "_patterns", "_schema", "_step_limit")
 
-    def __init__(self, policy: Policy) -> None:
-        self._schema = schema.prepare(policy)
-        self._patterns = safety.prepare(policy)
-        self._grounding = grounding.prepare(policy)
+    def __init__(self, policy: Policy, plans: Plans) -> None:
+        self._schema = plans[schema.CATEGORY]
+        self._patterns = plans[safety.CATEGORY]
+        self._grounding = plans[grounding.CATEGORY]
         self._step_limit = policy.budgets.max_step_latency_ms
 
     @classmethod
-    def create(cls, policy: Policy) -> _Watch | None:
-        return cls(policy)
+    def create(cls, policy: Policy, plans: Plans) -> _Watch | None:
+        return cls(policy, plans)
 
     def look(self, probe: _Probe, out: list[Finding]) -> None:
         step = probe.step
@@ -221,8 +224,7 @@ class _Calls(_Watch):
 
     __slots__ = ("_after", "_forbidden", "_max_calls")
 
-    def __init__(self, policy: Policy) -> None:
-        plan = sequence.prepare(policy)
+    def __init__(self, plan: sequence.Plan) -> None:
         self._forbidden = frozenset(plan.forbidden)
         order = plan.order
         # for each tool of call_order, the tools listed after it (their first calls must follow)
@@ -230,8 +232,8 @@ class _Calls(_Watch):
         self._max_calls = {name: high for name, _, high in plan.bounds if high is not None}
 
     @classmethod
-    def create(cls, policy: Policy) -> _Watch | None:
-        watch = cls(policy)
+    def create(cls, policy: Policy, plans: Plans) -> _Watch | None:  # noqa: ARG003
+        watch = cls(plans[sequence.CATEGORY])
         return watch if watch._forbidden or watch._after or watch._max_calls else None
 
     def look(self, probe: _Probe, out: list[Finding]) -> None:
@@ -268,15 +270,14 @@ class _Repeats(_Watch):
 
     __slots__ = ("_groups", "_limit", "_side_effects")
 
-    def __init__(self, policy: Policy) -> None:
-        plan = flow.prepare(policy)
+    def __init__(self, plan: flow.Plan) -> None:
         self._limit = plan.max_attempts
         self._side_effects = plan.side_effect_tools
         self._groups: dict[tuple[str, str], _Group] = {}
 
     @classmethod
-    def create(cls, policy: Policy) -> _Watch | None:
-        watch = cls(policy)
+    def create(cls, policy: Policy, plans: Plans) -> _Watch | None:  # noqa: ARG003
+        watch = cls(plans[flow.CATEGORY])
         return watch if watch._limit is not None or watch._side_effects else None
 
     def _watched(self, tool: str | None) -> bool:
@@ -346,7 +347,7 @@ class _Totals(_Watch):
         self._tokens: int | None = None
 
     @classmethod
-    def create(cls, policy: Policy) -> _Watch | None:
+    def create(cls, policy: Policy, plans: Plans) -> _Watch | None:  # noqa: ARG003
         watch = cls(policy)
         limits = (watch._latency_limit, watch._cost_limit, watch._token_limit)
         return watch if any(limit is not None for limit in limits) else None
@@ -398,7 +399,7 @@ class _Length(_Watch):
         self._limit = limit
 
     @classmethod
-    def create(cls, policy: Policy) -> _Watch | None:
+    def create(cls, policy: Policy, plans: Plans) -> _Watch | None:  # noqa: ARG003
         limit = policy.completion.max_steps
         return None if limit is None else cls(limit)
 
@@ -420,7 +421,7 @@ class _StepIds(_Watch):
         self._seen: dict[str, list[int]] = {}  # step id -> [first position, uses]
 
     @classmethod
-    def create(cls, policy: Policy) -> _Watch | None:  # noqa: ARG003 - every policy has ids
+    def create(cls, policy: Policy, plans: Plans) -> _Watch | None:  # noqa: ARG003
         return cls()
 
     def look(self, probe: _Probe, out: list[Finding]) -> None:
@@ -455,8 +456,8 @@ class _Provenance(_Watch):
         self._trusted = GrowingCorpus()
 
     @classmethod
-    def create(cls, policy: Policy) -> _Watch | None:
-        plan = provenance.prepare(policy)
+    def create(cls, policy: Policy, plans: Plans) -> _Watch | None:  # noqa: ARG003
+        plan = plans.get(provenance.CATEGORY)
         return None if plan is None else cls(plan)
 
     def look(self, probe: _Probe, out: list[Finding]) -> None:
@@ -501,8 +502,8 @@ class _Conditions(_Watch):
         self._sweep = conditions.Sweep(plan)
 
     @classmethod
-    def create(cls, policy: Policy) -> _Watch | None:
-        plan = conditions.prepare(policy)
+    def create(cls, policy: Policy, plans: Plans) -> _Watch | None:  # noqa: ARG003
+        plan = plans.get(conditions.CATEGORY)
         return None if plan is None else cls(plan)
 
     def look(self, probe: _Probe, out: list[Finding]) -> None:
@@ -537,8 +538,8 @@ class _Confirmation(_Watch):
         self._pending: list[Finding] = []  # unconfirmed guarded calls before the first user turn
 
     @classmethod
-    def create(cls, policy: Policy) -> _Watch | None:
-        plan = confirmation.prepare(policy)
+    def create(cls, policy: Policy, plans: Plans) -> _Watch | None:  # noqa: ARG003
+        plan = plans.get(confirmation.CATEGORY)
         return None if plan is None else cls(plan)
 
     def _guarded(self, probe: _Probe) -> bool:
@@ -606,8 +607,8 @@ class _Loops(_Watch):
         self._cycles: list[_Cycle] = [(0, (), False, "", None)] * (section.max_cycle_length + 1)
 
     @classmethod
-    def create(cls, policy: Policy) -> _Watch | None:
-        plan = loops.prepare(policy)
+    def create(cls, policy: Policy, plans: Plans) -> _Watch | None:  # noqa: ARG003
+        plan = plans.get(loops.CATEGORY)
         return None if plan is None else cls(plan.loops)
 
     def _key(self, probe: _Probe, tool: str) -> str:
@@ -762,7 +763,8 @@ class Monitor:
         self.trace_id = trace_id
         self.agent_name = agent_name
         self.workflow = workflow
-        watches = (watch.create(policy) for watch in _WATCHES)
+        plans = self._validator.plans  # the rules' own plans, compiled once
+        watches = (watch.create(policy, plans) for watch in _WATCHES)
         self._watches = tuple(watch for watch in watches if watch is not None)
         self._state = _State()
         self._checked: tuple[Step, list[Finding]] | None = None
