@@ -13,9 +13,10 @@ from agent_reliability_harness.model._checks import bad, json_type
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
-__all__ = ["ArgPath", "collect", "collect_located", "json_key"]
+__all__ = ["ArgPath", "collect", "collect_located", "json_key", "string_leaves"]
 
 
 def json_key(value: Any) -> Any:
@@ -124,3 +125,23 @@ def collect_located(value: Any, path: ArgPath, base: str) -> list[tuple[str, Any
         if not current:
             break
     return current
+
+
+def string_leaves(value: Any, base: str, *, keys: bool = False) -> Iterator[tuple[str, str, bool]]:
+    """(pointer, text, is_key) for every non-empty string of a JSON value, depth first; with
+    ``keys``, an object's non-empty keys too, before its values."""
+    stack: list[tuple[str, Any]] = [(base, value)]
+    while stack:
+        pointer, node = stack.pop()
+        kind = type(node)
+        if kind is str:
+            if node:
+                yield pointer, node, False
+        elif kind is dict:
+            if keys:
+                for key in node:
+                    if key:
+                        yield join_pointer(pointer, key), key, True
+            stack.extend(reversed([(join_pointer(pointer, k), v) for k, v in node.items()]))
+        elif kind is list:
+            stack.extend(reversed([(join_pointer(pointer, i), v) for i, v in enumerate(node)]))

@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agent_reliability_harness._record import Record
-from agent_reliability_harness.errors import join_pointer
-from agent_reliability_harness.model._paths import collect_located
+from agent_reliability_harness.model._paths import collect_located, string_leaves
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step
@@ -30,7 +29,7 @@ from agent_reliability_harness.rules.registry import rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final
+    from typing import Final
 
     # the parser of the 1.1 sections is loaded only for policies that declare 1.1
     from agent_reliability_harness.model.policy11 import Provenance, Sink
@@ -78,21 +77,6 @@ def prepare(policy: Policy) -> Plan | None:
     )
 
 
-def _strings(value: Any, base: str, found: list[tuple[str, str]]) -> None:
-    """Append (pointer, text) for every non-empty string leaf of a JSON value, depth first."""
-    stack: list[tuple[str, Any]] = [(base, value)]
-    while stack:
-        pointer, node = stack.pop()
-        kind = type(node)
-        if kind is str:
-            if node:
-                found.append((pointer, node))
-        elif kind is dict:
-            stack.extend(reversed([(join_pointer(pointer, k), v) for k, v in node.items()]))
-        elif kind is list:
-            stack.extend(reversed([(join_pointer(pointer, i), v) for i, v in enumerate(node)]))
-
-
 def returned_texts(step: Step) -> list[str]:
     """The text a tool call returned: the string leaves of its output, and its error text."""
     texts: list[str] = []
@@ -132,12 +116,14 @@ class _Check(Record):
 
 
 def sink_values(step: Step, sink: Sink, minimum: int) -> tuple[Value, ...]:
-    leaves: list[tuple[str, str]] = []
-    for pointer, value in collect_located(step.arguments or {}, sink.argument, "/arguments"):
-        _strings(value, pointer, leaves)
     values: list[Value] = []
     regex = sink.extract_regex
-    for pointer, text in leaves:
+    leaves = (
+        leaf
+        for where, value in collect_located(step.arguments or {}, sink.argument, "/arguments")
+        for leaf in string_leaves(value, where)
+    )
+    for pointer, text, _ in leaves:
         parts = [text] if regex is None else [m.group(0) for m in regex.finditer(text)]
         for part in parts:
             key = normalise(part)

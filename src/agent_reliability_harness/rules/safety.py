@@ -7,7 +7,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from itertools import accumulate
 
-from agent_reliability_harness.errors import join_pointer
+from agent_reliability_harness.model._paths import string_leaves
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step
@@ -100,7 +100,8 @@ def _step_texts(step: Step, texts: list[str]) -> int:
 
 
 def _walk(value: Any) -> Iterator[_Blob]:
-    """Strings of a JSON value, depth first; an object's keys come before its values."""
+    """Strings of a JSON value, depth first; an object's keys come before its values (the
+    order of :func:`~agent_reliability_harness.model._paths.string_leaves` with keys)."""
     stack = [value]
     pop, push = stack.pop, stack.extend
     while stack:
@@ -116,24 +117,6 @@ def _walk(value: Any) -> Iterator[_Blob]:
             push(reversed(node.values()))
         elif kind is list:
             push(reversed(node))
-
-
-def _walk_with_pointers(value: Any, base: str) -> Iterator[tuple[str, _Blob]]:
-    """The same strings as :func:`_walk`, in the same order, with their JSON pointers."""
-    stack: list[tuple[str, Any]] = [(base, value)]
-    while stack:
-        pointer, node = stack.pop()
-        kind = type(node)
-        if kind is str:
-            if node:
-                yield pointer, (node, False)
-        elif kind is dict:
-            for key in node:
-                if key:
-                    yield join_pointer(pointer, key), (key, True)
-            stack.extend(reversed([(join_pointer(pointer, k), c) for k, c in node.items()]))
-        elif kind is list:
-            stack.extend(reversed([(join_pointer(pointer, i), c) for i, c in enumerate(node)]))
 
 
 def _blobs(step: Step) -> Iterator[_Blob]:
@@ -152,9 +135,9 @@ def _blob_pointers(step: Step) -> list[str]:
     if step.text:
         pointers.append("/text")
     if step.output is not None:
-        pointers.extend(p for p, _ in _walk_with_pointers(step.output, "/output"))
+        pointers.extend(p for p, _, _ in string_leaves(step.output, "/output", keys=True))
     if step.arguments:
-        pointers.extend(p for p, _ in _walk_with_pointers(step.arguments, "/arguments"))
+        pointers.extend(p for p, _, _ in string_leaves(step.arguments, "/arguments", keys=True))
     if step.error:
         pointers.append("/error")
     return pointers
