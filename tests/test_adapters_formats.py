@@ -647,6 +647,31 @@ def test_the_missing_list_is_read_leniently() -> None:
     assert [c.rule_id for c in validate_trace(trace, policy).not_applicable] == ["ARH-SAF-001"]
 
 
+def test_a_field_declared_missing_but_present_is_checked_not_excused() -> None:
+    # a hand-written trace may list a field it has; its checks then run, and a finding of one
+    # must not sit beside the same check reported as not applicable
+    policy = Policy.from_dict(FIDELITY_POLICY)
+    missing = ["latency_ms", "cost_usd", "tokens", "tool_output", "tool_status"]
+    call = {"step_id": "s1", "type": "tool_call", "tool_name": "t", "arguments": {}}
+    base = {"trace_id": "t", "agent_name": "a", "workflow": "w"}
+    data = {**base, "metadata": {"adapter": {"missing": missing}}}
+    bare = Trace.from_dict({**data, "steps": [call]})
+    assert [c.field for c in validate_trace(bare, policy).not_applicable] == [
+        "latency_ms", "latency_ms", "cost_usd", "tokens", "tool_status", "tool_output"
+    ]  # fmt: skip
+    recorded = {**call, "latency_ms": 30000, "cost_usd": 0.1, "output_tokens": 5}
+    full = {**recorded, "status": "error", "error": "boom", "output": {"ok": False}}
+    report = validate_trace(Trace.from_dict({**data, "steps": [full]}), policy)
+    assert report.not_applicable == ()
+    assert {"ARH-BUD-001", "ARH-BUD-002", "ARH-FLW-001"} <= {f.rule_id for f in report.findings}
+    # each field on its own: only the checks of the fields really absent stay excused
+    partial = validate_trace(Trace.from_dict({**data, "steps": [recorded]}), policy)
+    assert [c.field for c in partial.not_applicable] == ["tool_status", "tool_output"]
+    user = {"step_id": "u", "type": "user_message", "text": "hi", "latency_ms": 5}
+    ignored = validate_trace(Trace.from_dict({**data, "steps": [user, call]}), policy)
+    assert "latency_ms" in [c.field for c in ignored.not_applicable]  # a user turn is not a step
+
+
 def test_reports_list_the_checks_that_did_not_apply(tmp_path: Path) -> None:
     policy = Policy.from_dict(FIDELITY_POLICY)
     converted = [
