@@ -478,6 +478,11 @@ def test_input_errors_in_the_candidate_fail_the_run(arh: Arh, tmp_path: Path) ->
     run = arh("compare", "--baseline", base, "--policy", POLICY, PASS, broken, "--fail-on", "never")
     assert run.status == 1
     assert f"error: {broken.as_posix()}:1:2: invalid JSON" in run.err
+    # the gate passed, and the console says why the status is 1 anyway
+    assert run.out.endswith(
+        "GATE: PASS (fail-on never)\nexit status 1 all the same: 1 candidate input error "
+        "(on standard error)\n"
+    )
 
 
 # -- the library API ---------------------------------------------------------------------------

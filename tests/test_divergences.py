@@ -530,6 +530,11 @@ def test_d37_usage_errors_before_files_are_read(tmp_path: Path, arh: Callable[..
               "--fail-under", "50")  # fmt: skip
     assert run.status == 2
     assert "--fail-under applies only when validating traces with --policy" in run.err
+    # a flag for loading a policy, where no policy is loaded
+    run = arh("compare", "--baseline", tmp_path / "missing.json", "--candidate", "c.json",
+              "--allow-risky-patterns")  # fmt: skip
+    assert run.status == 2
+    assert "--allow-risky-patterns applies only when validating traces with --policy" in run.err
 
 
 def test_d38_drift_is_reported(tmp_path: Path, arh: Callable[..., Run]) -> None:

@@ -598,6 +598,7 @@ def _compare_usage(args: argparse.Namespace) -> str | None:
             ("--trace-id-at", args.trace_id_at or None),
             ("--task-key", args.task_key),
             ("--outcome-at", args.outcome_at),
+            ("--allow-risky-patterns", args.allow_risky_patterns or None),
         ):
             if value is not None:
                 return f"{option} applies only when validating traces with --policy"
@@ -764,6 +765,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         data = stats.to_dict()
     if not args.quiet:
         _print(render_compare_console(result, gate, extra=console_extra), sys.stdout)
+        if gate.passed and input_errors:
+            from agent_reliability_harness.render._text import plural
+
+            count = plural(input_errors, "candidate input error")
+            _print(f"exit status 1 all the same: {count} (on standard error)\n", sys.stdout)
     if args.json_out:
         text = render_compare_json(result, gate, statistics=data)
         status = _write(args.json_out, text, "Comparison JSON", args.quiet)
