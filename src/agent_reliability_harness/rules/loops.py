@@ -50,9 +50,11 @@ CYCLE = rule(
     category=CATEGORY,
     severity="error",
     title="Cycle of calls repeated too often",
-    trigger="loops.max_cycle_repeats is set and a cycle of 2 to max_cycle_length different "
-    "consecutive tool calls (A, B, A, B, ...) occurs more than max_cycle_repeats times back to "
-    "back. A cycle is reported with its shortest length; one finding per run of repetitions.",
+    trigger="loops.max_cycle_repeats is set and a cycle, a block of 2 to max_cycle_length "
+    "consecutive tool calls that is not itself a repetition of a shorter block (A, B and A, "
+    "B, A are cycles, A, A is not), occurs more than max_cycle_repeats times back to back "
+    "(A, B, A, B, A, B is A, B three times). A cycle is reported with its shortest length; one "
+    "finding per run of repetitions.",
     scoring="One loops check for the whole trace, failed when any cycle is too long.",
     anchor="the call that completes the first repetition over the limit",
     remediation="Find what the agent waits for in the cycle (a result it never accepts, a state "

@@ -134,8 +134,8 @@ CATEGORIES: Final = (
         "CND",
         20,
         "Conditions and relations",
-        "the policy has conditions or relations and at least one call met a condition's or a "
-        "relation's when clause",
+        "the policy has conditions or relations and a check was made: a call met a condition's "
+        "when clause, or a relation's and had something to compare with (or if_missing is fail)",
         "the share of condition and relation checks that passed",
     ),
     Category(
