@@ -756,6 +756,29 @@ def test_pointer_parsing() -> None:
     assert caught.value.pointer == "/a"
 
 
+@pytest.mark.parametrize(
+    "token",
+    ["01", "-0", "-01", "-4", "3", "+1", "1.0", " 1", "\u0661", "9" * 5000, "-" + "9" * 5000],
+)
+def test_a_token_that_names_no_element_is_an_input_error(token: str) -> None:
+    # an index of 4,300 digits or more once escaped as a ValueError (int() refuses such texts)
+    with pytest.raises(InputError) as caught:
+        resolve({"a": [10, 20, 30]}, f"/a/{token}/b")
+    assert caught.value.pointer == "/a"
+    assert f"no element {token!r} in this array of 3" in caught.value.message
+
+
+def test_an_index_of_thousands_of_digits_is_reported_by_convert(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    source = tmp_path / "run.json"
+    source.write_text(json.dumps({"traj": [user("hi")]}), encoding="utf-8")
+    run = arh("convert", source, "--messages-at", "/traj/" + "1" * 5000)
+    assert run.status == 1, run.err[:300]
+    assert "Traceback" not in run.err
+    assert f"{source}: /traj: no element '1111" in run.err
+
+
 def test_a_document_of_records_gives_one_result_per_record() -> None:
     document = [
         {"task_id": 1, "traj": [user("a")]},

@@ -581,6 +581,95 @@ def test_report_reader_names_the_bad_field() -> None:
     assert caught.value.pointer == "/reports/0/findings/0/severity"
 
 
+def _entry(**fields: Any) -> dict[str, Any]:
+    return {"trace_id": "t", "passed": True, "score": 100.0, "findings": []} | fields
+
+
+@pytest.mark.parametrize(
+    ("document", "pointer", "message"),
+    [
+        ({"reports": [_entry(score=1.7e308)]}, "/reports/0/score",
+         "must be a number from 0 to 100, got 1.7e+308"),
+        ({"reports": [_entry(score=-0.01)]}, "/reports/0/score",
+         "must be a number from 0 to 100, got -0.01"),
+        ({"reports": [_entry(unrounded_score=100.5)]}, "/reports/0/unrounded_score",
+         "must be a number from 0 to 100, got 100.5"),
+        ({"reports": [], "summary": {"average_score": -1e308}}, "/summary/average_score",
+         "must be a number from 0 to 100, got -1e+308"),
+        ({"reports": [], "summary": "all good"}, "/summary", "must be an object, got string"),
+        ({"reports": [_entry(total_cost_usd=-1)]}, "/reports/0/total_cost_usd",
+         "must be a finite number >= 0, got -1"),
+        ({"reports": [_entry(total_latency_ms=-1e308)]}, "/reports/0/total_latency_ms",
+         "must be a finite number >= 0, got -1e+308"),
+        ({"reports": [_entry(citation_coverage=1.5)]}, "/reports/0/citation_coverage",
+         "must be a number from 0 to 1, got 1.5"),
+        ({"reports": [_entry(total_tokens=-3)]}, "/reports/0/total_tokens",
+         "must be an integer >= 0, got -3"),
+        ({"reports": [_entry(total_tokens=2.5)]}, "/reports/0/total_tokens",
+         "must be an integer >= 0, got 2.5"),
+        ({"reports": [_entry(total_tokens="12")]}, "/reports/0/total_tokens",
+         "must be an integer >= 0, got string"),
+        ({"reports": [_entry(findings=[{"severity": "fatal", "rule_id": "ARH-FLW-003"}])]},
+         "/reports/0/findings/0/severity", "must be 'error', 'warning' or 'info', got 'fatal'"),
+        ({"reports": [], "policy": "refund-v1"}, "/policy", "must be an object, got string"),
+        ({"reports": [], "policy": {"policy_id": 7}}, "/policy/policy_id",
+         "must be a string or null, got number"),
+        ({"reports": [], "harness": ["arh"]}, "/harness", "must be an object, got array"),
+    ],
+)  # fmt: skip
+def test_report_reader_refuses_values_validation_never_writes(
+    document: dict[str, Any], pointer: str, message: str
+) -> None:
+    with pytest.raises(InputError) as caught:
+        RunReport.from_dict(document)
+    assert (caught.value.pointer, caught.value.message) == (pointer, message)
+
+
+def test_report_reader_accepts_the_extremes_validation_writes() -> None:
+    run = RunReport.from_dict(
+        {
+            "summary": {"average_score": 100.0},
+            "reports": [
+                _entry(trace_id="a", score=0, total_latency_ms=0, total_cost_usd=-0.0),
+                _entry(trace_id="b", unrounded_score=100.0, citation_coverage=1, total_tokens=0),
+                _entry(trace_id="c", findings=[{"severity": "info"}], total_cost_usd=1.7e308),
+            ],
+            "harness": None,
+            "policy": {"policy_id": None, "sha256": None},
+        }
+    )
+    assert [r.score for r in run.reports] == [0.0, 100.0, 100.0]
+    assert run.reports[0].total_cost_usd == 0.0
+    assert run.reports[2].findings[0].severity == "info"
+
+
+def test_huge_scores_in_saved_reports_are_input_errors(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS, DOUBLE)
+    data = load_json(base)
+    for entry in data["reports"]:
+        entry["score"] = entry["unrounded_score"] = 1.7e308
+    huge = _write(tmp_path / "huge.json", data)
+    run = arh("compare", "--baseline", base, "--candidate", huge)
+    assert run.status == 1
+    assert run.err == (
+        f"error: invalid candidate: {huge}: /reports/0/score: must be a number from 0 to 100, "
+        "got 1.7e+308\n"
+    )
+    # one trace scored -1e308 then 1e308 gave "average_score_delta": Infinity (invalid JSON)
+    low, high = copy.deepcopy(data), copy.deepcopy(data)
+    for doc, score in ((low, -1e308), (high, 1e308)):
+        doc["reports"] = doc["reports"][:1]
+        doc["reports"][0]["score"] = doc["reports"][0]["unrounded_score"] = score
+    out = tmp_path / "compare.json"
+    run = arh(
+        "compare", "--baseline", _write(tmp_path / "low.json", low),
+        "--candidate", _write(tmp_path / "high.json", high), "--json-out", out,
+    )  # fmt: skip
+    assert run.status == 1
+    assert "/reports/0/score: must be a number from 0 to 100, got -1e+308" in run.err
+    assert not out.exists()
+
+
 _ids = st.text(alphabet="abcs-01", min_size=1, max_size=4)
 _findings = st.builds(
     Finding,

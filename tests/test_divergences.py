@@ -129,6 +129,9 @@ def test_d10_unsafe_patterns_are_compiled_when_the_policy_loads() -> None:
     )
     error = _policy_error(_policy(unsafe_patterns=["a*"]))
     assert "matches the empty string" in error.message
+    error = _policy_error(_policy(unsafe_patterns=["ok", r"\b"]))
+    assert error.pointer == "/unsafe_patterns/1"
+    assert "can match without consuming a character" in error.message
 
 
 def test_d11_unknown_argument_types_are_policy_errors() -> None:
@@ -434,9 +437,10 @@ def test_d31_report_additions(tmp_path: Path, arh: Callable[..., Run]) -> None:
 
 def test_d32_console_escapes_control_characters(tmp_path: Path, arh: Callable[..., Run]) -> None:
     policy = _write(tmp_path / "p.json", _policy())
-    trace = _write(tmp_path / "t.json", _trace(_say("s1"), trace_id="evil\x1b[31m\u202eid\ud800"))
+    evil = "evil\x1b[31m\u202eid\ud800\u2028x"
+    trace = _write(tmp_path / "t.json", _trace(_say("s1"), trace_id=evil))
     run = arh("validate", "--policy", policy, trace)
-    assert "evil\\x1b[31m\\u202eid\\ud800" in run.out
+    assert "evil\\x1b[31m\\u202eid\\ud800\\u2028x" in run.out
     assert "\x1b" not in run.out
 
 
@@ -512,6 +516,30 @@ def test_d35_score_deltas_use_unrounded_scores() -> None:
     assert abs(delta.score_delta + 0.0009) < 1e-9
     (delta,) = compare_reports(run(90.0049, False), run(90.004, True)).traces
     assert delta.score_delta == 0.0
+
+
+def test_d104_report_values_are_held_to_what_validation_writes(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    base = _reports(tmp_path, arh, _trace(_say("s1")))
+    data = json.loads(base.read_text(encoding="utf-8"))
+    entry = data["reports"][0]
+    entry["findings"] = [
+        {"severity": "fatal", "category": "flow", "message": "m", "step_id": "s1", "rule_id": "X"}
+    ]
+    fatal = _write(tmp_path / "fatal.json", data)
+    run = arh("compare", "--baseline", base, "--candidate", fatal)
+    assert run.status == 1
+    assert run.err == (
+        f"error: invalid candidate: {fatal}: /reports/0/findings/0/severity: must be 'error', "
+        "'warning' or 'info', got 'fatal'\n"
+    )
+    entry["findings"] = []
+    entry["score"] = entry["unrounded_score"] = 250.0
+    high = _write(tmp_path / "high.json", data)
+    run = arh("compare", "--baseline", high, "--candidate", base)
+    assert run.status == 1
+    assert "/reports/0/score: must be a number from 0 to 100, got 250.0" in run.err
 
 
 def test_d36_reason_lines_count_what_they_list() -> None:

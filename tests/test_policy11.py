@@ -595,6 +595,9 @@ def path(text: str) -> ArgPath:
         ("/items/*/sku", ["a", "b"]),
         ("/items/1/sku", ["b"]),
         ("/items/01/sku", []),  # not an array index
+        ("/items/-1/sku", []),  # policy paths do not count from the end
+        ("/items/\u0661/sku", []),  # a digit, but not an ASCII one
+        ("/items/" + "1" * 5000 + "/sku", []),  # int() refuses it: once a ValueError
         ("/items/9/sku", []),
         ("/meta/*", [1, 2]),
         ("/a~1b", ["slash"]),

@@ -676,6 +676,28 @@ def test_unsafe_patterns_rejected(patterns: list[object], pointer: str, fragment
     check_rejected(policy_doc(unsafe_patterns=patterns), pointer, fragment)
 
 
+# Each fails to match "" yet succeeds, without consuming a character, somewhere in almost every
+# text: a finding for nearly every string, quoting an empty excerpt.
+@pytest.mark.parametrize(
+    "pattern",
+    [r"\b", r"\B", "(?=.)", "(?=x)", "(?<=a)", r"a|\b", r"\b(?:password)?", r"(?:\bx)?\B", "(?!)"],
+)
+def test_unsafe_patterns_whose_shortest_match_is_empty_are_rejected(pattern: str) -> None:
+    check_rejected(
+        policy_doc(unsafe_patterns=["drop table", "x+", pattern]),
+        "/unsafe_patterns/2",
+        f"pattern {pattern!r} can match without consuming a character",
+    )
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"\bpassword\b", r"^rm -rf", r"(?<=key=)\w", r"x*y", r"(a)\1", r"(?=a)\w"]
+)
+def test_unsafe_patterns_with_anchors_that_consume_a_character_load(pattern: str) -> None:
+    (loaded,) = Policy.from_dict(policy_doc(unsafe_patterns=[pattern])).unsafe_patterns
+    assert loaded.pattern == pattern
+
+
 # --- the 0.2.x reference policies --------------------------------------------------------------
 
 

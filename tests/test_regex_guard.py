@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agent_reliability_harness import InputError, Policy
-from agent_reliability_harness.model._regex import risky_repetition
+from agent_reliability_harness.model._regex import matches_zero_width, risky_repetition
 
 from conftest import SAMPLES, Run
 
@@ -56,6 +56,25 @@ def test_risky_shapes_are_flagged(pattern: str) -> None:
 @pytest.mark.parametrize("pattern", SAFE)
 def test_safe_shapes_are_not_flagged(pattern: str) -> None:
     assert not risky_repetition(pattern)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "zero_width"),
+    [
+        ("a*", True),
+        ("^", True),
+        (r"\b", True),
+        (r"\B", True),
+        ("(?=.)", True),
+        (r"a|\b", True),
+        (r"\bpassword\b", False),
+        ("(?<=a)b", False),
+        (r"(a)\1", False),
+        ("(unclosed", False),  # not this guard's to report: compiling the pattern fails first
+    ],
+)
+def test_zero_width_patterns_are_told(pattern: str, zero_width: bool) -> None:
+    assert matches_zero_width(pattern) is zero_width
 
 
 def test_policy_rejects_a_risky_pattern_with_its_pointer() -> None:

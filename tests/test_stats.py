@@ -555,6 +555,26 @@ def test_gate_file_errors_name_file_line_and_key(
     assert message in error.message
 
 
+def test_gate_files_nested_too_deeply_or_with_too_long_integers_are_input_errors() -> None:
+    import sys
+
+    deep = "x = " + "[" * 2000 + "]" * 2000 + "\n"
+    with pytest.raises(InputError) as caught:
+        parse_gate_file(deep, "deep.toml")
+    assert str(caught.value) == (
+        "deep.toml: nested too deeply to read: arrays or inline tables hundreds of levels deep"
+    )
+    limit = sys.get_int_max_str_digits()
+    if not limit:
+        return  # the interpreter reads integers of any length
+    long = "[defaults]\nmin_pass_rate = 0.5\nmax_flaky_tasks = 1_" + "9" * limit + "\n"
+    with pytest.raises(InputError) as caught:
+        parse_gate_file(long, "long.toml")
+    error = caught.value
+    assert (error.source, error.line, error.column, error.pointer) == ("long.toml", 3, 19, None)
+    assert error.message == f"invalid TOML: an integer has more than {limit} digits"
+
+
 def test_invalid_toml_is_an_input_error_with_its_position() -> None:
     with pytest.raises(InputError) as caught:
         parse_gate_file("[defaults]\nsignificance = = 0.05\n", "arh.toml")
@@ -575,6 +595,8 @@ def test_invalid_toml_is_an_input_error_with_its_position() -> None:
         ("flaky tasks <= 2", "max_flaky_tasks", 2),
         ("min_pass_rate=0.75", "min_pass_rate", Fraction(3, 4)),
         ("significance = 1e-3", "significance", Fraction(1, 1000)),
+        ("significance=1e-100", "significance", Fraction(1, 10**100)),
+        ("pass rate >= 0." + "9" * 99, "min_pass_rate", 1 - Fraction(1, 10**99)),  # 100 digits
     ],
 )
 def test_gate_expressions(expression: str, key: str, value: Fraction | int) -> None:
@@ -593,12 +615,20 @@ def test_gate_expressions(expression: str, key: str, value: Fraction | int) -> N
         ("k=3", "k is set with --k"),
         ("allow_insufficient_data=true", "--allow-insufficient-data"),
         ("min_pass_rate=high", "'high' is not a number"),
+        ("pass rate >= 0." + "9" * 4400,
+         "0." + "9" * 35 + "... has 4401 digits, too many to use (at most 100)"),
+        ("pass^k drop <= 0." + "0" * 100, "has 101 digits, too many to use (at most 100)"),
+        ("flaky tasks <= " + "9" * 4400, "has 4400 digits, too many to use (at most 100)"),
+        ("min_pass_rate=0e999999",
+         "the number 0e999999 has an exponent too large to use (at most 100 either way)"),
+        ("significance=1e-101", "has an exponent too large to use"),
     ],
-)
+)  # fmt: skip
 def test_bad_gate_expressions_are_usage_errors(expression: str, message: str) -> None:
     with pytest.raises(UsageError, match="--gate") as caught:
         parse_gate_expression(expression)
     assert message in str(caught.value)
+    assert len(str(caught.value)) < 400  # a long expression is abbreviated
 
 
 # -- gate checks --------------------------------------------------------------------------------

@@ -225,6 +225,19 @@ def test_bad_gate_files_name_the_file_line_and_key(arh: Arh, tmp_path: Path) -> 
     assert missing.err.startswith("error: invalid gate file: ")
 
 
+def test_gate_files_nested_too_deeply_are_invalid(arh: Arh, tmp_path: Path) -> None:
+    base = _one_report(arh, tmp_path, "base", BASELINE)
+    gates = tmp_path / "deep.toml"
+    gates.write_text("x = " + "[" * 2000 + "]" * 2000 + "\n", "utf-8")
+    message = (
+        f"error: invalid gate file: {gates}: nested too deeply to read: arrays or inline tables "
+        "hundreds of levels deep\n"
+    )
+    for args in (["stats", base], ["compare", "--baseline", base, "--candidate", base]):
+        run = arh(*args, "--gates", gates)
+        assert (run.status, run.err) == (1, message)
+
+
 def test_stats_of_one_report_with_every_run(arh: Arh, tmp_path: Path) -> None:
     report = _one_report(arh, tmp_path, "base", BASELINE)
     run = arh("stats", report)
@@ -333,6 +346,12 @@ def test_missing_labels_are_input_errors(arh: Arh, tmp_path: Path) -> None:
          "--outcome-at applies only"),
         (["compare", "--baseline", "b.json", "--candidate", "c.json", "--gate", "x"],
          "is not a gate"),
+        (["stats", "r.json", "--gate", "pass rate >= 0." + "9" * 4400],
+         "0." + "9" * 35 + "... has 4401 digits, too many to use"),
+        (["compare", "--baseline", "b.json", "--candidate", "c.json", "--gate",
+          "pass rate >= 0." + "9" * 4400], "has 4401 digits, too many to use (at most 100)"),
+        (["stats", "r.json", "--gate", "flaky tasks <= " + "9" * 4400],
+         "has 4400 digits, too many to use (at most 100)"),
         (["compare", "--baseline", "b.json", "--candidate", "c.json", "--gate",
           "pass rate >= 0.9", "--max-score-drop", "1"],
          ("--max-score-drop applies only to --fail-on regressions (with --gate or --gates it "
@@ -482,6 +501,47 @@ def test_compare_without_statistics_options_writes_no_statistics(arh: Arh, tmp_p
     assert "statistics" not in load_json(out)
     assert "STATISTICS" not in run.out
     assert "GATE: PASS (fail-on regressions)" in run.out
+
+
+def test_totals_that_add_up_beyond_a_float_are_input_errors(arh: Arh, tmp_path: Path) -> None:
+    data = load_json(_one_report(arh, tmp_path, "base", BASELINE))
+    data["reports"][0]["total_cost_usd"] = 1.7e308
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(data), "utf-8")
+    out = tmp_path / "stats.json"
+    run = arh("stats", one, "--json-out", out, "--quiet")  # one such total alone still fits
+    assert run.status == 0, run.err
+    assert load_json(out)["overall"]["cost_usd"] == 1.7e308
+    data["reports"][3]["total_cost_usd"] = 1.7e308
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps(data), "utf-8")
+    message = (
+        f"error: {two}: /reports/3/total_cost_usd: the reports' total_cost_usd values add up to "
+        "more than the largest number a summary can hold\n"
+    )
+    run = arh("stats", two)
+    assert (run.status, run.err) == (1, message)
+    run = arh("compare", "--baseline", one, "--candidate", two, "--gate", "pass rate >= 0.5")
+    assert (run.status, run.err) == (1, message)
+
+
+def test_token_totals_too_long_to_write_are_input_errors(arh: Arh, tmp_path: Path) -> None:
+    import sys
+
+    limit = sys.get_int_max_str_digits()
+    if not limit:
+        pytest.skip("the interpreter has no limit on the length of integers it writes")
+    data = load_json(_one_report(arh, tmp_path, "base", BASELINE))
+    for entry in data["reports"][:2]:
+        entry["total_tokens"] = 10**limit - 1  # the longest integer that can be written
+    report = tmp_path / "tokens.json"
+    report.write_text(json.dumps(data), "utf-8")
+    run = arh("stats", report)
+    assert run.status == 1
+    assert run.err == (
+        f"error: {report}: /reports/1/total_tokens: the reports' total_tokens values add up to a "
+        "number too long to report\n"
+    )
 
 
 def test_reports_with_input_errors_are_warned_about(arh: Arh, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 
 from agent_reliability_harness.errors import InputError, UsageError, join_pointer
-from agent_reliability_harness.model._checks import json_type
+from agent_reliability_harness.model._checks import array_index, json_type
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -28,8 +28,6 @@ __all__ = [
 ]
 
 _BAD_ESCAPE: Final = re.compile(r"~(?![01])")
-_INDEX: Final = re.compile(r"(?:0|[1-9][0-9]*)")
-_FROM_END: Final = re.compile(r"-[1-9][0-9]*")
 
 
 def parse_pointer(text: str) -> tuple[str, ...]:
@@ -54,16 +52,6 @@ def check_pointer(text: str) -> str:
     return text
 
 
-def _index(token: str, length: int) -> int | None:
-    if _INDEX.fullmatch(token):
-        index = int(token)
-    elif _FROM_END.fullmatch(token):
-        index = length + int(token)
-    else:
-        return None
-    return index if 0 <= index < length else None
-
-
 def resolve(value: Any, pointer: str) -> tuple[Any, str]:
     """The value at ``pointer`` inside ``value`` and its normalised pointer (indexes counted
     from the start). A missing member is an InputError at the deepest pointer that exists."""
@@ -77,7 +65,7 @@ def resolve(value: Any, pointer: str) -> tuple[Any, str]:
             current = current[token]
             where = join_pointer(where, token)
         elif kind is list:
-            index = _index(token, len(current))
+            index = array_index(token, len(current), from_end=True)
             if index is None:
                 raise InputError(
                     f"no element {token!r} in this array of {len(current)} (looking for {pointer})",

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "array_index",
     "bad",
     "is_finite",
     "json_type",
@@ -62,6 +63,22 @@ def number_text(value: int | float) -> str:
     if type(value) is int and not is_finite(value):
         return f"an integer of {len(str(abs(value)))} digits"
     return repr(value)
+
+
+def array_index(token: str, length: int, *, from_end: bool = False) -> int | None:
+    """The element that a JSON pointer token names in an array of ``length``, or None (the rule
+    of every pointer arh resolves). RFC 6901: ``0`` or ASCII digits without a leading zero; with
+    ``from_end``, ``-1``, ``-2``, ... count from the end (the command-line pointers' extension)."""
+    negative = from_end and token.startswith("-")
+    digits = token[1:] if negative else token
+    if not (digits.isascii() and digits.isdigit()) or (len(digits) > 1 and digits[0] == "0"):
+        return None
+    if len(digits) > len(str(length)):  # out of range; and int() refuses 4,300 digits or more
+        return None
+    number = int(digits)
+    if negative:
+        return length - number if 0 < number <= length else None
+    return number if number < length else None
 
 
 def bad(pointer: str, message: str) -> InputError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import join_pointer
-from agent_reliability_harness.model._checks import bad, json_type
+from agent_reliability_harness.model._checks import array_index, bad, json_type
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -70,13 +70,6 @@ class ArgPath(Record):
         return join_pointer("", *self.segments)
 
 
-def _index(segment: str, length: int) -> int | None:
-    if not (segment.isascii() and segment.isdigit()) or (len(segment) > 1 and segment[0] == "0"):
-        return None
-    number = int(segment)
-    return number if number < length else None
-
-
 def collect(value: Any, path: ArgPath) -> list[Any]:
     """The values at ``path`` inside ``value`` (several with wildcards, none when absent)."""
     current = [value]
@@ -93,7 +86,7 @@ def collect(value: Any, path: ArgPath) -> list[Any]:
                 if segment == "*":
                     found.extend(node)
                 else:
-                    at = _index(segment, len(node))
+                    at = array_index(segment, len(node))
                     if at is not None:
                         found.append(node[at])
         current = found
@@ -118,7 +111,7 @@ def collect_located(value: Any, path: ArgPath, base: str) -> list[tuple[str, Any
                 if segment == "*":
                     found.extend((join_pointer(where, i), v) for i, v in enumerate(node))
                 else:
-                    at = _index(segment, len(node))
+                    at = array_index(segment, len(node))
                     if at is not None:
                         found.append((join_pointer(where, at), node[at]))
         current = found

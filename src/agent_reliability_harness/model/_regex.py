@@ -1,4 +1,5 @@
-"""A guard against regular expressions that can take exponential time (catastrophic backtracking).
+"""Guards against policy regular expressions that misbehave: patterns that can take exponential
+time (catastrophic backtracking), and patterns whose shortest match is empty.
 
 Policy regexes are trusted input from the policy's author, but a slow one must not hang CI
 unnoticed. The classic exponential shape is an unbounded repetition inside another unbounded
@@ -10,6 +11,9 @@ repetition cannot match, as the ``.`` in ``(\\d+\\.)+`` or the ``\\s`` in ``(\\w
 Possessive repetitions and atomic groups never backtrack and are not flagged. Other slow shapes
 are not detected (overlapping alternatives such as ``(a|a)*``, long chains of ``.*``); SECURITY.md
 says so.
+
+A pattern whose shortest match is empty (``a*``, ``^``, ``\\b``, ``(?=.)``) succeeds at some
+position of almost every text without consuming a character; :func:`matches_zero_width` tells.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Any, Final
 
-__all__ = ["risky_repetition"]
+__all__ = ["matches_zero_width", "risky_repetition"]
 
 _REPEATS: Final = (sre.MAX_REPEAT, sre.MIN_REPEAT)
 _ATOMS: Final = (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY, sre.CATEGORY)
@@ -140,3 +144,13 @@ def risky_repetition(pattern: str, flags: int = 0) -> bool:
         return _scan(list(tree), _Context(tree.state, flags))
     except Exception:  # noqa: BLE001 - an unexpected shape is the caller's compile error to report
         return False
+
+
+def matches_zero_width(pattern: str, flags: int = 0) -> bool:
+    """Whether a valid pattern's shortest match is empty: it can succeed without consuming a
+    character (``a*``, ``x?``, ``^``, ``\\b``, ``\\B``, ``(?=.)``, ``a|\\b``)."""
+    try:
+        width: int = parser.parse(pattern, flags).getwidth()[0]
+    except Exception:  # noqa: BLE001 - an unexpected shape is the caller's compile error to report
+        return False
+    return width == 0

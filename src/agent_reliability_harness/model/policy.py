@@ -538,6 +538,15 @@ class Policy(Record):
                         pointer,
                         f"pattern {pattern!r} matches the empty string, so it flags every text",
                     )
+                from agent_reliability_harness.model._regex import matches_zero_width
+
+                if matches_zero_width(pattern, re.IGNORECASE):
+                    raise bad(
+                        pointer,
+                        f"pattern {pattern!r} can match without consuming a character (its "
+                        "shortest match is empty, as with \\b, \\B or a lookahead alone), so it "
+                        "flags almost every text; make it match at least one character",
+                    )
                 patterns.append(UnsafePattern(pattern, regex))
         allow_unlisted = opt_bool(data, "allow_unlisted_tools", "")
         sequence = Sequence.from_section(_section(data, "sequence"))

@@ -319,7 +319,10 @@ class RunReport(Record):
 # Reading reports back (baselines). Reports written by arh 0.2.x and 0.1.x are accepted: the keys
 # this version added are optional, and findings of 0.1.x have no rule_id. Everything that is read
 # is type-checked, so a hand-edited or foreign file is an InputError, never a crash later on.
+# Values are held to what validation writes (scores from 0 to 100, totals >= 0, the three
+# severities), so that sums and differences of them stay finite and no finding is left uncounted.
 
+_SCORES: Final = (0.0, 100.0)
 _NOT_A_REPORT: Final = (
     "not a validation report: expected an object with a 'reports' array "
     "(as written by `arh validate --json-out`)"
@@ -364,14 +367,61 @@ def _get_number(
     return float(value)
 
 
+def _get_bounded(
+    data: Mapping[str, Any],
+    key: str,
+    pointer: str,
+    bounds: tuple[float, float],
+    *,
+    required: bool = False,
+) -> float | None:
+    """A finite number from ``bounds[0]`` to ``bounds[1]`` (what validation writes)."""
+    value = _get_number(data, key, pointer, required=required)
+    low, high = bounds
+    if value is not None and not low <= value <= high:
+        raise InputError(
+            f"must be a number from {low:g} to {high:g}, got {number_text(data[key])}",
+            pointer=join_pointer(pointer, key),
+        )
+    return value
+
+
+def _get_total(data: Mapping[str, Any], key: str, pointer: str) -> float:
+    """A metric total: finite and ``>= 0``, as the sum of step metrics that are; 0.0 if absent."""
+    value = _get_number(data, key, pointer)
+    if value is None:
+        return 0.0
+    if value < 0:
+        raise InputError(
+            f"must be a finite number >= 0, got {number_text(data[key])}",
+            pointer=join_pointer(pointer, key),
+        )
+    return value or 0.0  # -0.0 and 0 read as 0.0
+
+
+def _get_tokens(data: Mapping[str, Any], pointer: str) -> int | None:
+    value = data.get("total_tokens")
+    if value is None or (type(value) is int and value >= 0):
+        return value
+    shown = number_text(value) if type(value) in (int, float) else json_type(value)
+    raise InputError(
+        f"must be an integer >= 0, got {shown}", pointer=join_pointer(pointer, "total_tokens")
+    )
+
+
 def _finding_from_dict(data: object, pointer: str) -> Finding:
     if type(data) is not dict:
         raise InputError(f"a finding must be an object, got {json_type(data)}", pointer=pointer)
     severity = _get_str(data, "severity", pointer, required=True)
+    if severity not in SEVERITIES:
+        raise InputError(
+            f"must be 'error', 'warning' or 'info', got {severity!r}",
+            pointer=join_pointer(pointer, "severity"),
+        )
     step_id = _get_opt_str(data, "step_id", pointer)
     return Finding(
         _get_str(data, "rule_id", pointer),
-        severity,  # type: ignore[arg-type]  # old reports may hold other severities
+        severity,  # type: ignore[arg-type]  # checked above
         _get_str(data, "category", pointer),
         _get_str(data, "message", pointer),
         step_id,
@@ -408,15 +458,14 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
     if type(passed) is not bool:
         where = join_pointer(pointer, "passed")
         raise InputError(f"must be true or false, got {json_type(passed)}", pointer=where)
-    rounded = _get_number(data, "score", pointer, required=True)
-    exact = _get_number(data, "unrounded_score", pointer)
+    rounded = _get_bounded(data, "score", pointer, _SCORES, required=True)
+    exact = _get_bounded(data, "unrounded_score", pointer, _SCORES)
     findings = data.get("findings")
     if findings is None:
         findings = []
     if type(findings) is not list:
         where = join_pointer(pointer, "findings")
         raise InputError(f"must be an array, got {json_type(findings)}", pointer=where)
-    tokens = data.get("total_tokens")
     line = data.get("source_line")
     return TraceReport(
         trace_id=trace_id,
@@ -425,14 +474,14 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
         policy_id=_get_str(data, "policy_id", pointer),
         score=exact if exact is not None else rounded,  # type: ignore[arg-type]
         passed=passed,
-        total_latency_ms=_get_number(data, "total_latency_ms", pointer) or 0.0,
-        total_cost_usd=_get_number(data, "total_cost_usd", pointer) or 0.0,
-        citation_coverage=_get_number(data, "citation_coverage", pointer),
+        total_latency_ms=_get_total(data, "total_latency_ms", pointer),
+        total_cost_usd=_get_total(data, "total_cost_usd", pointer),
+        citation_coverage=_get_bounded(data, "citation_coverage", pointer, (0.0, 1.0)),
         findings=tuple(
             _finding_from_dict(f, join_pointer(pointer, "findings", i))
             for i, f in enumerate(findings)
         ),
-        total_tokens=tokens if type(tokens) is int else None,
+        total_tokens=_get_tokens(data, pointer),
         source_path=_get_opt_str(data, "source_path", pointer),
         source_line=line if type(line) is int else None,
         score_is_exact=exact is not None,
@@ -472,16 +521,25 @@ def _run_report_from_dict(data: object) -> RunReport:
             )
         seen[report.trace_id] = index
         reports.append(report)
-    harness = data.get("harness")
-    policy = data.get("policy")
-    version = harness.get("version") if type(harness) is dict else None
-    policy_id = policy.get("policy_id") if type(policy) is dict else None
-    sha = policy.get("sha256") if type(policy) is dict else None
+    summary = _get_member(data, "summary")
+    _get_bounded(summary, "average_score", "/summary", _SCORES)
+    harness = _get_member(data, "harness")
+    policy = _get_member(data, "policy")
     errors = data.get("input_errors")
     return RunReport(
         tuple(reports),
         tuple(_input_error_from_dict(e) for e in errors) if type(errors) is list else (),
-        policy_id if type(policy_id) is str else None,
-        sha if type(sha) is str else None,
-        version if type(version) is str else None,
+        _get_opt_str(policy, "policy_id", "/policy"),
+        _get_opt_str(policy, "sha256", "/policy"),
+        _get_opt_str(harness, "version", "/harness"),
     )
+
+
+def _get_member(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """An object member of the report (``summary``, ``harness``, ``policy``); {} when absent."""
+    value = data.get(key)
+    if value is None:
+        return {}
+    if type(value) is not dict:
+        raise InputError(f"must be an object, got {json_type(value)}", pointer="/" + key)
+    return value

@@ -79,6 +79,8 @@ _RATES: Final = frozenset(
 )
 _ALPHAS: Final = frozenset({"significance", "pass_hat_k_significance"})
 _TOP_KEYS: Final = ("outcome", "defaults", "workflows")
+# the most digits (and the largest exponent) a number of a --gate expression may have
+_MAX_DIGITS: Final = 100
 
 
 class Setting(Record):
@@ -300,6 +302,26 @@ def _file_error(
     )
 
 
+def _long_integer_error(text: str, source: str, exc: ValueError) -> InputError:
+    """The error for a TOML integer with more digits than the interpreter turns into an int,
+    at its line and column (found by a scan of the text)."""
+    import re
+    import sys
+
+    limit = sys.get_int_max_str_digits()
+    for match in re.finditer(r"(?<![.\w])[0-9][0-9_]*(?![.\w])", text):
+        if limit and sum(1 for char in match.group() if char != "_") > limit:
+            start = match.start()
+            return InputError(
+                f"invalid TOML: an integer has more than {limit} digits",
+                pointer=None,
+                source=source,
+                line=text.count("\n", 0, start) + 1,
+                column=start - text.rfind("\n", 0, start),
+            )
+    return InputError(f"invalid TOML: {exc}", pointer=None, source=source)
+
+
 def parse_gate_file(text: str, source: str) -> GateFile:
     """Parse the text of a gate file; InputError naming ``source``, the line and the key."""
     import re
@@ -320,6 +342,14 @@ def parse_gate_file(text: str, source: str) -> GateFile:
         raise InputError(
             f"invalid TOML: {message}", pointer=None, source=source, line=line, column=column
         ) from None
+    except RecursionError:  # tomllib recurses once per level of arrays and inline tables
+        raise InputError(
+            "nested too deeply to read: arrays or inline tables hundreds of levels deep",
+            pointer=None,
+            source=source,
+        ) from None
+    except ValueError as exc:  # not a TOMLDecodeError: int() refused a very long integer
+        raise _long_integer_error(text, source, exc) from None
     lines = key_lines(text)
     for key in data:
         if key not in _TOP_KEYS:
@@ -397,6 +427,9 @@ def parse_gate_expression(text: str) -> Setting:
             )
     if key is None or number is None:
         raise UsageError(f"--gate {text!r} is not a gate; the forms are {_FORMS}")
+    problem = _too_long(number)
+    if problem:
+        raise UsageError(f"--gate {_abbreviated(text)}: {problem}")
     try:
         value: float | int = int(number) if number.isdigit() else float(number)
     except ValueError:
@@ -408,6 +441,34 @@ def parse_gate_expression(text: str) -> Setting:
     if isinstance(exact, Fraction):
         exact = Fraction(number)  # the decimal as written, never its binary approximation
     return Setting(key, exact, number, f"--gate {text!r}")
+
+
+def _too_long(number: str) -> str | None:
+    """Why a number of a ``--gate`` expression is too long to use, or None.
+
+    Its exact value is built from its digits and its exponent, so both are bounded: more than
+    :data:`_MAX_DIGITS` digits, or an exponent beyond that either way (``0e99999999`` would
+    take minutes), is refused before any conversion."""
+    mantissa, _, exponent = number.lower().partition("e")
+    digits = sum(1 for char in mantissa if char.isdigit())
+    if digits > _MAX_DIGITS:
+        return (
+            f"the number {_abbreviated(number, quote=False)} has {digits} digits, too many to "
+            f"use (at most {_MAX_DIGITS})"
+        )
+    power = exponent.lstrip("+-").replace("_", "").lstrip("0")
+    if power.isdecimal() and (len(power) > len(str(_MAX_DIGITS)) or int(power) > _MAX_DIGITS):
+        return (
+            f"the number {_abbreviated(number, quote=False)} has an exponent too large to use "
+            f"(at most {_MAX_DIGITS} either way)"
+        )
+    return None  # not a number at all is reported by the conversion that follows
+
+
+def _abbreviated(text: str, *, quote: bool = True, width: int = 40) -> str:
+    """``text`` (quoted, as ``repr`` does) cut to about ``width`` characters for a message."""
+    shown = text if len(text) <= width else text[: width - 3] + "..."
+    return repr(shown) if quote else shown
 
 
 # -- the plan: which thresholds apply to which workflow ---------------------------------------

@@ -176,9 +176,11 @@ def collect_trials(runs: Sequence[tuple[str, RunReport]], outcome: str = "verdic
     """Every trace report of ``runs`` (``(name, report)`` pairs) as a trial, in input order.
 
     InputError, naming the report and the trace's pointer, when the outcome mode needs a label
-    that a trace report lacks."""
+    that a trace report lacks, or when the costs or token counts of all the trace reports add
+    up to more than a summary can report."""
     if outcome not in OUTCOMES:
         raise ValueError(f"unknown outcome {outcome!r}")
+    _check_totals(runs)
     trials: list[Trial] = []
     seen: Counter[tuple[str, str]] = Counter()
     for source, (name, run) in enumerate(runs):
@@ -194,6 +196,49 @@ def collect_trials(runs: Sequence[tuple[str, RunReport]], outcome: str = "verdic
                 Trial(report.workflow, task, seen[report.workflow, task], source, success, report)
             )
     return trials
+
+
+def _check_totals(runs: Sequence[tuple[str, RunReport]]) -> None:
+    """InputError at the trace report from which the sum of every ``total_cost_usd`` exceeds
+    the largest float, or the sum of every ``total_tokens`` is an integer too long to write.
+
+    The summaries add up these totals per run, per workflow and overall: subsets of all of them.
+    A report's totals are never negative (the report reader checks), so when the sum of all of
+    them fits, every one of those sums does."""
+    import sys
+
+    costs = [r.total_cost_usd for _, run in runs for r in run.reports]
+    try:
+        fits = math.isfinite(math.fsum(costs))
+    except OverflowError:  # "intermediate overflow": the exact sum exceeds the largest float
+        fits = False
+    limit = sys.get_int_max_str_digits()
+    too_long = 10**limit if limit else None
+    tokens = sum(r.total_tokens or 0 for _, run in runs for r in run.reports)
+    if fits and (too_long is None or tokens < too_long):
+        return
+    cost = Fraction(0)
+    tokens = 0
+    for name, run in runs:
+        for index, report in enumerate(run.reports):
+            where = join_pointer("/reports", index)
+            cost += Fraction(report.total_cost_usd)
+            try:
+                float(cost)
+            except OverflowError:
+                raise InputError(
+                    "the reports' total_cost_usd values add up to more than the largest number "
+                    "a summary can hold",
+                    pointer=join_pointer(where, "total_cost_usd"),
+                    source=name,
+                ) from None
+            tokens += report.total_tokens or 0
+            if too_long is not None and tokens >= too_long:
+                raise InputError(
+                    "the reports' total_tokens values add up to a number too long to report",
+                    pointer=join_pointer(where, "total_tokens"),
+                    source=name,
+                )
 
 
 class TaskResult(Record):

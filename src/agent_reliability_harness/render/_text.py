@@ -11,10 +11,12 @@ if TYPE_CHECKING:
 
 __all__ = ["plain_number", "plural", "terminal_safe"]
 
-# C0 and C1 controls, DEL, lone surrogates, noncharacters, and the bidirectional overrides that
-# can make a terminal show text in a different order than it is stored ("Trojan Source").
+# C0 and C1 controls, DEL, lone surrogates, noncharacters, the line and paragraph separators
+# (line breaks to some terminals and log viewers), and the bidirectional overrides that can make
+# a terminal show text in a different order than it is stored ("Trojan Source").
 _UNSAFE: Final = (  # compiled on first use, by the re module's cache
-    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff\ufffe\uffff]"
+    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+    "\ufeff\ufffe\uffff]"
 )
 _NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
