@@ -8,6 +8,11 @@ comments say how); they are 1-based, as editors show them.
 from __future__ import annotations
 
 import json
+import os
+import stat
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -157,6 +162,24 @@ def test_nan_and_infinity_are_rejected_with_position(
     run = arh("validate", "--policy", policy, bad)
     assert run.status == 1
     assert_one_error(run, bad, f"{bad.as_posix()}{where} a JSON number")
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        # '{"t": "a' is 8 characters: the raw tab is the 9th
+        ('{"t": "a\tb"}', ":1:9: invalid JSON: Invalid control character"),
+        # '{"t": ' is 6 characters: the string that never ends starts in column 7
+        ('{"t": "abc}', ":1:7: invalid JSON: Unterminated string"),
+    ],
+)
+def test_decoder_messages_that_end_in_a_position_are_whole(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, text: str, where: str
+) -> None:
+    bad = write(tmp_path / "strings.json", text)
+    run = arh("validate", "--policy", policy, bad)
+    line = assert_one_error(run, bad, f"{bad.as_posix()}{where}")
+    assert line.endswith(where.rsplit(": ", 1)[1])  # not "... at", not "... starting at"
 
 
 @pytest.mark.parametrize("kind", ["array", "object"])
@@ -602,3 +625,134 @@ def test_one_bad_file_among_good_ones(
     assert (error["line"], error["column"]) == (1, 14)  # '{"trace_id": ' is 13 characters
     assert error["message"].startswith("invalid JSON")
     assert error["pointer"] is None
+
+
+# -- streams and files that are not plain ------------------------------------------------------
+
+
+def _arh_process(*args: str | Path, **options: Any) -> subprocess.CompletedProcess[bytes]:
+    """``arh`` as its own process, for what in-process runs cannot show (real pipes, streams
+    the process starts without)."""
+    command = [sys.executable, "-m", "agent_reliability_harness", *map(str, args)]
+    return subprocess.run(command, capture_output=False, check=False, timeout=60, **options)
+
+
+def test_a_reader_that_stops_early_does_not_lose_the_report_files(
+    policy: Path, tmp_path: Path
+) -> None:
+    inputs = [write(tmp_path / "in" / f"t{i:03}.json", trace(f"t{i:03}")) for i in range(300)]
+    out = tmp_path / "report.json"
+    # the reader takes one line and closes the pipe, long before the console report ends
+    with subprocess.Popen(
+        [sys.executable, "-m", "agent_reliability_harness", "validate", "--policy", str(policy),
+         str(tmp_path / "in"), "--json-out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    ) as process:  # fmt: skip
+        assert process.stdout is not None
+        assert process.stderr is not None
+        first = process.stdout.readline()
+        process.stdout.close()
+        errors = process.stderr.read()
+        status = process.wait(timeout=60)
+    assert first.startswith(b"PASS  t000")
+    assert errors == b""  # no traceback, no complaint about the reader's choice
+    assert status == 0  # the verdict of the run, which the reader did not change
+    assert len(report_of(out)["reports"]) == len(inputs)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_standard_output_that_cannot_be_written_is_an_error(policy: Path, tmp_path: Path) -> None:
+    good = write(tmp_path / "good.json", trace())
+    out = tmp_path / "report.json"
+    with open("/dev/full", "w") as full:
+        done = _arh_process("validate", "--policy", policy, good, "--json-out", out,
+                            stdout=full, stderr=subprocess.PIPE)  # fmt: skip
+    assert done.stderr == b"error: cannot write to standard output: No space left on device\n"
+    assert done.returncode == 1
+    assert report_of(out)["summary"]["passed_traces"] == 1  # the file is written all the same
+
+
+def test_closed_standard_streams(policy: Path, tmp_path: Path) -> None:
+    good = write(tmp_path / "good.json", trace())
+    out = tmp_path / "report.json"
+    # stdout closed (`>&-`): the console report cannot go anywhere, the file still does
+    closed = _arh_process("validate", "--policy", policy, good, "--json-out", out,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          preexec_fn=lambda: os.close(1))  # fmt: skip
+    assert closed.stderr == b"error: cannot write to standard output: it is closed\n"
+    assert closed.returncode == 1
+    assert report_of(out)["summary"]["passed_traces"] == 1
+    # stdin closed (`<&-`) and read with `-`: an input error, not a traceback
+    stdin = _arh_process("validate", "--policy", policy, "-", stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=lambda: os.close(0))  # fmt: skip
+    assert stdin.stderr == b"error: <stdin>: cannot read: standard input is closed\n"
+    assert stdin.returncode == 1
+    # a policy read from a closed standard input names it as such
+    policy_stdin = _arh_process("validate", "--policy", "-", good, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, preexec_fn=lambda: os.close(0))  # fmt: skip
+    assert policy_stdin.stderr.startswith(b"error: invalid policy: <stdin>: cannot read: ")
+    assert policy_stdin.returncode == 1
+
+
+def test_reports_are_written_through_links_and_pipes(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    good = write(tmp_path / "good.json", trace())
+    (tmp_path / "link.json").symlink_to("target.json")
+    os.mkfifo(tmp_path / "pipe")
+    received: list[bytes] = []
+    reader = threading.Thread(
+        target=lambda: received.append((tmp_path / "pipe").read_bytes()), daemon=True
+    )
+    reader.start()
+    # (a device is written to as a pipe is; a test must not risk replacing the system's)
+    run = arh("validate", "--policy", policy, good, "--json-out", tmp_path / "link.json",
+              "--junit-out", tmp_path / "pipe")  # fmt: skip
+    reader.join(timeout=30)
+    assert run.status == 0, run.err
+    assert (tmp_path / "link.json").is_symlink()  # the link is kept, its target replaced
+    assert report_of(tmp_path / "target.json")["summary"]["passed_traces"] == 1
+    assert stat.S_ISFIFO((tmp_path / "pipe").stat().st_mode)  # still a pipe
+    assert received[0].startswith(b'<?xml version="1.0" encoding="UTF-8"?>')
+
+
+def test_a_directory_entry_that_is_not_a_regular_file_is_refused_not_read(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    write(tmp_path / "in" / "a.json", trace("a"))
+    os.mkfifo(tmp_path / "in" / "pipe.json")  # reading it would wait for a writer forever
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "in" / "zero.json").symlink_to(tmp_path / "fifo")  # through a link
+    run = arh("validate", "--policy", policy, tmp_path / "in")
+    assert run.status == 1
+    assert "PASS  a" in run.out
+    for name in ("pipe.json", "zero.json"):
+        assert f"error: {(tmp_path / 'in' / name).as_posix()}: not a regular file" in run.err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["validate", "--policy", "p.json", "t.json", "--json-out", ""],
+        ["validate", "--policy", "p.json", "t.json", "--html-out", ""],
+        ["compare", "--baseline", "b.json", "--candidate", "c.json", "--md-out", ""],
+        ["stats", "r.json", "--json-out", ""],
+        ["convert", "t.json", "--output", ""],
+    ],
+)
+def test_an_empty_output_path_is_a_usage_error(arh: Callable[..., Run], command: list[str]) -> None:
+    # before, an empty path meant no report at all, and the run passed without one
+    run = arh(*command)
+    assert run.status == 2
+    option = "-o/--output" if command[-2] == "--output" else command[-2]
+    assert run.err.endswith(f"error: argument {option}: the path is empty\n"), run.err
+
+
+@pytest.mark.skipif(not Path("/dev/stdout").is_symlink(), reason="needs /dev/stdout")
+def test_a_report_can_go_to_dev_stdout_through_a_pipe(policy: Path, tmp_path: Path) -> None:
+    good = write(tmp_path / "good.json", trace())
+    done = _arh_process("validate", "--policy", policy, good, "--md-out", "/dev/stdout",
+                        "--quiet", stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout.startswith(b"## arh validation: all 1 trace passed\n")
+    assert Path("/dev/stdout").is_symlink()

@@ -15,6 +15,7 @@ import random
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -287,6 +288,7 @@ def test_jobs_give_the_output_of_one_process(
 ) -> None:
     inputs = _corpus(tmp_path)
     one = _outputs(arh, inputs, tmp_path / "one")
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 4)  # workers, whatever this machine has
     monkeypatch.setattr(runner, "_CHUNK_BYTES", 700)  # cut the JSON Lines file into many chunks
     monkeypatch.setattr(runner, "_BATCH_FILES", 4)
     many = _outputs(arh, inputs, tmp_path / "many", "--jobs", jobs)
@@ -329,6 +331,7 @@ def test_jobs_start_workers_only_for_more_than_one_piece_of_work(
         return real(*args)
 
     monkeypatch.setattr(multiprocessing, "get_context", get_context)
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 4)
     single = [str(SAMPLES / "traces" / "rebook_pass.json")]
     one = _outputs(arh, single, tmp_path / "one")
     many = _outputs(arh, single, tmp_path / "many", "--jobs", "2")
@@ -340,6 +343,70 @@ def test_jobs_start_workers_only_for_more_than_one_piece_of_work(
     monkeypatch.setattr(runner, "_BATCH_FILES", 2)
     _outputs(arh, [str(SAMPLES / "traces")], tmp_path / "several", "--jobs", "2")
     assert started  # six files in pieces of two: workers
+
+
+def _nested_trace(depth: int) -> str:
+    nested = "[" * depth + "1" + "]" * depth
+    return (
+        '{"trace_id": "deep", "agent_name": "a", "workflow": "w", "steps": [{"step_id": "s", '
+        f'"type": "model_response", "text": "ok", "output": {nested}}}]}}'
+    )
+
+
+def test_jobs_agree_on_values_nested_as_deeply_as_the_stack_allows(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # How deep a value can be decoded and checked depends on the stack, and a worker's is
+    # deeper: near the limit, one process took a trace that two refused. Find, in this process,
+    # the deepest trace that is checked, then compare one process with workers around it.
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.json").write_text(_nested_trace(1), encoding="utf-8")  # a second unit of work
+    deep = folder / "b.json"
+
+    def refused(depth: int) -> bool:
+        deep.write_text(_nested_trace(depth), encoding="utf-8")
+        run = arh("validate", "--policy", SAMPLES / "policy_trajectory.json", deep, "--quiet")
+        return "nested too deeply" in run.err
+
+    low, high = 1, 1 << 16  # the deepest checked, and the shallowest refused
+    assert not refused(low)
+    assert refused(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if refused(middle) else (middle, high)
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(runner, "_BATCH_FILES", 1)  # each file a unit: workers start
+    for depth in (low - 8, low - 1, low, high, high + 8):
+        deep.write_text(_nested_trace(depth), encoding="utf-8")
+        out = tmp_path / str(depth)
+        out.mkdir()
+        one = _outputs(arh, [str(folder)], out / "one")
+        many = _outputs(arh, [str(folder)], out / "many", "--jobs", "2")
+        assert one == many, depth
+        assert ("nested too deeply" in str(one["err"])) == (depth >= high)
+
+
+def test_jobs_start_no_more_workers_than_cpus(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[int] = []
+    real = runner._parallel
+
+    def parallel(*args: Any) -> Any:
+        asked.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(runner, "_parallel", parallel)
+    monkeypatch.setattr(runner, "_BATCH_FILES", 2)
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 2)
+    inputs = [str(SAMPLES / "traces")]
+    one = _outputs(arh, inputs, tmp_path / "one")
+    assert one == _outputs(arh, inputs, tmp_path / "many", "--jobs", "100000")
+    assert asked == [2]
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 1)  # one CPU: no workers at all
+    assert one == _outputs(arh, inputs, tmp_path / "single", "--jobs", "8")
+    assert asked == [2]
 
 
 def test_jobs_with_standard_input_and_samples(arh: Arh, tmp_path: Path) -> None:

@@ -109,8 +109,11 @@ def loads(text: str) -> Any:
             parse_float=_finite_float,
         )
     except json.JSONDecodeError as exc:
+        # "Invalid control character at", "Unterminated string starting at": the position the
+        # decoder's own message would append is the line and column given with it
+        message = exc.msg.removesuffix(" at").removesuffix(" starting")
         raise InputError(
-            f"invalid JSON: {exc.msg}", pointer=None, line=exc.lineno, column=exc.colno
+            f"invalid JSON: {message}", pointer=None, line=exc.lineno, column=exc.colno
         ) from None
     except _DuplicateKeyError:
         try:

@@ -101,12 +101,17 @@ def _fail_under(text: str) -> float:
     return value
 
 
+def _out_path(text: str) -> str:
+    if not text:  # an empty path would otherwise mean "no such report", silently
+        raise argparse.ArgumentTypeError("the path is empty")
+    return text
+
+
 def _jobs(text: str) -> int:
     if text == "auto":
-        counter = getattr(os, "process_cpu_count", None)  # Python 3.13+: honours CPU affinity
-        if counter is None and hasattr(os, "sched_getaffinity"):
-            return max(1, len(os.sched_getaffinity(0)))
-        return max(1, (counter or os.cpu_count)() or 1)
+        from agent_reliability_harness.runner import usable_cpus
+
+        return usable_cpus()
     try:
         value = int(text)
     except ValueError:
@@ -219,12 +224,23 @@ def _validate_arguments(validate: _Parser) -> None:
         metavar="SCORE",
         help="a trace fails when its score is below this (0-100, default 70)",
     )
-    validate.add_argument("--json-out", metavar="PATH", help="write the JSON report here")
-    validate.add_argument("--md-out", metavar="PATH", help="write a Markdown report here")
-    validate.add_argument("--junit-out", metavar="PATH", help="write a JUnit XML report here")
-    validate.add_argument("--sarif-out", metavar="PATH", help="write a SARIF 2.1.0 report here")
     validate.add_argument(
-        "--html-out", metavar="PATH", help="write a self-contained HTML report (one page) here"
+        "--json-out", metavar="PATH", type=_out_path, help="write the JSON report here"
+    )
+    validate.add_argument(
+        "--md-out", metavar="PATH", type=_out_path, help="write a Markdown report here"
+    )
+    validate.add_argument(
+        "--junit-out", metavar="PATH", type=_out_path, help="write a JUnit XML report here"
+    )
+    validate.add_argument(
+        "--sarif-out", metavar="PATH", type=_out_path, help="write a SARIF 2.1.0 report here"
+    )
+    validate.add_argument(
+        "--html-out",
+        metavar="PATH",
+        type=_out_path,
+        help="write a self-contained HTML report (one page) here",
     )
     validate.add_argument(
         "--color",
@@ -299,14 +315,22 @@ def _compare_arguments(compare: _Parser) -> None:
         action="store_true",
         help="fail when baseline and candidate used different policies or harness versions",
     )
-    compare.add_argument("--json-out", metavar="PATH", help="write the comparison as JSON")
-    compare.add_argument("--md-out", metavar="PATH", help="write the comparison as Markdown")
     compare.add_argument(
-        "--html-out", metavar="PATH", help="write the comparison as a self-contained HTML page"
+        "--json-out", metavar="PATH", type=_out_path, help="write the comparison as JSON"
+    )
+    compare.add_argument(
+        "--md-out", metavar="PATH", type=_out_path, help="write the comparison as Markdown"
+    )
+    compare.add_argument(
+        "--html-out",
+        metavar="PATH",
+        type=_out_path,
+        help="write the comparison as a self-contained HTML page",
     )
     compare.add_argument(
         "--candidate-json-out",
         metavar="PATH",
+        type=_out_path,
         help="save the candidate's validation report (with --policy)",
     )
     compare.add_argument("--quiet", action="store_true", help="do not print the console report")
@@ -385,8 +409,12 @@ def _stats_arguments(stats: _Parser) -> None:
         help="JSON reports of arh validate: one per run, or one holding every run",
     )
     _stat_options(stats)
-    stats.add_argument("--json-out", metavar="PATH", help="write the statistics as JSON")
-    stats.add_argument("--md-out", metavar="PATH", help="write the statistics as Markdown")
+    stats.add_argument(
+        "--json-out", metavar="PATH", type=_out_path, help="write the statistics as JSON"
+    )
+    stats.add_argument(
+        "--md-out", metavar="PATH", type=_out_path, help="write the statistics as Markdown"
+    )
     stats.add_argument("--quiet", action="store_true", help="do not print the console report")
     stats.set_defaults(usage=stats.format_usage())
 
@@ -403,7 +431,11 @@ def _convert_arguments(convert: _Parser) -> None:
     )
     _record_options(convert)
     convert.add_argument(
-        "-o", "--output", metavar="PATH", help="write here instead of standard output"
+        "-o",
+        "--output",
+        metavar="PATH",
+        type=_out_path,
+        help="write here instead of standard output",
     )
     convert.set_defaults(usage=convert.format_usage())
 
@@ -429,7 +461,47 @@ def _safe_streams() -> None:
                 reconfigure(errors="backslashreplace")
 
 
-def _print(text: str, stream: IO[str]) -> None:
+class _Guarded:
+    """A standard stream that cannot end a command: once writing to it fails (a reader that
+    stopped reading, a full disk, a stream the process was started without) it takes no more
+    text, so the report files are still written; ``problem`` says what went wrong, unless the
+    reader just stopped early (a broken pipe), which is the reader's choice."""
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        self.stream = stream
+        self.problem: str | None = None
+        self.done = stream is None
+
+    def write(self, text: str) -> int:
+        if not self.done:
+            self._guard(lambda stream: stream.write(text))
+        elif self.stream is None and text and self.problem is None:
+            self.problem = "it is closed"
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.done:
+            self._guard(lambda stream: stream.flush())
+
+    def _guard(self, action: Callable[[IO[str]], object]) -> None:
+        assert self.stream is not None
+        try:
+            action(self.stream)
+        except BrokenPipeError:
+            self.done = True
+            with contextlib.suppress(OSError, ValueError):  # what is still buffered goes nowhere
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+        except OSError as exc:
+            self.done = True
+            self.problem = exc.strerror or str(exc)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...
+        return getattr(self.stream, name)
+
+
+def _print(text: str, stream: IO[str] | None) -> None:
+    if stream is None:  # started without it
+        return
     stream.write(text)
     stream.flush()
 
@@ -998,11 +1070,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         _print(parser.format_usage() + "arh: error: a command is required\n", sys.stderr)
         return EXIT_USAGE
+    stdout, stderr = sys.stdout, sys.stderr
+    guarded = _Guarded(stdout)
+    sys.stdout, sys.stderr = guarded, _Guarded(stderr)
     try:
         status: int = _COMMANDS[args.command][3](args)
     except KeyboardInterrupt:
         _error("interrupted")
         return 130
-    except BrokenPipeError:
-        return EXIT_FAILED
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+    if guarded.problem is not None:
+        _error(f"cannot write to standard output: {guarded.problem}")
+        return status or EXIT_FAILED
     return status

@@ -77,7 +77,8 @@ def _suffix(name: str) -> str:
 
 
 def _walk(root: str) -> list[tuple[str, str]]:
-    """(path, path relative to ``root``) of every trace file below ``root``."""
+    """(path, path relative to ``root``) of every trace file below ``root``, including entries
+    with a trace file's name that are not regular files (the caller refuses those)."""
     found: list[tuple[str, str]] = []
     for directory, subdirs, files in os.walk(root):
         subdirs[:] = [d for d in subdirs if not d.startswith(".")]
@@ -86,6 +87,12 @@ def _walk(root: str) -> list[tuple[str, str]]:
                 path = os.path.join(directory, name)
                 found.append((path, os.path.relpath(path, root)))
     return found
+
+
+_NOT_REGULAR: Final = (
+    "not a regular file (a device, pipe or socket, or a link to one): only regular files are "
+    "read from a directory"
+)
 
 
 def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
@@ -123,7 +130,10 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                             source=name,
                         )
                     )
-                for file, relative in files:
+                for file, relative in sorted(files):  # the errors in a stable order too
+                    if os.path.exists(file) and not os.path.isfile(file):  # it may never end
+                        errors.append(InputError(_NOT_REGULAR, pointer=None, source=_display(file)))
+                        continue
                     jsonl = _suffix(file) in _JSONL_SUFFIXES
                     add(Source(_display(file), file, jsonl, _display(relative)))
             elif os.path.exists(arg):
@@ -138,9 +148,15 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
     return [sources[key] for key in sorted(sources)], errors
 
 
+def _stdin_bytes() -> bytes:
+    if sys.stdin is None:  # the process was started with standard input closed
+        raise OSError(errno.EBADF, "standard input is closed")
+    return sys.stdin.buffer.read()
+
+
 def _read_bytes(source: Source) -> bytes:
     if source.path is None:
-        return sys.stdin.buffer.read()
+        return _stdin_bytes()
     with open(source.path, "rb") as stream:
         return stream.read()
 
@@ -267,10 +283,10 @@ def read_documents(source: Source) -> Iterator[Document | InputError]:
 
 def read_json_file(path: str) -> Any:
     """Read one JSON document (a policy or a report); errors name the file."""
-    name = _display(path)
+    name = STDIN_NAME if path == STDIN else _display(path)
     try:
         if path == STDIN:
-            data = sys.stdin.buffer.read()
+            data = _stdin_bytes()
         else:
             with open(path, "rb") as stream:
                 data = stream.read()
@@ -291,11 +307,31 @@ def _existing_ancestor(path: str) -> str:
     return path or "."
 
 
+def _write_parts(stream: IO[str], text: str | Sequence[str | Spool]) -> None:
+    for part in [text] if isinstance(text, str) else text:
+        if isinstance(part, str):
+            stream.write(part)
+        else:
+            part.copy_to(stream)
+
+
 def write_atomic(path: str, text: str | Sequence[str | Spool]) -> None:
     """Write ``text`` (or its parts in order: strings and spooled bodies) as UTF-8 to ``path``
-    through a temporary file and a rename, so a reader never sees a partial report."""
+    through a temporary file and a rename, so a reader never sees a partial report.
+
+    A symbolic link to a regular file is written through (its target is replaced, the link
+    kept); anything else that exists and is not a regular file or a directory, such as a pipe, a
+    device or a link to one (``/dev/stdout``), or a link to nothing yet, is opened and written
+    directly, since replacing it would destroy it."""
     import tempfile  # only commands that write reports need it
 
+    link = os.path.islink(path)
+    if link and os.path.isfile(target := os.path.realpath(path)):
+        path = target
+    elif (link or os.path.exists(path)) and not os.path.isfile(path) and not os.path.isdir(path):
+        with open(path, "w", encoding="utf-8", newline="") as stream:
+            _write_parts(stream, text)
+        return
     directory = os.path.dirname(path) or "."
     try:
         os.makedirs(directory, exist_ok=True)
@@ -309,11 +345,7 @@ def write_atomic(path: str, text: str | Sequence[str | Spool]) -> None:
     )
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            for part in [text] if isinstance(text, str) else text:
-                if isinstance(part, str):
-                    stream.write(part)
-                else:
-                    part.copy_to(stream)
+            _write_parts(stream, text)
         # mkstemp creates the file readable by its owner only; give it a report's usual mode
         mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
         os.chmod(temp, mode)

@@ -455,6 +455,20 @@ def _units(sources: Sequence[Source], fmt: str, chunk_bytes: int) -> Iterator[_U
         yield _Unit(tuple(batch))
 
 
+def _too_deep(outcome: _Checked | InputError) -> bool:
+    """Did a value nested too deeply for the stack stop this outcome?"""
+    error = outcome.result if isinstance(outcome, _Checked) else outcome
+    return isinstance(error, InputError) and "nested too deeply" in error.message
+
+
+def usable_cpus() -> int:
+    """The number of CPUs this process may run on."""
+    counter = getattr(os, "process_cpu_count", None)  # Python 3.13+: honours CPU affinity
+    if counter is None and hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, (counter or os.cpu_count)() or 1)
+
+
 def _parallel(
     sources: Sequence[Source],
     policy: Policy,
@@ -500,7 +514,20 @@ def _parallel(
                 yield from _outcomes(local, source, settings)
                 continue
             outcomes, count = job.get()
-            yield from outcomes
+            if any(map(_too_deep, outcomes)):
+                # How deep a value can be decoded and checked depends on the stack, which is
+                # deeper in a worker: its unit is done again here, at the depth one process
+                # would do it (the same frames as in iter_reports), for the same outcome.
+                if unit.chunk is None:
+                    for source in unit.sources:
+                        yield from _outcomes(local, source, settings)
+                    continue
+                tally = [0]
+                documents = read_chunk(unit.sources[0], unit.chunk, tally)
+                yield from _checked(local, documents, _base(unit.sources[0]), settings)
+                count = tally[0]
+            else:
+                yield from outcomes
             if unit.chunk is not None:
                 records += count
                 if unit.last:
@@ -536,6 +563,8 @@ def iter_reports(
     for error in bad_inputs:
         on_error(error)
     outcomes: Iterable[_Checked | InputError]
+    if jobs > 1:  # checking is CPU-bound: more workers than CPUs would only take memory
+        jobs = min(jobs, usable_cpus())
     if jobs > 1:
         outcomes = _parallel(sources, policy, fail_under, settings, jobs)
     else:
