@@ -107,6 +107,11 @@ def _out_path(text: str) -> str:
     return text
 
 
+def _output(parser: argparse.ArgumentParser, *flags: str, help: str) -> None:
+    """An option naming a file to write."""
+    parser.add_argument(*flags, metavar="PATH", type=_out_path, help=help)
+
+
 def _jobs(text: str) -> int:
     if text == "auto":
         from agent_reliability_harness.runner import usable_cpus
@@ -224,24 +229,11 @@ def _validate_arguments(validate: _Parser) -> None:
         metavar="SCORE",
         help="a trace fails when its score is below this (0-100, default 70)",
     )
-    validate.add_argument(
-        "--json-out", metavar="PATH", type=_out_path, help="write the JSON report here"
-    )
-    validate.add_argument(
-        "--md-out", metavar="PATH", type=_out_path, help="write a Markdown report here"
-    )
-    validate.add_argument(
-        "--junit-out", metavar="PATH", type=_out_path, help="write a JUnit XML report here"
-    )
-    validate.add_argument(
-        "--sarif-out", metavar="PATH", type=_out_path, help="write a SARIF 2.1.0 report here"
-    )
-    validate.add_argument(
-        "--html-out",
-        metavar="PATH",
-        type=_out_path,
-        help="write a self-contained HTML report (one page) here",
-    )
+    _output(validate, "--json-out", help="write the JSON report here")
+    _output(validate, "--md-out", help="write a Markdown report here")
+    _output(validate, "--junit-out", help="write a JUnit XML report here")
+    _output(validate, "--sarif-out", help="write a SARIF 2.1.0 report here")
+    _output(validate, "--html-out", help="write a self-contained HTML report (one page) here")
     validate.add_argument(
         "--color",
         choices=("auto", "always", "never"),
@@ -315,22 +307,12 @@ def _compare_arguments(compare: _Parser) -> None:
         action="store_true",
         help="fail when baseline and candidate used different policies or harness versions",
     )
-    compare.add_argument(
-        "--json-out", metavar="PATH", type=_out_path, help="write the comparison as JSON"
-    )
-    compare.add_argument(
-        "--md-out", metavar="PATH", type=_out_path, help="write the comparison as Markdown"
-    )
-    compare.add_argument(
-        "--html-out",
-        metavar="PATH",
-        type=_out_path,
-        help="write the comparison as a self-contained HTML page",
-    )
-    compare.add_argument(
+    _output(compare, "--json-out", help="write the comparison as JSON")
+    _output(compare, "--md-out", help="write the comparison as Markdown")
+    _output(compare, "--html-out", help="write the comparison as a self-contained HTML page")
+    _output(
+        compare,
         "--candidate-json-out",
-        metavar="PATH",
-        type=_out_path,
         help="save the candidate's validation report (with --policy)",
     )
     compare.add_argument("--quiet", action="store_true", help="do not print the console report")
@@ -409,12 +391,8 @@ def _stats_arguments(stats: _Parser) -> None:
         help="JSON reports of arh validate: one per run, or one holding every run",
     )
     _stat_options(stats)
-    stats.add_argument(
-        "--json-out", metavar="PATH", type=_out_path, help="write the statistics as JSON"
-    )
-    stats.add_argument(
-        "--md-out", metavar="PATH", type=_out_path, help="write the statistics as Markdown"
-    )
+    _output(stats, "--json-out", help="write the statistics as JSON")
+    _output(stats, "--md-out", help="write the statistics as Markdown")
     stats.add_argument("--quiet", action="store_true", help="do not print the console report")
     stats.set_defaults(usage=stats.format_usage())
 
@@ -430,13 +408,7 @@ def _convert_arguments(convert: _Parser) -> None:
         "--format", default="auto", choices=FORMAT_CHOICES, help="input format (default: auto)"
     )
     _record_options(convert)
-    convert.add_argument(
-        "-o",
-        "--output",
-        metavar="PATH",
-        type=_out_path,
-        help="write here instead of standard output",
-    )
+    _output(convert, "-o", "--output", help="write here instead of standard output")
     convert.set_defaults(usage=convert.format_usage())
 
 
