@@ -315,6 +315,11 @@ INVALID: dict[str, tuple[Any, str, str]] = {
         "/provenance/untrusted/output_patterns/0",
         "matches the empty string",
     ),
+    "output-pattern-zero-width": (
+        with_value(BASE_P, (*P, "untrusted", "output_patterns"), ["\\b"]),
+        "/provenance/untrusted/output_patterns/0",
+        "can match without consuming a character",
+    ),
     "output-pattern-invalid": (
         with_value(BASE_P, (*P, "untrusted", "output_patterns"), ["("]),
         "/provenance/untrusted/output_patterns/0",
@@ -354,6 +359,11 @@ INVALID: dict[str, tuple[Any, str, str]] = {
         with_value(BASE_P, (*P, "sinks", 0, "extract"), "[0-9]*"),
         "/provenance/sinks/0/extract",
         "matches the empty string",
+    ),
+    "extract-zero-width": (
+        with_value(BASE_P, (*P, "sinks", 0, "extract"), "(?=[0-9])"),
+        "/provenance/sinks/0/extract",
+        "can match without consuming a character",
     ),
     "extract-risky": (
         with_value(BASE_P, (*P, "sinks", 0, "extract"), "(a+)+b"),
@@ -496,6 +506,11 @@ INVALID: dict[str, tuple[Any, str, str]] = {
         "/confirmation/pattern",
         "matches the empty string",
     ),
+    "confirmation-pattern-zero-width": (
+        doc(confirmation={"pattern": "yes|\\b"}),
+        "/confirmation/pattern",
+        "can match without consuming a character",
+    ),
     "confirmation-unknown-key": (
         doc(confirmation={"pattern": "yes", "tool": ["refund"]}),
         "/confirmation/tool",
@@ -531,10 +546,12 @@ INVALID: dict[str, tuple[Any, str, str]] = {
 GAPS = {
     "untrusted-tool-unknown",
     "output-pattern-empty-match",
+    "output-pattern-zero-width",
     "trusted-and-untrusted",
     "sink-unknown-argument",
     "sink-twice",
     "extract-empty-match",
+    "extract-zero-width",
     "extract-risky",
     "condition-prior-unknown",
     "condition-prior-match-wildcard",
@@ -547,6 +564,7 @@ GAPS = {
     "relation-source-tool-unknown",
     "confirmation-nothing-to-guard",
     "confirmation-pattern-empty-match",
+    "confirmation-pattern-zero-width",
     "loops-window-alone",
     "loops-window-too-small",
     "loops-cycle-length-alone",

@@ -207,6 +207,26 @@ def test_junit_replaces_characters_xml_forbids() -> None:
     assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]", text)
 
 
+def test_junit_time_of_totals_that_add_up_past_a_float() -> None:
+    from agent_reliability_harness.render.junit import render_junit
+
+    def run(latency: float) -> RunReport:
+        return RunReport(
+            tuple(TraceReport(f"t{i}", "a", "w", "p", 100.0, True, latency, 0.0, None, ())
+                  for i in range(2))
+        )  # fmt: skip
+
+    # each trace's total is a finite float, their sum is not: the suites get no time at all
+    text = render_junit(run(1.5e308))
+    root = ET.fromstring(text.split("\n", 1)[1])  # noqa: S314 - our own output
+    assert "time" not in root.attrib
+    assert "time" not in root[0].attrib
+    assert "inf" not in text
+    assert [case.get("time") for case in root.iter("testcase")] == [f"{1.5e308 / 1000:.3f}"] * 2
+    finite = ET.fromstring(render_junit(run(1500.0)).split("\n", 1)[1])  # noqa: S314
+    assert (finite.get("time"), finite[0].get("time")) == ("3.000", "3.000")
+
+
 # -- Markdown ------------------------------------------------------------------------------------
 
 

@@ -545,7 +545,7 @@ class Policy(Record):
                         pointer,
                         f"pattern {pattern!r} can match without consuming a character (its "
                         "shortest match is empty, as with \\b, \\B or a lookahead alone), so it "
-                        "flags almost every text; make it match at least one character",
+                        "matches almost every text; make it match at least one character",
                     )
                 patterns.append(UnsafePattern(pattern, regex))
         allow_unlisted = opt_bool(data, "allow_unlisted_tools", "")

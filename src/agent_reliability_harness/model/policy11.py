@@ -340,6 +340,16 @@ class _Context:
             raise bad(
                 pointer, f"pattern {raw!r} matches the empty string, so it matches every text"
             )
+        if searched:
+            from agent_reliability_harness.model._regex import matches_zero_width
+
+            if matches_zero_width(raw, flags):
+                raise bad(
+                    pointer,
+                    f"pattern {raw!r} can match without consuming a character (its shortest "
+                    "match is empty, as with \\b, \\B or a lookahead alone), so it matches "
+                    "almost every text; make it match at least one character",
+                )
         self.patterns.append((pointer, raw, flags))
         return regex
 
