@@ -44,6 +44,18 @@ input_format=$(trim "${ARH_INPUT_FORMAT-}")
 output_dir=$(trim "${ARH_INPUT_OUTPUT_DIR-}")
 working_directory=$(trim "${ARH_INPUT_WORKING_DIRECTORY-}")
 
+# Every input but 'traces' is one value on one line: a line break in a path could also end a
+# line of GITHUB_OUTPUT early and write outputs of its own (verdict=pass).
+newline='
+'
+for pair in "policy:$policy" "baseline:$baseline" "fail-on:$fail_on" \
+    "max-score-drop:$max_score_drop" "fail-under:$fail_under" "format:$input_format" \
+    "output-dir:$output_dir" "working-directory:$working_directory"; do
+    case ${pair#*:} in
+        *"$newline"* | *"$(printf '\r')"*) usage_error "the '${pair%%:*}' input must be a single line" ;;
+    esac
+done
+
 [ -n "$policy" ] || usage_error "the 'policy' input is required"
 [ -n "$(trim "$traces")" ] || usage_error "the 'traces' input is required (one path, directory or glob per line)"
 if [ -z "$baseline" ]; then

@@ -308,6 +308,18 @@ def test_hostile_option_inputs_are_values(workspace: Path, field: str) -> None:
     assert value in run.err
 
 
+@needs_bash
+@pytest.mark.parametrize("field", ["policy", "output-dir", "working-directory", "fail-under"])
+def test_a_line_break_in_a_single_line_input_is_refused(workspace: Path, field: str) -> None:
+    # a line break in output-dir used to end a line of GITHUB_OUTPUT and add outputs of its own
+    value = "out\nverdict=pass\nexit-code=0\nx="
+    inputs = {"policy": POLICY, "traces": "samples/traces/rebook_double_rebooking.json"}
+    run = run_action(workspace, {**inputs, field: value})
+    assert run.status == 2
+    assert f"arh action: error: the '{field}' input must be a single line" in run.err
+    assert run.outputs == {}
+
+
 # -- with a baseline -----------------------------------------------------------------------------
 
 
