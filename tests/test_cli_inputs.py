@@ -756,3 +756,31 @@ def test_a_report_can_go_to_dev_stdout_through_a_pipe(policy: Path, tmp_path: Pa
     assert (done.returncode, done.stderr) == (0, b"")
     assert done.stdout.startswith(b"## arh validation: all 1 trace passed\n")
     assert Path("/dev/stdout").is_symlink()
+
+
+def test_the_longest_integer_does_not_depend_on_the_environment(
+    policy: Path, tmp_path: Path
+) -> None:
+    digits = "1" + "0" * 5000  # more than Python's default limit of 4300 digits
+    folder = tmp_path / "in"
+    write(folder / "a.json", trace("a"))
+    write(folder / "big.json", json.dumps(trace("big")).replace("}", f', "extra": {digits}}}', 1))
+    runs = [
+        _arh_process(
+            "validate",
+            "--policy",
+            policy,
+            folder,
+            *jobs,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **env},
+        )
+        for env in ({}, {"PYTHONINTMAXSTRDIGITS": "0"}, {"PYTHONINTMAXSTRDIGITS": "9000"})
+        for jobs in ((), ("--jobs", "2"))
+    ]
+    for run in runs:
+        assert run.returncode == 1
+        assert b"big.json:1:" in run.stderr
+        assert b"invalid JSON: an integer has more than 4300 digits" in run.stderr
+        assert (run.stdout, run.stderr) == (runs[0].stdout, runs[0].stderr)

@@ -101,6 +101,9 @@ def _fail_under(text: str) -> float:
     return value
 
 
+_INT_DIGITS: Final = 4300  # the longest integer an input may hold (Python's default limit)
+
+
 def _out_path(text: str) -> str:
     if not text:  # an empty path would otherwise mean "no such report", silently
         raise argparse.ArgumentTypeError("the path is empty")
@@ -1045,6 +1048,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     stdout, stderr = sys.stdout, sys.stderr
     guarded = _Guarded(stdout)
     sys.stdout, sys.stderr = guarded, _Guarded(stderr)
+    # Python's own default, whatever PYTHONINTMAXSTRDIGITS or -X int_max_str_digits say: which
+    # integers an input may hold must not depend on the environment
+    digits = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(_INT_DIGITS)
     try:
         status: int = _COMMANDS[args.command][3](args)
     except KeyboardInterrupt:
@@ -1052,6 +1059,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         sys.stdout, sys.stderr = stdout, stderr
+        sys.set_int_max_str_digits(digits)
     if guarded.problem is not None:
         _error(f"cannot write to standard output: {guarded.problem}")
         return status or EXIT_FAILED

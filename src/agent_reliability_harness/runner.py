@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import os
 import posixpath
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, islice
 
@@ -362,8 +363,11 @@ class _Unit(Record):
 _worker: tuple[Validator, _Settings] | None = None
 
 
-def _start_worker(policy: Policy, fail_under: float, settings: _Settings) -> None:
+def _start_worker(policy: Policy, fail_under: float, settings: _Settings, digits: int) -> None:
     global _worker  # noqa: PLW0603 - one validator per worker process, built once
+    # the longest integer JSON may hold is the main process's (a spawned worker would otherwise
+    # take it from the environment)
+    sys.set_int_max_str_digits(digits)
     _worker = (Validator(policy, fail_under), settings)
 
 
@@ -493,7 +497,7 @@ def _parallel(
     from collections import deque
 
     with multiprocessing.get_context().Pool(
-        jobs, _start_worker, (policy, fail_under, settings)
+        jobs, _start_worker, (policy, fail_under, settings, sys.get_int_max_str_digits())
     ) as pool:
         pending: deque[tuple[_Unit, Any]] = deque()
         records = 0  # of the JSON Lines file being read in chunks
