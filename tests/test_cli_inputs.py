@@ -784,3 +784,29 @@ def test_the_longest_integer_does_not_depend_on_the_environment(
         assert b"big.json:1:" in run.stderr
         assert b"invalid JSON: an integer has more than 4300 digits" in run.stderr
         assert (run.stdout, run.stderr) == (runs[0].stdout, runs[0].stderr)
+
+
+def test_report_files_get_the_mode_of_new_files(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    good = write(tmp_path / "good.json", trace())
+    previous = os.umask(0o077)  # a user who keeps their files to themselves
+    try:
+        run = arh("validate", "--policy", policy, good, "--json-out", tmp_path / "private.json")
+    finally:
+        os.umask(previous)
+    assert run.status == 0
+    assert stat.S_IMODE((tmp_path / "private.json").stat().st_mode) == 0o600
+    previous = os.umask(0o022)
+    try:
+        arh("validate", "--policy", policy, good, "--json-out", tmp_path / "shared.json")
+        shared = tmp_path / "kept.json"
+        shared.write_text("{}", encoding="utf-8")
+        shared.chmod(0o640)  # a report written again keeps the mode it was given
+        arh("validate", "--policy", policy, good, "--json-out", shared)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "shared.json").stat().st_mode) == 0o644
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o640
+    assert report_of(shared)["summary"]["passed_traces"] == 1
+    assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind

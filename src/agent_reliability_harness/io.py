@@ -315,6 +315,20 @@ def _write_parts(stream: IO[str], text: str | Sequence[str | Spool]) -> None:
             part.copy_to(stream)
 
 
+def _new_file_beside(path: str) -> tuple[int, str]:
+    """A new, empty, hidden file in the directory of ``path``, opened for writing, and its path.
+    It gets the mode of any new file (read and write for all, less the umask), not the owner-only
+    mode of ``tempfile.mkstemp``: a report is as readable as the user's other files."""
+    directory, name = os.path.split(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        temp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(temp, flags, 0o666), temp
+        except FileExistsError:  # pragma: no cover - 48 random bits taken
+            continue
+
+
 def write_atomic(path: str, text: str | Sequence[str | Spool]) -> None:
     """Write ``text`` (or its parts in order: strings and spooled bodies) as UTF-8 to ``path``
     through a temporary file and a rename, so a reader never sees a partial report.
@@ -323,8 +337,6 @@ def write_atomic(path: str, text: str | Sequence[str | Spool]) -> None:
     kept); anything else that exists and is not a regular file or a directory, such as a pipe, a
     device or a link to one (``/dev/stdout``), or a link to nothing yet, is opened and written
     directly, since replacing it would destroy it."""
-    import tempfile  # only commands that write reports need it
-
     link = os.path.islink(path)
     if link and os.path.isfile(target := os.path.realpath(path)):
         path = target
@@ -340,15 +352,12 @@ def write_atomic(path: str, text: str | Sequence[str | Spool]) -> None:
         raise NotADirectoryError(
             errno.ENOTDIR, f"{_display(blocker)} is a file, not a directory"
         ) from None
-    handle, temp = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
-    )
+    handle, temp = _new_file_beside(path)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
             _write_parts(stream, text)
-        # mkstemp creates the file readable by its owner only; give it a report's usual mode
-        mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
-        os.chmod(temp, mode)
+        if os.path.exists(path):  # a report written again keeps the mode it was given
+            os.chmod(temp, os.stat(path).st_mode & 0o7777)
         os.replace(temp, path)
     except BaseException:
         if os.path.exists(temp):
