@@ -6,7 +6,7 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -150,3 +150,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="rewrite the golden report files under tests/goldens instead of comparing with them",
     )
+
+
+@pytest.fixture(params=[4300, 0], ids=["default-limit", "no-limit"])
+def int_digits_limit(request: pytest.FixtureRequest) -> Iterator[int]:
+    """Run with Python's default int_max_str_digits and with the limit switched off (0)."""
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(request.param)
+    yield request.param
+    sys.set_int_max_str_digits(before)

@@ -550,3 +550,134 @@ def test_benchmark_findings_are_well_formed() -> None:
         report = validate_trace(trace, Policy.from_dict(case["policy"]))
         _assert_well_formed(report, trace)
         assert report.passed == case["expected"]["passed"], path.name
+
+
+# --- wrong objects and data built in Python -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "digits"),
+    [(10**400, 401), (-(10**400), 401), (10**5000, 5001), (2**1024, 309)],
+    ids=["1e400", "-1e400", "1e5000", "2**1024"],
+)
+def test_fail_under_too_large_for_a_float_is_a_usage_error(value: int, digits: int) -> None:
+    # math.isfinite raised OverflowError, and repr() of 5001 digits a ValueError
+    trace, policy = perfect_trace(), full_policy()
+    message = f"fail_under must be a number from 0 to 100, got an integer of {digits} digits"
+    with pytest.raises(UsageError) as info:
+        validate_trace(trace, policy, fail_under=value)
+    assert str(info.value) == message
+    with pytest.raises(UsageError, match="an integer of"):
+        Validator(policy, fail_under=value)
+
+
+@pytest.mark.parametrize(
+    ("trace", "policy", "message"),
+    [
+        (
+            PERFECT_STEPS,
+            FULL_POLICY,
+            "policy must be a Policy, got dict; build it with Policy.from_dict(data)",
+        ),
+        (
+            {"trace_id": "t", "steps": PERFECT_STEPS},
+            None,
+            "trace must be a Trace, got dict; build it with Trace.from_dict(data)",
+        ),
+        (None, None, "trace must be a Trace, got NoneType; build it with Trace.from_dict(data)"),
+    ],
+)
+def test_validate_trace_needs_a_trace_and_a_policy(
+    trace: object, policy: object, message: str
+) -> None:
+    parsed = full_policy() if policy is None else policy
+    with pytest.raises(UsageError) as info:
+        validate_trace(trace, parsed)  # type: ignore[arg-type]
+    assert str(info.value) == message
+    if policy is None:
+        with pytest.raises(UsageError):
+            Validator(full_policy()).validate(trace)  # type: ignore[arg-type]
+    else:
+        with pytest.raises(UsageError):
+            Validator(policy)  # type: ignore[arg-type]
+
+
+# policies whose rules walk or compare a call's arguments (or its output)
+_WALKING_POLICIES = {
+    "schema": FULL_POLICY,
+    "safety": {"policy_id": "p", "allow_unlisted_tools": True, "unsafe_patterns": ["secret"]},
+    "provenance": {
+        "policy_id": "p",
+        "schema_version": "1.1",
+        "allow_unlisted_tools": True,
+        "provenance": {
+            "untrusted": {"all_tools": True},
+            "sinks": [{"tool": "refund", "argument": "id"}],
+        },
+    },
+    "loops": {
+        "policy_id": "p",
+        "schema_version": "1.1",
+        "allow_unlisted_tools": True,
+        "loops": {"max_identical_calls": 1},
+    },
+}
+
+
+@pytest.mark.parametrize("policy_name", list(_WALKING_POLICIES))
+@pytest.mark.parametrize(
+    ("change", "pointer", "kind"),
+    [
+        (lambda s: s[0]["arguments"].update({None: 1}), "/steps/0/arguments", "NoneType"),
+        (lambda s: s[1]["arguments"].update({7: "x"}), "/steps/1/arguments", "int"),
+        (lambda s: s[1]["arguments"].update(id={1: "x", "a": {}}), "/steps/1/arguments/id", "int"),
+        (
+            lambda s: s[0]["output"].update(items=[{None: "secret A1"}]),
+            "/steps/0/output/items/0",
+            "NoneType",
+        ),
+    ],
+)
+def test_keys_that_are_not_strings_in_values_are_input_errors(
+    policy_name: str, change: Any, pointer: str, kind: str
+) -> None:
+    steps = copy.deepcopy(PERFECT_STEPS) * 2  # twice: the loop and flow rules compare calls
+    steps[3:] = copy.deepcopy(steps[3:])
+    for index, step in enumerate(steps):
+        step["step_id"] = f"s{index + 1}"
+    change(steps)
+    trace = trace_of(*steps)  # parsing does not walk arguments, outputs or metadata
+    policy = Policy.from_dict(_WALKING_POLICIES[policy_name])
+    try:
+        validate_trace(trace, policy)
+    except InputError as err:
+        problem = err
+    else:
+        # a policy whose rules never reach the key may accept the trace; none may crash. The
+        # schema and safety rules read every argument (safety every output value too).
+        assert policy_name not in ("schema", "safety")
+        return
+    assert (problem.pointer, problem.message) == (
+        pointer,
+        f"object keys must be strings, got a key of type {kind}",
+    )
+
+
+def test_keys_that_are_not_strings_crash_no_rule() -> None:
+    # the rules reached pointer_token (AttributeError) or sorted mixed keys (TypeError)
+    steps = copy.deepcopy(PERFECT_STEPS)
+    steps[0]["arguments"][None] = 1
+    with pytest.raises(InputError) as info:
+        validate_trace(trace_of(*steps), full_policy())
+    assert info.value.pointer == "/steps/0/arguments"
+
+
+def test_a_type_error_in_a_rule_is_not_blamed_on_the_input() -> None:
+    validator = Validator(full_policy())
+
+    def broken(facts: object, plan: object, findings: object) -> Any:
+        raise TypeError("a bug in a rule")
+
+    validator._plans = [(broken, None)]
+    with pytest.raises(TypeError, match="a bug in a rule"):
+        validator.validate(perfect_trace())

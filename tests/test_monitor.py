@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from agent_reliability_harness import monitor as monitor_module
 from agent_reliability_harness.engine import Validator
-from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.errors import InputError, UsageError
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding
 from agent_reliability_harness.model.trace import Step, Trace
@@ -614,6 +614,36 @@ def test_bad_steps_are_input_errors_at_their_position() -> None:
     with pytest.raises(InputError):
         monitor.observe({"type": "tool_call"})
     assert len(monitor.steps) == 1
+
+
+@pytest.mark.parametrize("step", [None, 5, "s1", ["s1"], ("step_id", "s1")])
+def test_a_step_that_is_not_a_step_or_a_mapping_is_a_usage_error(step: Any) -> None:
+    monitor = Monitor(REFUND_POLICY)
+    for method in (monitor.check, monitor.guard, monitor.observe):
+        with pytest.raises(UsageError, match=r"a step must be a Step or its JSON form \(a mapp"):
+            method(step)
+    assert monitor.steps == ()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"trace_id": ""}, "trace_id must be a non-empty string"),
+        ({"trace_id": 5}, "trace_id must be a non-empty string"),
+        ({"trace_id": None}, "trace_id must be a non-empty string"),
+        ({"agent_name": 5}, "agent_name must be a string, got int"),
+        ({"workflow": None}, "workflow must be a string, got NoneType"),
+    ],
+)
+def test_the_identity_must_be_what_a_trace_holds(arguments: dict[str, Any], message: str) -> None:
+    # the trace and report of the run carry it: arh compare and arh stats reject these ids
+    with pytest.raises(UsageError, match=message):
+        Monitor(REFUND_POLICY, **arguments)
+
+
+def test_the_policy_must_be_a_policy() -> None:
+    with pytest.raises(UsageError, match="policy must be a Policy, got dict"):
+        Monitor({"policy_id": "p"})  # type: ignore[arg-type]
 
 
 def test_a_policy_without_early_rules_still_validates_at_the_end() -> None:

@@ -6,7 +6,9 @@ JSON pointer of the offending key, with a message that says what is wrong.
 
 from __future__ import annotations
 
+import collections
 import copy
+import enum
 import json
 import math
 import re
@@ -59,6 +61,23 @@ def arg(spec: object) -> ArgSpec:
 
 
 ARG = "/allowed_tools/t/required_arguments/a"
+
+
+class _Count(enum.IntEnum):
+    TEN = 10
+
+
+class _Name(enum.StrEnum):
+    P = "p"
+
+
+class _Flag(int):
+    pass
+
+
+class _Real(float):
+    pass
+
 
 # --- the document, top-level fields ------------------------------------------------------------
 
@@ -846,3 +865,155 @@ def test_parsing_does_not_modify_the_input() -> None:
     doc = copy.deepcopy(RICH)
     Policy.from_dict(doc)
     assert doc == RICH
+
+
+# --- data built in Python: keys, subclasses of JSON types, integers too long to show ----------
+
+POLICY_11 = {"schema_version": "1.1", "allowed_tools": {"t": {}, "u": {}}}
+
+
+@pytest.mark.parametrize(
+    ("doc", "pointer", "kind"),
+    [
+        ({"policy_id": "p", None: 1}, "", "NoneType"),
+        (policy_doc(budgets={1: 1}), "/budgets", "int"),
+        (policy_doc(grounding={("a",): True}), "/grounding", "tuple"),
+        (policy_doc(allowed_tools={1: {}, "a": {}}), "/allowed_tools", "int"),
+        (policy_doc(allowed_tools={None: {}}), "/allowed_tools", "NoneType"),
+        (
+            tool_doc(required_arguments={None: "str"}),
+            "/allowed_tools/t/required_arguments",
+            "NoneType",
+        ),
+        (tool_doc(optional_arguments={2.5: "str"}), "/allowed_tools/t/optional_arguments", "float"),
+        (arg_doc({None: "str"}), ARG, "NoneType"),
+        (arg_doc({"enum": [{1: "x", "a": 2}]}), ARG + "/enum/0", "int"),
+        (arg_doc({"enum": [[{"a": {None: 1}}]]}), ARG + "/enum/0/0/a", "NoneType"),
+        (
+            policy_doc(**POLICY_11, conditions=[{"tool": "t", "forbid": True, "when": {1: {}}}]),
+            "/conditions/0/when",
+            "int",
+        ),
+        (
+            policy_doc(
+                **POLICY_11,
+                conditions=[{"tool": "t", "forbid": True, "when": {"a": {"equals": {1: 2}}}}],
+            ),
+            "/conditions/0/when/a/equals",
+            "int",
+        ),
+        (
+            policy_doc(
+                **POLICY_11,
+                conditions=[{"tool": "t", "when": {"a": {"enum": [1, {None: 2}]}}, "forbid": True}],
+            ),
+            "/conditions/0/when/a/enum/1",
+            "NoneType",
+        ),
+        (
+            policy_doc(
+                **POLICY_11,
+                conditions=[{"tool": "t", "require_prior": [{"tool": "u", "match": {None: "a"}}]}],
+            ),
+            "/conditions/0/require_prior/0/match",
+            "NoneType",
+        ),
+        (policy_doc(**POLICY_11, loops={"max_identical_calls": 2, 7: 1}), "/loops", "int"),
+    ],
+)
+def test_keys_that_are_not_strings_are_rejected(doc: object, pointer: str, kind: str) -> None:
+    # JSON has no such keys; built in Python they crashed the parser or Policy.sha256
+    check_rejected(doc, pointer, f"object keys must be strings, got a key of type {kind}")
+
+
+def test_string_subclass_keys_are_strings() -> None:
+    from enum import StrEnum
+
+    class Name(StrEnum):
+        LOOKUP = "lookup"
+
+    policy = Policy.from_dict(policy_doc(allowed_tools={Name.LOOKUP: {}, "other": {}}))
+    assert list(policy.allowed_tools) == ["lookup", "other"]
+    assert re.fullmatch("[0-9a-f]{64}", policy.sha256)
+
+
+HUGE = 10**5000  # 5001 digits: more than int_max_str_digits allows to convert to text
+
+
+@pytest.mark.parametrize(
+    ("doc", "pointer", "fragment"),
+    [
+        (policy_doc(schema_version=HUGE), "/schema_version", "unsupported schema_version"),
+        (policy_doc(schema_version=-HUGE), "/schema_version", "unsupported schema_version"),
+        (policy_doc(budgets={"max_total_cost_usd": HUGE}), "/budgets/max_total_cost_usd", ">= 0"),
+        (
+            policy_doc(budgets={"max_step_latency_ms": -HUGE}),
+            "/budgets/max_step_latency_ms",
+            ">= 0",
+        ),
+        (policy_doc(budgets={"max_total_tokens": -HUGE}), "/budgets/max_total_tokens", ">= 0"),
+        (
+            policy_doc(grounding={"min_citation_coverage": HUGE}),
+            "/grounding/min_citation_coverage",
+            "from 0 to 1",
+        ),
+        (arg_doc({"type": "int", "min": HUGE}), ARG + "/min", "finite number"),
+        (arg_doc({"type": "int", "max": -HUGE}), ARG + "/max", "finite number"),
+        (tool_doc(min_calls=HUGE, max_calls=1), "/allowed_tools/t", "exceeds max_calls"),
+        (tool_doc(max_calls=-HUGE), "/allowed_tools/t/max_calls", ">= 0"),
+        (
+            policy_doc(**POLICY_11, loops={"max_identical_calls": HUGE, "window": 3}),
+            "/loops/window",
+            "max_identical_calls",
+        ),
+        (
+            policy_doc(**POLICY_11, loops={"max_cycle_repeats": 1, "max_cycle_length": HUGE}),
+            "/loops/max_cycle_length",
+            "from 2 to 16",
+        ),
+    ],
+)
+def test_integers_too_long_to_show_are_described_by_length(
+    int_digits_limit: int, doc: object, pointer: str, fragment: str
+) -> None:
+    check_rejected(doc, pointer, fragment, "an integer of 5001 digits")
+
+
+@pytest.mark.parametrize(
+    ("doc", "pointer", "shown"),
+    [
+        (
+            collections.OrderedDict(policy_id="p"),
+            "",
+            "OrderedDict (a dict subclass: pass a plain dict)",
+        ),
+        (policy_doc(unsafe_patterns=("x",)), "/unsafe_patterns", "tuple"),
+        (policy_doc(budgets=collections.OrderedDict()), "/budgets", "OrderedDict (a dict subclass"),
+        (
+            policy_doc(budgets={"max_total_tokens": _Count.TEN}),
+            "/budgets/max_total_tokens",
+            "enum member _Count.TEN (an int subclass: pass a plain int)",
+        ),
+        (
+            policy_doc(grounding={"require_citations": _Flag(1)}),
+            "/grounding/require_citations",
+            "_Flag (an int subclass: pass a plain int)",
+        ),
+        (
+            policy_doc(policy_id=_Name.P),
+            "/policy_id",
+            "got enum member _Name.P (a str subclass: pass a plain str)",
+        ),
+        (
+            policy_doc(sequence={"required_tools": [_Name.P]}),
+            "/sequence/required_tools/0",
+            "got enum member _Name.P (a str subclass",
+        ),
+        (arg_doc({"type": "int", "min": _Real(1.5)}), ARG + "/min", "_Real (a float subclass"),
+    ],
+)
+def test_subclasses_of_json_types_are_named_by_their_type(
+    doc: object, pointer: str, shown: str
+) -> None:
+    # the checks test `type(x) is ...`; the message used to name the JSON type they ask for
+    check_rejected(doc, pointer, shown)

@@ -14,6 +14,7 @@ import tomllib
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -183,6 +184,65 @@ def test_marked(arh_policy):
 """
     )
     _run(pytester, "--arh-policy", "policy.json").assert_outcomes(passed=2)
+
+
+def test_the_marker_names_the_policy_as_its_one_argument_too(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".json", policy=json.dumps(POLICY))
+    (pytester.path / "policies").mkdir()
+    (pytester.path / "policies" / "strict.json").write_text(
+        json.dumps({"policy_id": "strict", "sequence": {"forbidden_tools": ["pay"]}})
+    )
+    pytester.makepyfile(
+        test_markers="""
+import pytest
+
+@pytest.mark.agent_eval("policies/strict.json")
+def test_positional(arh_policy):
+    assert arh_policy.policy_id == "strict"
+
+@pytest.mark.agent_eval(policy=5)
+def test_not_a_path(arh_policy):
+    pass
+
+@pytest.mark.agent_eval("policies/strict.json", policy="policy.json")
+def test_two_policies(arh_policy):
+    pass
+
+@pytest.mark.agent_eval(polcy="policies/strict.json")
+def test_misspelled(arh_policy):
+    pass
+"""
+    )
+    result = _run(pytester, "--arh-policy", "policy.json")
+    result.assert_outcomes(passed=1, errors=3)  # the fixture fails: an error at setup
+    misused = "*arh: @pytest.mark.agent_eval takes at most one policy path, as its one argument or"
+    result.stdout.fnmatch_lines_random(
+        [
+            "*arh: the policy of @pytest.mark.agent_eval must be a path (a str or os.PathLike)*",
+            misused + " as policy=PATH, got ('policies/strict.json', policy='policy.json')",
+            misused + " as policy=PATH, got (polcy='policies/strict.json')",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*must be a path (a str or os.PathLike), got int"])
+    assert "TypeError" not in result.stdout.str()
+
+
+def test_a_trace_whose_identity_a_report_cannot_hold_is_refused(tmp_path: Path) -> None:
+    from agent_reliability_harness.errors import UsageError
+    from agent_reliability_harness.model.policy import Policy
+    from agent_reliability_harness.model.trace import Trace
+    from agent_reliability_harness.pytest_plugin import assert_trace_passes
+
+    policy = Policy.from_dict(POLICY)
+    # a Trace built in code is not parsed; arh compare and arh stats would reject its report
+    identities: list[tuple[Any, Any, str]] = [
+        ("", "", "trace_id must be a non-empty string"),
+        (5, "", "trace_id must be a non-empty string"),
+        ("t", None, "agent_name must be a string, got NoneType"),
+    ]
+    for trace_id, agent_name, message in identities:
+        with pytest.raises(UsageError, match=message):
+            assert_trace_passes(Trace(trace_id, agent_name, "", ()), policy)
 
 
 def test_reports_are_written_for_arh_compare(

@@ -240,6 +240,198 @@ def test_the_trace_is_written_when_the_block_raises(tmp_path: Path) -> None:
     assert json.loads(path.read_text(encoding="utf-8"))["steps"][0]["text"] == "go"
 
 
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"trace_id": ""}, "trace_id must be a non-empty string"),
+        ({"trace_id": None}, "trace_id must be a non-empty string"),
+        ({"agent_name": 5}, "agent_name must be a string, got int"),
+        ({"source": 5}, "source must be a string or None, got int"),
+        ({"metadata": [1, 2]}, "metadata must be a mapping with string keys or None, got list"),
+        ({"metadata": {1: "a", "1": "b"}}, "metadata keys must be strings, got int"),
+        ({"path": 5}, "path must be a str or os.PathLike path, got int"),
+        ({"path": b"run.json"}, "path must be a str or os.PathLike path, got bytes"),
+        ({"clock": 5}, "clock must be a function returning seconds, or None, got int"),
+        ({"guard": {"policy_id": "p"}}, "guard must be a Policy, a Monitor or None, got dict"),
+        ({"guard": "policy.json"}, "guard must be a Policy, a Monitor or None, got str"),
+    ],
+)
+def test_the_constructor_refuses_what_the_trace_could_not_hold(
+    arguments: dict[str, Any], message: str
+) -> None:
+    # each would otherwise fail later (at the first tool call, when the trace is written) or
+    # write a trace that Trace.from_dict and the CLI reject
+    given = {"trace_id": "run-1", **arguments}
+    with pytest.raises(UsageError, match=re.escape(message)):
+        Recorder(**given)
+
+
+def test_the_identity_given_is_the_identity_written(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    metadata = {"model": "m", "tags": ("a", "b")}
+    with Recorder("run-1", "bot", "flow", path=path, source="tests", metadata=metadata):
+        pass
+    trace = Trace.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    assert (trace.trace_id, trace.agent_name, trace.workflow, trace.source) == (
+        "run-1",
+        "bot",
+        "flow",
+        "tests",
+    )
+    assert trace.metadata == {"model": "m", "tags": ["a", "b"]}
+
+
+def test_a_failed_write_never_replaces_the_exception_of_the_block(tmp_path: Path) -> None:
+    (tmp_path / "blocker").write_text("a file where the directory should be")
+    path = tmp_path / "blocker" / "run.json"
+    with (
+        pytest.raises(RuntimeError, match="agent crashed") as crashed,
+        Recorder("run-1", path=path, clock=None),
+    ):
+        raise RuntimeError("agent crashed")
+    notes = getattr(crashed.value, "__notes__", [])
+    assert len(notes) == 1
+    assert notes[0].startswith(f"arh: the trace could not be written to {path}: ")
+    # without an exception of its own, the block raises the write's
+    with pytest.raises(NotADirectoryError), Recorder("run-1", path=path, clock=None):
+        pass
+
+
+class AsyncTool:
+    """A callable object whose ``__call__`` is a coroutine function."""
+
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+
+    async def __call__(self, order_id: str) -> dict[str, str]:
+        await asyncio.sleep(0)
+        if self.fail:
+            raise LookupError(f"no order {order_id}")
+        return {"order_id": order_id}
+
+
+def plain_decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return call
+
+
+def test_awaitables_returned_by_plain_callables_are_awaited_and_recorded() -> None:
+    rec = Recorder("run-1", clock=FakeClock(0.25))
+
+    @plain_decorator
+    async def search(query: str) -> list[str]:
+        await asyncio.sleep(0)
+        return [query]
+
+    async def agent() -> None:
+        lookup = rec.tool(AsyncTool(fail=False), name="lookup")
+        failing = rec.tool(AsyncTool(fail=True), name="lookup")
+        assert await lookup(order_id="A1") == {"order_id": "A1"}
+        with pytest.raises(LookupError, match="no order B2"):
+            await failing(order_id="B2")
+        assert await rec.tool(search)("shoes") == ["shoes"]
+
+    asyncio.run(agent())
+    # as a coroutine function's calls are recorded: what awaiting gave, and one clock step
+    # (250 ms) between the call and the end of the await
+    assert [s.to_dict() for s in rec.steps] == [
+        {
+            "step_id": "s1",
+            "type": "tool_call",
+            "tool_name": "lookup",
+            "arguments": {"order_id": "A1"},
+            "output": {"order_id": "A1"},
+            "latency_ms": 250.0,
+        },
+        {
+            "step_id": "s2",
+            "type": "tool_call",
+            "tool_name": "lookup",
+            "arguments": {"order_id": "B2"},
+            "error": "LookupError: no order B2",
+            "latency_ms": 250.0,
+        },
+        {
+            "step_id": "s3",
+            "type": "tool_call",
+            "tool_name": "call",  # the plain decorator's name: it did not copy the function's
+            "arguments": {"args": ["shoes"]},
+            "output": ["shoes"],
+            "latency_ms": 250.0,
+        },
+    ]
+
+
+def test_a_returned_task_is_returned_itself_and_recorded_when_it_is_done() -> None:
+    rec = Recorder("run-1", clock=None)
+
+    def start(n: int) -> asyncio.Task[int]:
+        async def double() -> int:
+            await asyncio.sleep(0)
+            return 2 * n
+
+        return asyncio.get_running_loop().create_task(double())
+
+    async def agent() -> None:
+        spawn = rec.tool(start, name="double")
+        task = spawn(n=21)
+        assert isinstance(task, asyncio.Task)  # still a task: it can be cancelled or waited for
+        done, _ = await asyncio.wait([task])
+        assert done == {task}
+        assert task.result() == 42
+        await asyncio.sleep(0)  # the done callback runs on the next turn of the loop
+        cancelled = spawn(n=1)
+        cancelled.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        await asyncio.sleep(0)
+
+    asyncio.run(agent())
+    assert [(s.step_id, s.output, s.status, s.error) for s in rec.steps] == [
+        ("s1", 42, "ok", None),
+        ("s2", None, "error", "CancelledError"),
+    ]
+
+
+def test_the_tool_name_is_checked_before_anything_runs() -> None:
+    rec = Recorder("run-1", clock=None)
+    calls: list[str] = []
+
+    def pay(to: str) -> str:
+        calls.append(to)
+        return "paid"
+
+    with pytest.raises(UsageError, match="name must be a non-empty string or None, got int"):
+        rec.tool(pay, name=5)  # type: ignore[call-overload]
+    with pytest.raises(UsageError, match="name must be a non-empty string or None, got ''"):
+        rec.tool(name="")
+    with pytest.raises(UsageError, match="name must be a non-empty string or None, got list"):
+        record_tool(rec, name=["pay"])  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="the tool must be callable, got str"):
+        rec.tool("pay")  # type: ignore[call-overload]
+    with pytest.raises(UsageError, match="recorder must be a Recorder, got str"):
+        record_tool("rec")  # type: ignore[arg-type]
+    assert calls == []
+    assert rec.steps == ()
+
+
+def test_citations_given_as_one_string_or_mapping_are_one_citation() -> None:
+    rec = Recorder("run-1", clock=None)
+    rec.model_response("hi", citations="https://a.example")
+    rec.model_response("hi", citations={"source": "manual", "url": "https://b.example"})
+    rec.model_response("hi", citations=("https://a.example", "manual"))
+    assert [s.citations for s in rec.steps] == [
+        ({"url": "https://a.example"},),
+        ({"source": "manual", "url": "https://b.example"},),
+        ({"url": "https://a.example"}, {"source": "manual"}),
+    ]
+    with pytest.raises(UsageError, match=r"citations must be a citation \(a string or a mapping\)"):
+        rec.model_response("hi", citations=5)  # type: ignore[arg-type]
+    assert len(rec.steps) == 3
+
+
 GUARD_POLICY = Policy.from_dict(
     {
         "policy_id": "guarded",

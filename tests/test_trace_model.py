@@ -6,7 +6,9 @@ field (or of the object that lacks a required key) and whose message says what i
 
 from __future__ import annotations
 
+import collections
 import copy
+import enum
 import json
 import math
 from typing import Any
@@ -603,3 +605,177 @@ def test_to_dict_parses_back_to_an_equal_trace(doc: dict[str, Any]) -> None:
         expected_status = raw.get("status") or ("error" if raw.get("error") else "ok")
         assert step.status == expected_status
         assert step.extra == {k: v for k, v in raw.items() if k in _EXTRA_KEYS}
+
+
+# --- data built in Python: keys, subclasses of JSON types, integers too long to show ----------
+
+
+class _Tool(enum.StrEnum):
+    LOOKUP = "lookup"
+
+
+class _Count(enum.IntEnum):
+    TEN = 10
+
+
+class _Real(float):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("doc", "pointer", "kind"),
+    [
+        (trace_doc() | {None: 1}, "", "NoneType"),
+        (trace_doc(tool_step(exporter=1) | {3: "x"}), "/steps/0", "int"),
+        (
+            trace_doc(tool_step(), {"step_id": "s2", "type": "model_response", None: 1}),
+            "/steps/1",
+            "NoneType",
+        ),
+    ],
+)
+def test_trace_and_step_keys_must_be_strings(doc: object, pointer: str, kind: str) -> None:
+    err = rejected(doc)
+    assert err.pointer == pointer
+    assert err.message == f"object keys must be strings, got a key of type {kind}"
+
+
+HUGE = 10**5000
+
+
+@pytest.mark.parametrize(
+    ("fields", "pointer"),
+    [
+        ({"latency_ms": HUGE}, "/steps/0/latency_ms"),
+        ({"latency_ms": -HUGE}, "/steps/0/latency_ms"),
+        ({"cost_usd": -HUGE}, "/steps/0/cost_usd"),
+        ({"input_tokens": -HUGE}, "/steps/0/input_tokens"),
+        ({"output_tokens": -HUGE}, "/steps/0/output_tokens"),
+    ],
+)
+def test_integers_too_long_to_show_are_described_by_length(
+    int_digits_limit: int, fields: dict[str, Any], pointer: str
+) -> None:
+    err = step_rejected(**fields)
+    assert err.pointer == pointer
+    assert err.message.endswith(", got an integer of 5001 digits")
+
+
+def test_schema_version_too_long_to_show(int_digits_limit: int) -> None:
+    err = rejected(trace_doc(schema_version=HUGE))
+    assert err.pointer == "/schema_version"
+    assert "unsupported schema_version an integer of 5001 digits" in err.message
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (10**400, "an integer of 401 digits"),
+        (10**400 - 1, "an integer of 400 digits"),
+        (-(10**400), "an integer of 401 digits"),
+        (2**1024, "an integer of 309 digits"),
+        (10**308, repr(10**308)),  # a float can hold it: written out
+        (-5, "-5"),
+        (1.5, "1.5"),
+        (2 ** (1 << 19), "an integer of about 157827 digits"),
+    ],
+    ids=["1e400", "1e400-1", "-1e400", "2**1024", "1e308", "-5", "1.5", "2**2**19"],
+)
+def test_number_text(int_digits_limit: int, value: int | float, shown: str) -> None:
+    from agent_reliability_harness.model._checks import number_text
+
+    assert number_text(value) == shown
+
+
+def test_number_text_counts_digits_exactly() -> None:
+    from agent_reliability_harness.model._checks import number_text
+
+    for digits in (310, 311, 1000, 4300, 4301, 20_000):
+        for value in (10 ** (digits - 1), 10**digits - 1, -(10**digits - 1)):
+            assert number_text(value) == f"an integer of {digits} digits", value
+
+
+@pytest.mark.parametrize(
+    ("value", "name"),
+    [
+        (None, "null"),
+        (True, "boolean"),
+        (0, "number"),
+        (1.5, "number"),
+        ("", "string"),
+        ([], "array"),
+        ({}, "object"),
+        ((), "tuple"),
+        (collections.OrderedDict(), "OrderedDict (a dict subclass: pass a plain dict)"),
+        (_Tool.LOOKUP, "enum member _Tool.LOOKUP (a str subclass: pass a plain str)"),
+        (_Count.TEN, "enum member _Count.TEN (an int subclass: pass a plain int)"),
+        (_Real(1.0), "_Real (a float subclass: pass a plain float)"),
+        ({1}, "set"),
+        (b"x", "bytes"),
+    ],
+)
+def test_json_type_names_exact_json_types_and_python_types(value: object, name: str) -> None:
+    from agent_reliability_harness.model._checks import json_type
+
+    assert json_type(value) == name
+
+
+@pytest.mark.parametrize(
+    ("doc", "pointer", "message"),
+    [
+        (
+            collections.OrderedDict(trace_doc()),
+            "",
+            "a trace must be a JSON object, got OrderedDict (a dict subclass: pass a plain dict)",
+        ),
+        (trace_doc(steps=(tool_step(),)), "/steps", "must be an array of steps, got tuple"),
+        (
+            trace_doc(collections.OrderedDict(tool_step())),
+            "/steps/0",
+            "a step must be an object, got OrderedDict (a dict subclass: pass a plain dict)",
+        ),
+        (
+            trace_doc(tool_step(tool_name=_Tool.LOOKUP)),
+            "/steps/0/tool_name",
+            (
+                "must be a string or null, got enum member _Tool.LOOKUP (a str subclass: pass a "
+                "plain str)"
+            ),
+        ),
+        (
+            trace_doc(tool_step(latency_ms=_Real(1.0))),
+            "/steps/0/latency_ms",
+            "must be a number, got _Real (a float subclass: pass a plain float)",
+        ),
+        (
+            trace_doc(tool_step(input_tokens=_Count.TEN)),
+            "/steps/0/input_tokens",
+            (
+                "must be an integer >= 0, got enum member _Count.TEN (an int subclass: pass a "
+                "plain int)"
+            ),
+        ),
+        (
+            trace_doc(tool_step(input_tokens=_Real(4.0))),
+            "/steps/0/input_tokens",
+            "must be an integer >= 0, got _Real (a float subclass: pass a plain float)",
+        ),
+        (
+            trace_doc(tool_step(arguments=collections.OrderedDict())),
+            "/steps/0/arguments",
+            "must be an object or null, got OrderedDict (a dict subclass: pass a plain dict)",
+        ),
+        (
+            trace_doc(tool_step(citations=({"url": "u"},))),
+            "/steps/0/citations",
+            "must be an array of citation objects, got tuple",
+        ),
+    ],
+)
+def test_subclasses_of_json_types_are_named_by_their_type(
+    doc: object, pointer: str, message: str
+) -> None:
+    # the checks test `type(x) is ...`; the message used to name the very type it asked for
+    err = rejected(doc)
+    assert err.pointer == pointer
+    assert err.message == message

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.errors import ArhError, InputError, UsageError
 from agent_reliability_harness.model.fidelity import fidelity_plan, not_applicable
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding, TraceReport
@@ -49,6 +49,11 @@ class Validator:
     __slots__ = ("_fail_under", "_fidelity", "_plans", "plans", "policy")
 
     def __init__(self, policy: Policy, fail_under: float = DEFAULT_FAIL_UNDER) -> None:
+        if not isinstance(policy, Policy):
+            raise UsageError(
+                f"policy must be a Policy, got {type(policy).__name__}; "
+                "build it with Policy.from_dict(data)"
+            )
         self.policy = policy
         self._fail_under = check_fail_under(fail_under)
         modules = category_modules(policy)
@@ -62,8 +67,10 @@ class Validator:
     def validate(
         self, trace: Trace, *, source_path: str | None = None, source_line: int | None = None
     ) -> TraceReport:
-        """Check one trace; raise :class:`InputError` only for values nested too deeply to walk
-        and for metric totals too large to report."""
+        """Check one trace; raise :class:`InputError` only for values nested too deeply to walk,
+        for metric totals too large to report and for objects whose keys are not all strings
+        (possible in a trace built in Python), and :class:`UsageError` for a ``trace`` that is
+        not a :class:`Trace`."""
         try:
             facts = TraceFacts(trace)
             findings: list[Finding] = []
@@ -73,6 +80,11 @@ class Validator:
             raise InputError(
                 "a value in the trace is nested too deeply to check", pointer=None
             ) from None
+        except (AttributeError, TypeError):
+            problem = _unusable(trace)
+            if problem is None:
+                raise  # a bug in a rule, not a problem of the input
+            raise problem from None
         findings.sort(key=Finding.sort_key)
         score = overall_score(results)
         grounding = results[_GROUNDING]
@@ -98,6 +110,21 @@ class Validator:
             source_line=source_line,
             not_applicable=not_applicable(trace, self._fidelity),
         )
+
+
+def _unusable(trace: object) -> ArhError | None:
+    """Why the rules could not walk ``trace`` (looked for only after they failed): it is not a
+    :class:`Trace`, or an object in it has a key that is not a string, which JSON cannot hold
+    but a trace built in Python can. The rules iterate keys without checking them, so that the
+    common path pays nothing for this."""
+    if not isinstance(trace, Trace):
+        return UsageError(
+            f"trace must be a Trace, got {type(trace).__name__}; "
+            "build it with Trace.from_dict(data)"
+        )
+    from agent_reliability_harness.model._checks import find_non_string_key
+
+    return find_non_string_key(trace.to_dict(), "")  # no recursion: any depth is walked
 
 
 _CACHE_SIZE: Final = 8

@@ -61,10 +61,10 @@ from collections.abc import Mapping
 
 from agent_reliability_harness._record import replace
 from agent_reliability_harness.engine import Validator
-from agent_reliability_harness.errors import ArhError, InputError
+from agent_reliability_harness.errors import ArhError, InputError, UsageError
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding, TraceReport
-from agent_reliability_harness.model.trace import Step, Trace, schema_version_for
+from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
 from agent_reliability_harness.rules import (
     budget,
     completion,
@@ -736,8 +736,11 @@ class Monitor:
     """Guard one run of an agent with a policy, step by step; see the module docstring.
 
     Steps are :class:`~agent_reliability_harness.model.trace.Step` objects or their JSON form
-    (a mapping, parsed strictly; an :class:`InputError` points at ``/steps/<position>``). A
-    monitor follows one run and is not thread-safe.
+    (a mapping, parsed strictly; an :class:`InputError` points at ``/steps/<position>``);
+    anything else is a :class:`UsageError`, and so are a ``policy`` that is not a
+    :class:`Policy` and an identity the trace could not hold (``trace_id`` must be a non-empty
+    string, ``agent_name`` and ``workflow`` strings). A monitor follows one run and is not
+    thread-safe.
     """
 
     __slots__ = (
@@ -759,6 +762,9 @@ class Monitor:
         workflow: str = "",
         fail_under: float = DEFAULT_FAIL_UNDER,
     ) -> None:
+        if not isinstance(policy, Policy):
+            raise UsageError(f"policy must be a Policy, got {type(policy).__name__}")
+        check_identity(trace_id, agent_name, workflow)
         self._validator = Validator(policy, fail_under)
         self.trace_id = trace_id
         self.agent_name = agent_name
@@ -780,6 +786,10 @@ class Monitor:
 
     def _probe(self, step: Step | Mapping[str, Any]) -> _Probe:
         if not isinstance(step, Step):
+            if not isinstance(step, Mapping):
+                raise UsageError(
+                    f"a step must be a Step or its JSON form (a mapping), got {type(step).__name__}"
+                )
             data = step if type(step) is dict else dict(step)
             step = Step.from_dict(data, pointer=f"/steps/{len(self._state.steps)}")
         return _Probe(step, self._state)

@@ -8,8 +8,8 @@ nothing else imports it, and it imports the rest of arh only when a test uses it
   expected against observed, unless it passes. It returns the ``TraceReport``.
 * the fixture ``arh_policy``: the policy of the test, parsed;
 * the marker ``agent_eval`` (``pytest -m agent_eval`` selects those tests); as
-  ``@pytest.mark.agent_eval(policy="path.json")`` it also names the test's policy (a path
-  relative to the test's file);
+  ``@pytest.mark.agent_eval(policy="path.json")`` or ``@pytest.mark.agent_eval("path.json")``
+  it also names the test's policy (a path relative to the test's file);
 * ``--arh-policy PATH`` (or the ini option ``arh_policy``, relative to the rootdir): the policy
   used when a test names none;
 * ``--arh-report-dir DIR`` (or ``arh_report_dir``): at the end of the session, write the JSON
@@ -37,6 +37,10 @@ MARKER: Final = "agent_eval"
 _NO_POLICY: Final = (
     "arh: no policy for this test: pass --arh-policy PATH, set arh_policy in the pytest "
     "configuration, or mark the test @pytest.mark.agent_eval(policy=PATH)"
+)
+_BAD_MARKER: Final = (
+    "arh: @pytest.mark.agent_eval takes at most one policy path, as its one argument or as "
+    "policy=PATH"
 )
 _DEFAULT_FAIL_UNDER: Final = 70.0
 
@@ -81,12 +85,26 @@ class _Session:
         return self.policy(path)
 
     def marker_policy(self, item: pytest.Item | None) -> str | None:
-        """The policy named by the test's agent_eval marker, relative to the test's file."""
+        """The policy named by the test's agent_eval marker (``policy=PATH`` or its one
+        argument), relative to the test's file; fail the test if the marker is misused."""
         marker = None if item is None else item.get_closest_marker(MARKER)
-        value = None if marker is None else marker.kwargs.get("policy")
-        if value is None or item is None:
+        if marker is None or item is None:
             return None
-        return os.path.join(os.path.dirname(str(item.path)), os.fspath(value))
+        args, kwargs = marker.args, marker.kwargs
+        if len(args) + len(kwargs) > 1 or set(kwargs) - {"policy"}:
+            given = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+            pytest.fail(f"{_BAD_MARKER}, got ({', '.join(given)})", pytrace=False)
+        value = args[0] if args else kwargs.get("policy")
+        if value is None:
+            return None
+        path = os.fspath(value) if isinstance(value, str | os.PathLike) else None
+        if not isinstance(path, str):
+            pytest.fail(
+                f"arh: the policy of @pytest.mark.{MARKER} must be a path (a str or "
+                f"os.PathLike), got {type(value).__name__}",
+                pytrace=False,
+            )
+        return os.path.join(os.path.dirname(str(item.path)), path)
 
     def add(self, policy: Policy, report: TraceReport) -> None:
         if self.report_dir is None:
@@ -168,7 +186,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(policy=None): evaluates an agent run with arh; "
-        "policy= names the test's policy file (relative to the test's file)",
+        "policy= (or the one argument) names the test's policy file (relative to the test's file)",
     )
     session = _Session(config)
     if session.policy_path is not None:
@@ -247,6 +265,16 @@ def arh_policy(request: pytest.FixtureRequest) -> Policy:
 
 
 def _as_trace(trace: object) -> Trace:
+    """The trace to check, whose identity a report can hold (a Trace built in code is not
+    parsed, so its id and names are checked here)."""
+    from agent_reliability_harness.model.trace import check_identity
+
+    made = _made_trace(trace)
+    check_identity(made.trace_id, made.agent_name, made.workflow)
+    return made
+
+
+def _made_trace(trace: object) -> Trace:
     from agent_reliability_harness.model.trace import Trace
 
     if isinstance(trace, Trace):

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from agent_reliability_harness.errors import InputError, UsageError
 from agent_reliability_harness.model.policy import Policy
-from agent_reliability_harness.model.trace import Step, Trace, schema_version_for
+from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -119,6 +119,34 @@ def _text(value: object) -> str:
         return f"<{type(value).__name__}>"
 
 
+def _metadata(metadata: object) -> dict[str, Any]:
+    """The trace's metadata as plain JSON; ``metadata`` must be a mapping with string keys."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise UsageError(
+            f"metadata must be a mapping with string keys or None, got {type(metadata).__name__}"
+        )
+    for key in metadata:
+        if not isinstance(key, str):
+            raise UsageError(f"metadata keys must be strings, got {type(key).__name__}")
+    return {key: json_value(value) for key, value in metadata.items()}
+
+
+def _citations(citations: object) -> list[Any]:
+    """One citation (a string or a mapping) or an iterable of them, as citation objects."""
+    if isinstance(citations, str | Mapping):
+        return [_citation(citations)]
+    try:
+        items = iter(citations)  # type: ignore[call-overload]
+    except TypeError:
+        raise UsageError(
+            "citations must be a citation (a string or a mapping), an iterable of them, or "
+            f"None, got {type(citations).__name__}"
+        ) from None
+    return [_citation(c) for c in items]
+
+
 def _citation(value: object) -> Any:
     if isinstance(value, str):
         return {"url": value} if value.startswith(("http://", "https://")) else {"source": value}
@@ -155,16 +183,18 @@ class Recorder:
         guard: Policy | Monitor | None = None,
         clock: Callable[[], float] | None = time.perf_counter,
     ) -> None:
-        for name, value in (("agent_name", agent_name), ("workflow", workflow)):
-            if not isinstance(value, str):
-                raise UsageError(f"{name} must be a string, got {type(value).__name__}")
-        if not isinstance(trace_id, str) or not trace_id:
-            raise UsageError("trace_id must be a non-empty string")
+        check_identity(trace_id, agent_name, workflow)
+        if source is not None and not isinstance(source, str):
+            raise UsageError(f"source must be a string or None, got {type(source).__name__}")
+        if clock is not None and not callable(clock):
+            raise UsageError(
+                f"clock must be a function returning seconds, or None, got {type(clock).__name__}"
+            )
         self.trace_id = trace_id
         self.agent_name = agent_name
         self.workflow = workflow
-        self.path = None if path is None else os.fspath(path)
-        self.metadata: dict[str, Any] = json_value(metadata) if metadata is not None else {}
+        self.path = None if path is None else _path(path, "path")
+        self.metadata: dict[str, Any] = _metadata(metadata)
         self.source = source
         self.clock = clock
         self.monitor: Monitor | None
@@ -172,6 +202,13 @@ class Recorder:
             from agent_reliability_harness.monitor import Monitor
 
             guard = Monitor(guard, trace_id=trace_id, agent_name=agent_name, workflow=workflow)
+        elif guard is not None:
+            from agent_reliability_harness.monitor import Monitor
+
+            if not isinstance(guard, Monitor):
+                raise UsageError(
+                    f"guard must be a Policy, a Monitor or None, got {type(guard).__name__}"
+                )
         self.monitor = guard
         # every finding the guard returned while the run went on, in order
         self.runtime_findings: list[Finding] = []
@@ -190,8 +227,15 @@ class Recorder:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self.path is not None:
+        if self.path is None:
+            return
+        if exc is None:
             self.write(self.path)
+            return
+        try:  # the agent's exception is what the caller must see, not one from writing
+            self.write(self.path)
+        except Exception as error:  # noqa: BLE001 - kept as a note on the agent's exception
+            exc.add_note(f"arh: the trace could not be written to {self.path}: {error}")
 
     # -- steps ----------------------------------------------------------------------------
 
@@ -266,13 +310,14 @@ class Recorder:
         step_id: str | None = None,
     ) -> Step:
         """Record what the model said. A citation given as a string is an ``http(s)`` URL
-        (``{"url": ...}``) or else the name of a source (``{"source": ...}``)."""
+        (``{"url": ...}``) or else the name of a source (``{"source": ...}``); ``citations``
+        given as one string or one mapping is that one citation."""
         return self._add(
             {
                 "step_id": self._next_id(step_id),
                 "type": "model_response",
                 "text": text,
-                "citations": None if citations is None else [_citation(c) for c in citations],
+                "citations": None if citations is None else _citations(citations),
                 "requires_grounding": requires_grounding or None,
                 "status": status,
                 "error": error,
@@ -341,12 +386,20 @@ class Recorder:
         The arguments are those passed, by parameter name (defaults that were not passed are not
         recorded); the output is the return value; an exception is recorded as status error,
         with ``error`` saying ``Type: message``, and raised again. Coroutine functions are
-        awaited. With a guard, a call that would break the policy is refused before the
-        function runs: :class:`~agent_reliability_harness.monitor.BlockedCallError` is raised
-        and the attempt is listed under ``blocked_calls`` in the trace's metadata.
+        awaited, and so is an awaitable that a function returns (an object with an
+        ``async def __call__``, an async function under a plain decorator): the step records
+        what awaiting it gives, when it is awaited. ``name`` (by default the function's
+        ``__name__``) is checked when the function is wrapped. With a guard, a call that would
+        break the policy is refused before the function runs:
+        :class:`~agent_reliability_harness.monitor.BlockedCallError` is raised and the attempt
+        is listed under ``blocked_calls`` in the trace's metadata.
         """
+        if name is not None and (not isinstance(name, str) or not name):
+            raise UsageError(f"name must be a non-empty string or None, got {_what(name)}")
         if fn is None:
             return lambda function: self.tool(function, name=name)
+        if not callable(fn):
+            raise UsageError(f"the tool must be callable, got {type(fn).__name__}")
         return _wrap(self, fn, name or getattr(fn, "__name__", None) or "tool")
 
     def _begin(self, name: str, arguments: dict[str, Any]) -> tuple[str, float | None]:
@@ -415,7 +468,7 @@ class Recorder:
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Append the trace to a ``.jsonl``/``.ndjson`` file, or write it as a JSON file."""
-        text = os.fspath(path)
+        text = _path(path, "path")
         if os.path.splitext(text)[1].lower() in _JSONL_SUFFIXES:
             self.append_jsonl(text)
         else:
@@ -458,6 +511,19 @@ def append_line(path: str, line: str) -> None:
             written += os.write(fd, data[written:])
     finally:
         os.close(fd)
+
+
+def _what(value: object) -> str:
+    """A bad argument for a message: an empty string as ``''``, anything else by its type."""
+    return repr(value) if value == "" else type(value).__name__
+
+
+def _path(path: object, name: str) -> str:
+    """``path`` as a file system path (a ``str`` or an ``os.PathLike`` of one)."""
+    text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if not isinstance(text, str):
+        raise UsageError(f"{name} must be a str or os.PathLike path, got {type(path).__name__}")
+    return text
 
 
 def _arguments(signature: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -507,6 +573,37 @@ def _wrap(recorder: Recorder, fn: Callable[..., Any], name: str) -> Callable[...
 
         return run_async
 
+    async def finish(
+        awaitable: Any, arguments: dict[str, Any], started: tuple[str, float | None]
+    ) -> Any:
+        """Await what a call returned and record that, as a coroutine function's call is."""
+        try:
+            result = await awaitable
+        except BaseException as exc:
+            recorder._end(name, arguments, started, error=exc)
+            raise
+        recorder._end(name, arguments, started, output=result)
+        return result
+
+    def settle(awaitable: Any, arguments: dict[str, Any], started: tuple[str, float | None]) -> Any:
+        """Record a call that returned an awaitable once it completes. A future (an asyncio
+        task) is returned itself, so that it can still be cancelled or waited for."""
+        import asyncio
+
+        if not asyncio.isfuture(awaitable):
+            return finish(awaitable, arguments, started)
+
+        def done(future: Any) -> None:
+            try:
+                result = future.result()
+            except BaseException as exc:  # noqa: BLE001 - recorded; the awaiter gets it too
+                recorder._end(name, arguments, started, error=exc)
+            else:
+                recorder._end(name, arguments, started, output=result)
+
+        awaitable.add_done_callback(done)
+        return awaitable
+
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         arguments = _arguments(signature, args, kwargs)
@@ -516,6 +613,8 @@ def _wrap(recorder: Recorder, fn: Callable[..., Any], name: str) -> Callable[...
         except BaseException as exc:
             recorder._end(name, arguments, started, error=exc)
             raise
+        if inspect.isawaitable(result):  # recorded when it completes, as a coroutine's call
+            return settle(result, arguments, started)
         recorder._end(name, arguments, started, output=result)
         return result
 
@@ -525,4 +624,6 @@ def _wrap(recorder: Recorder, fn: Callable[..., Any], name: str) -> Callable[...
 def record_tool(recorder: Recorder, *, name: str | None = None) -> Callable[[Any], Any]:
     """A decorator that records each call of the function with ``recorder``
     (the same as ``@recorder.tool``)."""
-    return lambda fn: recorder.tool(fn, name=name)
+    if not isinstance(recorder, Recorder):
+        raise UsageError(f"recorder must be a Recorder, got {type(recorder).__name__}")
+    return recorder.tool(name=name)

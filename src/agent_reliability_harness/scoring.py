@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable
 
 from agent_reliability_harness.errors import UsageError
+from agent_reliability_harness.model._checks import is_finite, number_text
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules.registry import CATEGORY_BY_NAME
 
@@ -43,6 +44,6 @@ def check_fail_under(value: object) -> float:
     """Validate a pass threshold: a finite number from 0 to 100."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise UsageError(f"fail_under must be a number from 0 to 100, got {type(value).__name__}")
-    if not (math.isfinite(value) and 0 <= value <= 100):
-        raise UsageError(f"fail_under must be a number from 0 to 100, got {value!r}")
+    if not (is_finite(value) and 0 <= value <= 100):  # is_finite: 10**400 is no float either
+        raise UsageError(f"fail_under must be a number from 0 to 100, got {number_text(value)}")
     return float(value)

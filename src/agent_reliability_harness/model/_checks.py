@@ -9,13 +9,16 @@ from agent_reliability_harness.errors import InputError, join_pointer
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
 __all__ = [
     "array_index",
     "bad",
+    "check_keys_are_strings",
+    "find_non_string_key",
     "is_finite",
     "json_type",
+    "key_type_error",
     "number_text",
     "opt_bool",
     "opt_nonneg_int",
@@ -29,21 +32,43 @@ __all__ = [
 SUPPORTED_MAJOR = "1"
 
 
+_JSON_TYPES: Final = {
+    type(None): "null",
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+
+
 def json_type(value: object) -> str:
-    """Name the JSON type of a decoded value (Python types outside JSON keep their own name)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
+    """Name the JSON type of a decoded value. Other Python values are named by their own type,
+    so that "must be a string, got <type>" never names the type it asks for: a subclass of a
+    JSON type (an ``OrderedDict``, a ``StrEnum`` member) is refused by the strict checks, which
+    test ``type(x) is ...``."""
+    name = _JSON_TYPES.get(type(value))
+    return name if name is not None else _python_type(value)
+
+
+# the Python types of JSON values that a subclass could extend, with their articles
+_BASES: Final = (("a", dict), ("a", list), ("a", str), ("a", float), ("an", int))
+
+
+def _python_type(value: object) -> str:
+    """What a value that is not exactly a JSON type is (only on error paths)."""
+    from enum import Enum
+
+    kind = type(value)
+    what = kind.__name__
+    if isinstance(value, Enum):
+        what = f"enum member {what}.{value.name}"
+    for article, base in _BASES:
+        if isinstance(value, base):
+            name = base.__name__
+            return f"{what} ({article} {name} subclass: pass a plain {name})"
+    return what
 
 
 def is_finite(value: int | float) -> bool:
@@ -58,11 +83,27 @@ def is_finite(value: int | float) -> bool:
         return False
 
 
+_LOG10_2: Final = math.log10(2)
+_EXACT_DIGITS_BITS: Final = 1 << 18  # up to about 79,000 digits the count is checked exactly
+
+
 def number_text(value: int | float) -> str:
-    """A number for an error message; an integer too large for a float is not spelt out."""
-    if type(value) is int and not is_finite(value):
-        return f"an integer of {len(str(abs(value)))} digits"
-    return repr(value)
+    """A number for an error message. An integer too large for a float is not spelt out but
+    described by its number of digits, counted without converting it to text (which Python
+    refuses beyond ``sys.get_int_max_str_digits()`` digits, and which takes quadratic time)."""
+    if not isinstance(value, int) or is_finite(value):
+        return repr(value)
+    magnitude = -int(value) if value < 0 else int(value)
+    bits = magnitude.bit_length()
+    digits = int((bits - 1) * _LOG10_2) + 1  # 2**(bits-1) <= magnitude < 2**bits: off by 1 at most
+    if bits > _EXACT_DIGITS_BITS:
+        return f"an integer of about {digits} digits"
+    power = 10 ** (digits - 1)
+    if magnitude < power:
+        digits -= 1
+    elif magnitude >= power * 10:
+        digits += 1
+    return f"an integer of {digits} digits"
 
 
 def array_index(token: str, length: int, *, from_end: bool = False) -> int | None:
@@ -86,6 +127,40 @@ def bad(pointer: str, message: str) -> InputError:
     return InputError(message, pointer=pointer)
 
 
+def key_type_error(key: object, pointer: str) -> InputError:
+    """The error for a key that is not a string in the object at ``pointer`` (JSON has none;
+    data built in Python may)."""
+    return bad(pointer, f"object keys must be strings, got a key of type {type(key).__name__}")
+
+
+def check_keys_are_strings(value: object, pointer: str) -> None:
+    """Raise :func:`key_type_error` for the first object, in or below ``value``, that has a key
+    other than a string. It walks the whole value, so it is for small values (such as those of a
+    policy) and for error paths."""
+    found = find_non_string_key(value, pointer)
+    if found is not None:
+        raise found
+
+
+def find_non_string_key(value: object, pointer: str) -> InputError | None:
+    """The error for the first object in or below ``value`` (depth first, in order) that has a
+    key other than a string, or None. Lists, tuples and mappings are walked without recursion."""
+    stack: list[tuple[str, object]] = [(pointer, value)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, Mapping):
+            for key in node:
+                if not isinstance(key, str):
+                    return key_type_error(key, where)
+            items = [(join_pointer(where, k), v) for k, v in node.items()]
+        elif isinstance(node, list | tuple):
+            items = [(join_pointer(where, i), v) for i, v in enumerate(node)]
+        else:
+            continue
+        stack.extend(reversed(items))
+    return None
+
+
 def unknown_key_hint(key: str, known: Sequence[str]) -> str:
     """What follows "unknown key 'x'": the closest known key, or all of them."""
     import difflib  # only on the error path
@@ -100,6 +175,12 @@ def parse_schema_version(value: object, pointer: str, what: str) -> str:
         return SUPPORTED_MAJOR
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise bad(pointer, f'must be a version string such as "1", got {json_type(value)}')
+    if isinstance(value, int) and not is_finite(value):  # too long to be a version, or to str()
+        raise bad(
+            pointer,
+            f"{what} declares unsupported schema_version {number_text(value)}; "
+            f"this build reads major version {SUPPORTED_MAJOR}",
+        )
     text = str(value)
     if text.split(".", 1)[0] != SUPPORTED_MAJOR:
         raise bad(
@@ -164,11 +245,13 @@ def opt_nonneg_int(
     elif kind is not int:
         raise bad(join_pointer(base, key), f"must be an integer >= {minimum}, got {_show(value)}")
     if value < minimum:
-        raise bad(join_pointer(base, key), f"must be an integer >= {minimum}, got {value}")
+        raise bad(
+            join_pointer(base, key), f"must be an integer >= {minimum}, got {number_text(value)}"
+        )
     return value
 
 
 def _show(value: object) -> str:
-    if isinstance(value, float):
+    if type(value) is float:
         return repr(value)
     return json_type(value)

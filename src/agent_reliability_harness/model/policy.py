@@ -15,8 +15,10 @@ from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
+    check_keys_are_strings,
     is_finite,
     json_type,
+    key_type_error,
     number_text,
     opt_bool,
     opt_nonneg_int,
@@ -83,6 +85,8 @@ def _check_keys(data: Mapping[str, Any], known: Iterable[str], pointer: str) -> 
     known = tuple(known)
     for key in data:
         if key not in known:
+            if not isinstance(key, str):
+                raise key_type_error(key, pointer)
             hint = unknown_key_hint(key, known)
             raise bad(join_pointer(pointer, key), f"unknown key {key!r}{hint}")
 
@@ -178,6 +182,7 @@ class ArgSpec(Record):
                         join_pointer(pointer, "enum", index),
                         f"{json_type(value)} value does not have the argument's type {type_name!r}",
                     )
+            check_keys_are_strings(values, join_pointer(pointer, "enum"))
             enum = tuple(values)
         pattern = opt_str(raw, "pattern", pointer)
         regex = None
@@ -253,7 +258,11 @@ class ToolSchema(Record):
         max_calls = opt_nonneg_int(raw, "max_calls", pointer)
         min_calls = opt_nonneg_int(raw, "min_calls", pointer)
         if min_calls is not None and max_calls is not None and min_calls > max_calls:
-            raise bad(pointer, f"min_calls ({min_calls}) exceeds max_calls ({max_calls})")
+            raise bad(
+                pointer,
+                f"min_calls ({number_text(min_calls)}) exceeds max_calls "
+                f"({number_text(max_calls)})",
+            )
         maps: dict[str, dict[str, ArgSpec]] = {}
         for key in ("required_arguments", "optional_arguments"):
             value = raw.get(key)
@@ -265,10 +274,12 @@ class ToolSchema(Record):
                     arg_pointer,
                     f"must be an object of argument name to spec, got {json_type(value)}",
                 )
-            maps[key] = {
-                arg: ArgSpec.from_value(spec, join_pointer(arg_pointer, arg))
-                for arg, spec in value.items()
-            }
+            specs: dict[str, ArgSpec] = {}
+            for arg, spec in value.items():
+                if not isinstance(arg, str):
+                    raise key_type_error(arg, arg_pointer)
+                specs[arg] = ArgSpec.from_value(spec, join_pointer(arg_pointer, arg))
+            maps[key] = specs
         for arg in maps["optional_arguments"]:
             if arg in maps["required_arguments"]:
                 raise bad(
@@ -349,7 +360,8 @@ class Grounding(Record):
         if coverage is None:
             coverage = 0.0
         elif type(coverage) not in (int, float) or not 0 <= coverage <= 1:
-            shown = repr(coverage) if type(coverage) in (int, float) else json_type(coverage)
+            kind = type(coverage)
+            shown = number_text(coverage) if kind is int or kind is float else json_type(coverage)
             raise bad(
                 "/grounding/min_citation_coverage", f"must be a number from 0 to 1, got {shown}"
             )
@@ -513,10 +525,11 @@ class Policy(Record):
         policy_id = req_str(data, "policy_id", "", non_empty=True)
         opt_str(data, "$schema", "")
         tools_raw = _section(data, "allowed_tools")
-        tools = {
-            name: ToolSchema.from_value(name, spec, join_pointer("/allowed_tools", name))
-            for name, spec in tools_raw.items()
-        }
+        tools: dict[str, ToolSchema] = {}
+        for name, spec in tools_raw.items():
+            if not isinstance(name, str):
+                raise key_type_error(name, "/allowed_tools")
+            tools[name] = ToolSchema.from_value(name, spec, join_pointer("/allowed_tools", name))
         patterns_raw = data.get("unsafe_patterns")
         patterns: list[UnsafePattern] = []
         if patterns_raw is not None:

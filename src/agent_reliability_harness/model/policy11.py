@@ -20,7 +20,10 @@ from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
+    check_keys_are_strings,
     json_type,
+    key_type_error,
+    number_text,
     opt_bool,
     opt_nonneg_int,
     opt_str,
@@ -169,12 +172,15 @@ class Predicate(Record):
         if not any(data.get(k) is not None for k in _PREDICATE_KEYS):
             raise bad(pointer, f"a predicate needs at least one of {', '.join(_PREDICATE_KEYS)}")
         equals: tuple[Any, ...] = () if data.get("equals") is None else (data["equals"],)
+        if equals:
+            check_keys_are_strings(equals[0], join_pointer(pointer, "equals"))
         enum: tuple[Any, ...] | None = None
         keys: frozenset[Any] | None = None
         if data.get("enum") is not None:
             values = data["enum"]
             if type(values) is not list or not values:
                 raise bad(join_pointer(pointer, "enum"), "must be a non-empty array of values")
+            check_keys_are_strings(values, join_pointer(pointer, "enum"))
             enum = tuple(values)
             keys = frozenset(json_key(v) for v in values)
         pattern = opt_str(data, "pattern", pointer)
@@ -253,6 +259,8 @@ def _when(raw: object, pointer: str, tool: str, context: _Context) -> tuple[Clau
     data = _object(raw, pointer, "when")
     clauses: list[Clause] = []
     for key, spec in data.items():
+        if not isinstance(key, str):
+            raise key_type_error(key, pointer)
         where = join_pointer(pointer, key)
         path = ArgPath.parse(key, where)
         context.argument(tool, path, where)
@@ -286,6 +294,8 @@ def _match(
     data = _object(raw, pointer, "match")
     pairs: list[tuple[ArgPath, ArgPath]] = []
     for key, value in data.items():
+        if not isinstance(key, str):
+            raise key_type_error(key, pointer)
         where = join_pointer(pointer, key)
         mine = ArgPath.parse(key, where)
         theirs = ArgPath.parse(value, where)
@@ -770,8 +780,8 @@ class Loops(Record):
             if window <= identical:
                 raise bad(
                     join_pointer(base, "window"),
-                    f"a window of {window} calls can never hold more than max_identical_calls "
-                    f"({identical}) calls",
+                    f"a window of {number_text(window)} calls can never hold more than "
+                    f"max_identical_calls ({number_text(identical)}) calls",
                 )
         if length is not None:
             if repeats is None:
@@ -782,7 +792,7 @@ class Loops(Record):
             if length > MAX_CYCLE_LENGTH:
                 raise bad(
                     join_pointer(base, "max_cycle_length"),
-                    f"must be an integer from 2 to {MAX_CYCLE_LENGTH}, got {length}",
+                    f"must be an integer from 2 to {MAX_CYCLE_LENGTH}, got {number_text(length)}",
                 )
         return cls(
             identical,

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from agent_reliability_harness._record import Record, field
-from agent_reliability_harness.errors import join_pointer
+from agent_reliability_harness.errors import UsageError, join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
     is_finite,
     json_type,
+    key_type_error,
     number_text,
     opt_nonneg_int,
     opt_str,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     StepType = Literal["tool_call", "model_response", "user_message"]
 
     StepStatus = Literal["ok", "error"]
-__all__ = ["STEP_TYPES", "Step", "StepType", "Trace", "schema_version_for"]
+__all__ = ["STEP_TYPES", "Step", "StepType", "Trace", "check_identity", "schema_version_for"]
 
 # user_message (schema version 1.1) records a user turn of a converted transcript; no rule reads it
 STEP_TYPES: Final = ("tool_call", "model_response", "user_message")
@@ -86,6 +87,20 @@ def _citations(value: object, base: str) -> tuple[Mapping[str, Any], ...]:
         opt_str(citation, "url", join_pointer(pointer, index))
         opt_str(citation, "source", join_pointer(pointer, index))
     return tuple(value)
+
+
+def _extra(data: Mapping[str, Any], known: frozenset[str], pointer: str) -> dict[str, Any]:
+    """The keys of an object that the harness does not read, kept as they are."""
+    extra = {k: v for k, v in data.items() if k not in known}
+    _check_extra_keys(extra, pointer)
+    return extra
+
+
+def _check_extra_keys(extra: Mapping[Any, Any], pointer: str) -> None:
+    """Unknown keys are the only ones that can be other than strings (data built in Python)."""
+    for key in extra:
+        if not isinstance(key, str):
+            raise key_type_error(key, pointer)
 
 
 def _object(data: Mapping[str, Any], key: str, base: str) -> Mapping[str, Any] | None:
@@ -184,11 +199,7 @@ class Step(Record):
                 join_pointer(pointer, "metadata"),
                 f"must be an object or null, got {json_type(metadata)}",
             )
-        extra = (
-            _EMPTY
-            if data.keys() <= _STEP_KEYS
-            else {k: v for k, v in data.items() if k not in _STEP_KEYS}
-        )
+        extra = _EMPTY if data.keys() <= _STEP_KEYS else _extra(data, _STEP_KEYS, pointer)
         return cls(
             step_id,
             kind,
@@ -268,6 +279,8 @@ class Trace(Record):
         source = opt_str(data, "source", "")
         metadata = _object(data, "metadata", "")
         extra = {k: v for k, v in data.items() if k not in _TRACE_KEYS}
+        if extra:
+            _check_extra_keys(extra, "")
         return cls(trace_id, agent_name, workflow, steps, version, source, metadata or {}, extra)
 
     def to_dict(self) -> dict[str, Any]:
@@ -290,3 +303,14 @@ class Trace(Record):
 def schema_version_for(steps: Iterable[Step]) -> str:
     """The lowest trace schema version that can hold these steps: user turns need 1.1."""
     return "1.1" if any(step.type == "user_message" for step in steps) else "1"
+
+
+def check_identity(trace_id: object, agent_name: object, workflow: object) -> None:
+    """Raise :class:`UsageError` unless the identity given to a trace built in Python (by a
+    recorder or a monitor) is what a trace file must hold: ``trace_id`` a non-empty string,
+    ``agent_name`` and ``workflow`` strings."""
+    for name, value in (("agent_name", agent_name), ("workflow", workflow)):
+        if not isinstance(value, str):
+            raise UsageError(f"{name} must be a string, got {type(value).__name__}")
+    if not isinstance(trace_id, str) or not trace_id:
+        raise UsageError("trace_id must be a non-empty string")
