@@ -616,6 +616,20 @@ def test_bad_steps_are_input_errors_at_their_position() -> None:
     assert len(monitor.steps) == 1
 
 
+def test_a_key_that_is_not_a_string_is_an_input_error_at_its_object() -> None:
+    # JSON cannot hold one, a step built in Python can; the rules walk keys as strings
+    policy = Policy.from_dict(
+        {"policy_id": "p", "allow_unlisted_tools": True, "unsafe_patterns": ["secret"]}
+    )
+    monitor = Monitor(policy)
+    step = {"step_id": "s1", "type": "tool_call", "tool_name": "t", "arguments": {"b": {None: 1}}}
+    for method in (monitor.check, monitor.observe):
+        with pytest.raises(InputError) as error:
+            method(step)
+        assert error.value.pointer == "/steps/0/arguments/b"
+        assert error.value.message == "object keys must be strings, got a key of type NoneType"
+
+
 @pytest.mark.parametrize("step", [None, 5, "s1", ["s1"], ("step_id", "s1")])
 def test_a_step_that_is_not_a_step_or_a_mapping_is_a_usage_error(step: Any) -> None:
     monitor = Monitor(REFUND_POLICY)

@@ -801,6 +801,16 @@ class Monitor:
                 watch.look(probe, found)
         except RecursionError:
             raise InputError(_NESTED, pointer=None) from None
+        except (AttributeError, TypeError):
+            # looked for only after a rule failed, as Validator.validate does: a key that is not
+            # a string, which a step built in Python can hold and JSON cannot
+            from agent_reliability_harness.model._checks import find_non_string_key
+
+            where = f"/steps/{len(self._state.steps)}"
+            problem = find_non_string_key(probe.step.to_dict(), where)
+            if problem is None:
+                raise  # a bug in a rule, not a problem of the step
+            raise problem from None
         found.sort(key=Finding.sort_key)
         return found
 
