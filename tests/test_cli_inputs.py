@@ -810,3 +810,28 @@ def test_report_files_get_the_mode_of_new_files(
     assert stat.S_IMODE(shared.stat().st_mode) == 0o640
     assert report_of(shared)["summary"]["passed_traces"] == 1
     assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
+
+
+def test_a_file_name_that_is_not_utf8_is_percent_encoded_in_sarif(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    strict = write(tmp_path / "strict.json", STRICT_POLICY)
+    folder = tmp_path / "in"
+    call = {"step_id": "s1", "type": "tool_call", "tool_name": "nope"}
+    # the name's byte 0xFF is no UTF-8: it crashed the SARIF writer, and no report was written
+    write(folder / os.fsdecode(b"bad\xff.json"), trace(steps=[call]))
+    out = tmp_path / "r.sarif"
+    run = arh("validate", "--policy", strict, folder, "--sarif-out", out, "--json-out",
+              tmp_path / "r.json")  # fmt: skip
+    assert run.status == 1, run.err
+    assert_no_traceback(run)
+    sarif = json.loads(out.read_text(encoding="utf-8"))
+    artifacts = {a["location"]["uri"] for a in sarif["runs"][0].get("artifacts", [])}
+    uris = {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for result in sarif["runs"][0]["results"]
+        for loc in result["locations"]
+    } | artifacts
+    assert uris
+    assert all(uri.endswith("in/bad%FF.json") for uri in uris)
+    assert report_of(tmp_path / "r.json")["summary"]["failed_traces"] == 1

@@ -63,13 +63,23 @@ def _rule(rule: Rule) -> dict[str, Any]:
     }
 
 
+def _quote(path: str) -> str:
+    """Percent-encode a path's bytes. A name that is not valid UTF-8 comes from the file system
+    with its bytes as lone surrogates (U+DC80..U+DCFF), which stand for those bytes here."""
+    try:
+        data = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # another lone surrogate: keep it, as UTF-8 would spell it
+        data = path.encode("utf-8", "surrogatepass")
+    return quote(data)
+
+
 def _uri(path: str) -> tuple[str, str | None]:
     """A percent-encoded URI: relative to the repository root, or file: for absolute paths."""
     if path.startswith("/") or re.match(r"^[A-Za-z]:[/\\]", path):
-        return "file://" + ("" if path.startswith("/") else "/") + quote(
+        return "file://" + ("" if path.startswith("/") else "/") + _quote(
             path.replace("\\", "/")
         ), None
-    return quote(path.replace("\\", "/")), ROOT_BASE
+    return _quote(path.replace("\\", "/")), ROOT_BASE
 
 
 def _location(
