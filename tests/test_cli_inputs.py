@@ -835,3 +835,26 @@ def test_a_file_name_that_is_not_utf8_is_percent_encoded_in_sarif(
     assert uris
     assert all(uri.endswith("in/bad%FF.json") for uri in uris)
     assert report_of(tmp_path / "r.json")["summary"]["failed_traces"] == 1
+
+
+def test_the_console_cannot_issue_ci_workflow_commands(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    strict = write(tmp_path / "strict.json", STRICT_POLICY)
+    tool = "x" * 56 + " ::error file=README.md,line=1::Approved by security team"
+    calls = [
+        {"step_id": "s1", "type": "tool_call", "tool_name": tool},
+        {"step_id": "step-" + "x" * 85, "type": "tool_call", "tool_name": "nope"},
+    ]
+    bad = write(tmp_path / "t.json", trace("##[error]Security review passed", steps=calls))
+    run = arh("validate", "--policy", strict, bad)
+    assert run.status == 1
+    lines = run.out.splitlines()
+    # a runner reads "##[" anywhere in a line, and "::" at its start after blanks
+    assert not [line for line in lines if "##[" in line or line.lstrip().startswith("::")]
+    assert "FAIL  \\x23#[error]Security review passed" in run.out
+    assert "\\x3a:error file=README.md,line=1::Approved" in run.out.replace("\n" + " " * 14, " ")
+    # a step id too long for the first line: the message starts whole on the next one
+    long_id = next(i for i, line in enumerate(lines) if "step-xxx" in line)
+    assert lines[long_id].endswith("x" * 85)
+    assert lines[long_id + 1] == " " * 14 + "tool 'nope' is not in the policy's allowed_tools"

@@ -30,11 +30,25 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+# What a CI runner reads as a workflow command in a log line: "##[" anywhere, "::" at the start
+# of a line (a wrapped line can start wherever the text has a space). The first character is
+# escaped, so that a trace cannot issue one (::error, ::add-mask, ##[group]) from arh's output.
+_COMMAND: Final = r"##\[|(?:^|(?<=\s))::"
+
+
+def _command(match: re.Match[str]) -> str:
+    return "\\x23" + match.group()[1:] if match.group()[0] == "#" else "\\x3a:"
+
+
 def terminal_safe(text: str) -> str:
-    """Escape control, surrogate and bidi-override characters so text prints as one line."""
+    """Escape control, surrogate and bidi-override characters so text prints as one line, and
+    the start of anything a CI runner would take for a workflow command."""
     if text.isascii() and text.isprintable():
-        return text
-    return re.sub(_UNSAFE, _escape, text)
+        if "::" not in text and "##[" not in text:
+            return text
+    else:
+        text = re.sub(_UNSAFE, _escape, text)
+    return re.sub(_COMMAND, _command, text)
 
 
 def plain_number(value: float) -> str:

@@ -23,13 +23,20 @@ def _step(finding: Finding) -> str:
     return "-" if finding.step_id is None else terminal_safe(finding.step_id)
 
 
+_ROOM: Final = 30  # columns a finding's first line keeps for its message
+
+
 def _finding_lines(finding: Finding, step_width: int) -> list[str]:
     head = f"{_INDENT}{finding.severity:<8}{finding.rule_id}  {_step(finding):<{step_width}}  "
-    return textwrap.wrap(
+    indent = _INDENT + " " * 8
+    lines: list[str] = []
+    if len(head) > WIDTH - _ROOM:  # a long step id: the message starts on the next line, whole
+        lines, head = [head.rstrip()], indent
+    return lines + textwrap.wrap(
         terminal_safe(finding.message),
         width=WIDTH,
         initial_indent=head,
-        subsequent_indent=_INDENT + " " * 8,
+        subsequent_indent=indent,
         break_long_words=True,
         break_on_hyphens=False,
     ) or [head.rstrip()]
