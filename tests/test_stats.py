@@ -526,6 +526,31 @@ def test_gate_file_settings_and_their_lines() -> None:
     assert not plan.allow_for("refunds")
 
 
+def test_gate_file_thresholds_are_the_decimals_as_written() -> None:
+    # TOML reads a float, whose binary value is not the decimal written: 2/3 passed this
+    text = "[defaults]\nmin_pass_rate = 0.66666666666666666666667\nsignificance = 5e-2\n"
+    [rate, alpha] = parse_gate_file(text, "arh.toml").defaults
+    assert rate.value == Fraction("0.66666666666666666666667") > Fraction(2, 3)
+    assert rate.shown == "0.66666666666666666666667"
+    assert alpha.value == Fraction(1, 20)
+    for bad, shown in (("inf", "got inf"), ("-inf", "got -inf")):
+        with pytest.raises(InputError, match=shown):
+            parse_gate_file(f"[defaults]\nmin_pass_rate = {bad}\n", "arh.toml")
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("pass rate >= 5e-1", "min_pass_rate", Fraction(1, 2)),
+        ("pass^k drop <= 2.5E-1", "max_pass_hat_k_drop", Fraction(1, 4)),
+        ("pass rate drop significant at 1e-3", "significance", Fraction(1, 1000)),
+    ],
+)
+def test_gate_phrases_take_numbers_with_an_exponent(text: str, key: str, value: Fraction) -> None:
+    setting = parse_gate_expression(text)
+    assert (setting.key, setting.value) == (key, value)
+
+
 @pytest.mark.parametrize(
     ("text", "line", "pointer", "message"),
     [

@@ -123,8 +123,9 @@ def test_a_real_regression_over_five_runs_is_detected(arh: Arh, tmp_path: Path) 
     assert run.err == ""
     assert "GATE: FAIL (fail-on never)" in run.out
     reason = (
-        "  - workflow 'refunds': pass rate dropped significantly (0.950 -> 0.700 over 8 paired "
-        "tasks, 6 down, 0 up): p = 0.03125 (exact paired permutation), at significance 0.05 "
+        "  - workflow 'refunds': pass rate dropped significantly (mean per task 0.950 -> 0.700 "
+        "over 8 paired tasks, 6 down, 0 up): p = 0.03125 (exact paired permutation), at "
+        "significance 0.05 "
         "[--gate 'pass rate drop significant at 0.05']"
     )
     assert reason in run.out.splitlines()

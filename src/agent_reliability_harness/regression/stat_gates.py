@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from fractions import Fraction
 
 from agent_reliability_harness._record import Record
@@ -233,7 +234,7 @@ def _line_of(lines: Mapping[tuple[str, ...], int], path: tuple[str, ...]) -> int
 def _kind(value: object) -> str:
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, int | float):
+    if isinstance(value, int | float | Decimal):
         return "a number"
     if isinstance(value, str):
         return "a string"
@@ -244,7 +245,9 @@ def _kind(value: object) -> str:
     return "a date or time"
 
 
-def _number_text(value: float) -> str:
+def _number_text(value: float | Decimal) -> str:
+    if isinstance(value, Decimal) and not value.is_finite():
+        value = float(value)  # as TOML spells it: nan, inf, -inf
     return repr(value) if isinstance(value, float) else str(value)
 
 
@@ -255,14 +258,15 @@ def _setting_value(key: str, value: object) -> tuple[Fraction | int | bool, str]
         if type(value) is not bool:
             raise ValueError(f"must be {expected}, got {_kind(value)}")
         return value, "true" if value else "false"
-    if type(value) is bool or not isinstance(value, int | float):
+    # a gate file's decimals are read as Decimal: compared exactly as written
+    if type(value) is bool or not isinstance(value, int | float | Decimal):
         raise ValueError(f"must be {expected}, got {_kind(value)}")
     if key in ("k", "max_flaky_tasks"):
         minimum = 1 if key == "k" else 0
         if type(value) is not int or value < minimum:
             raise ValueError(f"must be {expected}, got {_number_text(value)}")
         return value, str(value)
-    if isinstance(value, float) and not math.isfinite(value):
+    if not (value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)):
         raise ValueError(f"must be {expected}, got {_number_text(value)}")
     exact = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
     if (key in _ALPHAS and not 0 < exact < 1) or (key in _RATES and not 0 <= exact <= 1):
@@ -328,7 +332,7 @@ def parse_gate_file(text: str, source: str) -> GateFile:
     import tomllib
 
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text, parse_float=Decimal)  # a threshold exactly as written
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         line = getattr(exc, "lineno", None)
@@ -386,7 +390,7 @@ def parse_gate_file(text: str, source: str) -> GateFile:
 # -- --gate expressions -----------------------------------------------------------------------
 
 _METRIC: Final = r"(pass rate|pass@1|pass\^k)"
-_NUMBER: Final = r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_NUMBER: Final = r"((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[-+]?[0-9]+)?)"
 _OWN_OPTIONS: Final = {"k": "--k", "allow_insufficient_data": "--allow-insufficient-data"}
 _FORMS: Final = (
     "'pass rate >= X', 'pass^k >= X', 'flaky tasks <= N', 'pass rate drop <= X', "
@@ -624,8 +628,10 @@ def _significance(test: PairedTest, alpha: Fraction, label: str) -> tuple[str, s
             "fail",
             observed,
             (
-                f"{label} dropped significantly ({rate_text(test.baseline_mean)} -> "
-                f"{rate_text(test.candidate_mean)} over {test.pairs} paired tasks, "
+                # the paired test compares tasks: its means are per task, which is not the
+                # pooled pass rate when tasks ran a different number of times
+                f"{label} dropped significantly (mean per task {rate_text(test.baseline_mean)} "
+                f"-> {rate_text(test.candidate_mean)} over {test.pairs} paired tasks, "
                 f"{len(test.down)} down, {len(test.up)} up): {observed} ({test.method})"
             ),
         )
