@@ -720,3 +720,52 @@ def test_comparison_json_matches_its_schema(arh: Arh, tmp_path: Path) -> None:
         errors = [e.message for e in validator.iter_errors(data)]
         assert not errors, errors
     assert not validator.is_valid({"schema_version": "1"})  # the schema can fail
+
+
+def _big_comparison(count: int) -> tuple[str, int]:
+    from agent_reliability_harness.render.compare import render_compare_markdown
+    from agent_reliability_harness.render.markdown import MAX_CHARS
+
+    finding = Finding("ARH-FLW-003", "error", "flow", "duplicate side effect " * 10, "s5b")
+
+    def report(i: int, passed: bool) -> TraceReport:
+        findings = () if passed else (finding,)
+        trace_id = f"trace-{i:05d}-" + "y" * 40
+        return TraceReport(trace_id, "a", "w", "p", 90.0, passed, 0.0, 0.0, None, findings)
+
+    base = RunReport(tuple(report(i, True) for i in range(count)))
+    cand = RunReport(tuple(report(i, False) for i in range(count)))
+    result = compare_reports(base, cand)
+    return render_compare_markdown(result, evaluate_gate(result, "regressions")), MAX_CHARS
+
+
+def test_large_comparison_markdown_keeps_to_the_limit() -> None:
+    import re
+
+    text, limit = _big_comparison(2892)
+    assert len(text) <= limit
+    assert text == _big_comparison(2892)[0]  # byte-identical for identical input
+    left_out = "here to keep this report within GitHub's size limit; see the JSON report."
+    for what in ("gate reasons are not listed", "changed traces are not listed",
+                 "changed traces are not detailed"):  # fmt: skip
+        assert re.search(rf"\n\d+ more {what} {re.escape(left_out)}\n", text), what
+    assert_markdown_is_inert(text)
+    small, _ = _big_comparison(3)
+    assert "size limit" not in small
+    assert small.count("\n#### trace-") == 3
+
+
+def test_comparison_markdown_breaks_gh_references_and_line_start_syntax(
+    arh: Arh, tmp_path: Path
+) -> None:
+    import re
+
+    base = _baseline(arh, tmp_path, PASS)
+    hostile = load_json(DOUBLE)
+    hostile["trace_id"] = "- fixes GH-123"
+    candidate = _write(tmp_path / "hostile.json", hostile)
+    md = tmp_path / "compare.md"
+    arh("compare", "--baseline", base, "--policy", POLICY, candidate, "--md-out", md)
+    text = md.read_text(encoding="utf-8")
+    assert "#### \\- fixes GH-&#8203;123\n" in text
+    assert not re.search(r"(?i)\bgh-\d", re.sub(r"`[^`]*`", "", text))

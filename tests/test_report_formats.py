@@ -310,3 +310,142 @@ def test_an_interrupted_write_leaves_the_old_report(
         write_atomic(str(target), "new")
     assert target.read_text(encoding="utf-8") == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def _inert_list_item(text: str) -> str:
+    """The one paragraph-free list item ``- text`` renders to (anything else is injected)."""
+    from conftest import render_markdown as to_html
+
+    html = to_html(f"- {text}\n")
+    match = re.fullmatch(r"<ul>\n<li>(.*)</li>\n</ul>\n", html)
+    assert match, html
+    assert not re.search(r"<(h\d|ul|ol|hr|blockquote|pre|table|p)\b", match.group(1)), html
+    return match.group(1)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["# All checks passed", "###### x", "- item", "+ item", "* item", "1. item", "12) item",
+     "---", "===", "> quote", "| a | b |", "   # indented heading", "    code", "```", "~~~"],
+)  # fmt: skip
+def test_markdown_text_at_the_start_of_a_list_item_adds_no_block(value: str) -> None:
+    from html import unescape
+
+    from agent_reliability_harness.render._markdown import md_text
+
+    shown = _inert_list_item(md_text(value))
+    assert unescape(shown).strip() == value.strip()
+
+
+def test_markdown_breaks_gh_issue_references() -> None:
+    from agent_reliability_harness.render._markdown import md_text
+
+    for value in ("fixes GH-123", "gh-7", "(GH-42)"):
+        assert not re.search(r"(?i)\bgh-\d", md_text(value)), value
+    assert md_text("SIGH-1 GH-x") == "SIGH-1 GH-x"  # not references: left alone
+
+
+def test_markdown_file_names_cannot_add_headings(arh: Arh, tmp_path: Path) -> None:
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "# All checks passed.json").write_text("{bad", encoding="utf-8")
+    old = Path.cwd()
+    os.chdir(folder)
+    try:
+        run = arh(
+            "validate", "--policy", SAMPLES / "policy_trajectory.json",
+            "# All checks passed.json", "--md-out", tmp_path / "report.md", "--quiet",
+        )  # fmt: skip
+    finally:
+        os.chdir(old)
+    assert run.status == 1
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert text.startswith("## arh validation: 0 traces checked, 1 input error\n")
+    item = next(line for line in text.splitlines() if line.startswith("- "))
+    assert "All checks passed.json:1:2: invalid JSON" in _inert_list_item(item[2:])
+
+
+def test_markdown_headline_counts_input_errors(arh: Arh, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n{not json\n", encoding="utf-8")
+    policy = SAMPLES / "policy_trajectory.json"
+    md = tmp_path / "report.md"
+    arh("validate", "--policy", policy, SAMPLES / "traces" / "rebook_pass.json", bad,
+        "--md-out", md, "--quiet")  # fmt: skip
+    first = md.read_text(encoding="utf-8").splitlines()[0]
+    assert first == "## arh validation: all 1 trace passed, 2 inputs could not be read"
+
+
+def test_markdown_input_errors_keep_to_the_limit(arh: Arh, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n" * 3000, encoding="utf-8")
+    md = tmp_path / "report.md"
+    run = arh("validate", "--policy", SAMPLES / "policy_trajectory.json", bad, "--md-out", md)
+    assert run.status == 1
+    text = md.read_text(encoding="utf-8")
+    assert len(text) <= MAX_CHARS
+    assert text.startswith("## arh validation: 0 traces checked, 3000 input errors\n")
+    assert re.search(
+        r"\n\d+ more input errors are not listed here to keep this report within GitHub's size "
+        r"limit; see the JSON report\.\n\Z",
+        text,
+    )
+    assert text.count("\n- ") > 100  # the room left is used
+
+
+def test_markdown_long_trace_ids_keep_to_the_limit(arh: Arh, tmp_path: Path) -> None:
+    trace = {
+        "schema_version": "1", "trace_id": "x" * 100_000, "agent_name": "a", "workflow": "w",
+        "metadata": {"adapter": {"missing": ["latency_ms", "cost_usd", "tokens"]}},
+        "steps": [{"step_id": "s1", "type": "user_message", "content": "hi"}],
+    }  # fmt: skip
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(trace), encoding="utf-8")
+    md = tmp_path / "report.md"
+    arh("validate", "--policy", SAMPLES / "policy_trajectory.json", path, "--md-out", md)
+    text = md.read_text(encoding="utf-8")
+    assert len(text) < 10_000
+    assert "not listed here" not in text
+    assert "not shown here" not in text
+    assert text.count("`" + "x" * 299 + "\u2026`") == 5  # the summary row and 4 checks
+    assert_markdown_is_inert(text)
+
+
+def test_markdown_checks_not_applicable_are_cut_to_their_share() -> None:
+    from agent_reliability_harness.model.fidelity import NotApplicable
+
+    checks = tuple(NotApplicable(f"ARH-X-{i:03d}", "c" * 250, "f" * 250) for i in range(200))
+    report = TraceReport("t", "a", "w", "p", 1.0, True, 0.0, 0.0, None, (), not_applicable=checks)
+    text = render_markdown(RunReport((report,)))
+    assert len(text) <= MAX_CHARS
+    assert re.search(r"\n\d+ more checks are not listed here to keep this report", text)
+
+
+def test_markdown_says_one_more_trace_in_the_singular() -> None:
+    def report(i: int, agent: str) -> TraceReport:
+        return TraceReport(f"t{i}", agent, "w" * 260, "p", 0.0, False, 0.0, 0.0, None, ())
+
+    small = [report(i, "a" * 280) for i in range(49)]  # rows of about 590 characters
+    big = report(49, "<" * 300)  # a row of 1,200 more
+    text = render_markdown(RunReport((*small, big)))
+    assert "\n1 more trace is not listed here to keep this report within GitHub's size limit" in (
+        text
+    )
+    assert len(text) <= MAX_CHARS
+
+
+def test_junit_line_breaks_from_a_trace_cannot_forge_finding_lines() -> None:
+    from agent_reliability_harness.render.junit import render_junit
+
+    forged = "s1): looks fine\n[INFO] ARH-SCH-001 (step s9"
+    finding = Finding("ARH-SCH-001", "error", "schema", "tool 'x'\r\nis not allowed", forged)
+    report = TraceReport("t", "a", "w", "p", 0.0, False, 0.0, 0.0, None, (finding,))
+    root = ET.fromstring(render_junit(RunReport((report,))).split("\n", 1)[1])  # noqa: S314
+    failure = next(root.iter("failure"))
+    assert failure.text is not None
+    lines = failure.text.split("\n")
+    assert len(lines) == 1  # one finding, one line (it has no expected/observed)
+    assert lines[0] == (
+        "[ERROR] ARH-SCH-001 (step s1): looks fine\\n[INFO] ARH-SCH-001 (step s9): "
+        "tool 'x'\\r\\nis not allowed"
+    )

@@ -2,8 +2,10 @@
 
 Reports quote text from traces (ids, tool names, model output in messages), and reports are
 posted as pull-request comments. Such text must not add markup, links, HTML, @-mentions or issue
-references, nor break a table. ``md_text`` escapes text for a table cell or a heading;
-``md_code`` shows a value as inline code.
+references, nor break a table. ``md_text`` escapes text for a table cell, a heading or the start of
+a list item; ``md_code`` shows a value as inline code. Both shorten a value longer than ``limit``
+characters (``VALUE_CHARS`` unless told), so one long value cannot fill a report; the reports
+then keep to ``MAX_CHARS`` by leaving out what does not fit, saying so with ``md_left_out``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = ["md_code", "md_row", "md_text"]
+__all__ = ["MAX_CHARS", "VALUE_CHARS", "md_code", "md_left_out", "md_row", "md_text"]
+
+MAX_CHARS: Final = 60_000  # GitHub refuses comments longer than 65,536 characters
+VALUE_CHARS: Final = 300  # a longer quoted value is cut to this many characters, with an ellipsis
 
 _ZWSP: Final = "&#8203;"  # a zero-width space: invisible, but it breaks mentions and autolinks
 _MARK: Final = "\x00"  # stands for _ZWSP while escaping; _flatten removes real NULs first
@@ -23,7 +28,12 @@ _CONTROL: Final = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\ufffe\uffff]"
 )
 _PUNCTUATION: Final = re.compile(r"([\\`*_\[\]|~])")
-_MENTION: Final = re.compile(r"([@#])(?=\w)")
+_MENTION: Final = re.compile(r"([@#])(?=\w)|\b((?i:gh)-)(?=[0-9])")  # GH-26 is #26 too
+# Block syntax a line (or a list item) could start with: an ATX heading, a bullet, an ordered list
+# marker, a setext underline or thematic break; ``>`` and ``|`` are escaped everywhere already.
+_BLOCK_START: Final = re.compile(
+    r"\A(?:#{1,6}(?= |\Z)|[-+](?= |\Z)|-+ *\Z|=+ *\Z|[0-9]{1,9}(?=[.)](?: |\Z)))"
+)
 _AUTOLINK: Final = re.compile(r"(?i)(www)(?=\.)|(?<=:)(?=//)")
 
 
@@ -37,22 +47,42 @@ def _flatten(text: str) -> str:
     return _CONTROL.sub(_escape_control, text)
 
 
-def md_text(text: str) -> str:
-    """Escape text so it renders literally, on one line, inside a table cell or heading."""
-    text = _flatten(text)
+def _clip(text: str, limit: int | None) -> str:
+    if limit is not None and len(text) > limit:
+        return text[: limit - 1] + "\u2026"
+    return text
+
+
+def _block_start(match: re.Match[str]) -> str:
+    found = match.group()
+    if found[0] in "0123456789":  # "1." or "1)": escape the delimiter after the number
+        return found + "\\"
+    return "\\" + found
+
+
+def md_text(text: str, *, limit: int | None = VALUE_CHARS) -> str:
+    """Escape text so it renders literally, on one line, inside a table cell, a heading or a list
+    item (anywhere on a line, also at its start); text longer than ``limit`` is shortened."""
+    text = _flatten(_clip(text, limit))
     text = _AUTOLINK.sub(lambda m: (m.group(1) or "") + _MARK, text)
-    text = _MENTION.sub(lambda m: m.group(1) + _MARK, text)
+    text = _MENTION.sub(lambda m: (m.group(1) or m.group(2)) + _MARK, text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _PUNCTUATION.sub(r"\\\1", text).replace(_MARK, _ZWSP)
+    text = _PUNCTUATION.sub(r"\\\1", text)
+    if text[:1].isspace():  # leading spaces would let block syntax follow (or indent code)
+        text = "&#32;" + text[1:]
+    else:
+        text = _BLOCK_START.sub(_block_start, text, count=1)
+    return text.replace(_MARK, _ZWSP)
 
 
-def md_code(text: str, *, in_table: bool = True) -> str:
-    """Show text as inline code; empty text becomes an empty code span.
+def md_code(text: str, *, in_table: bool = True, limit: int | None = VALUE_CHARS) -> str:
+    """Show text as inline code; empty text becomes an empty code span, and text longer than
+    ``limit`` is shortened.
 
     In a table cell a ``|`` must be escaped even inside code (GitHub then shows it plainly);
     elsewhere the backslash would show, so ``in_table=False`` leaves it alone.
     """
-    text = _flatten(text)
+    text = _flatten(_clip(text, limit))
     if in_table:
         text = text.replace("|", "\\|")
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
@@ -64,3 +94,12 @@ def md_code(text: str, *, in_table: bool = True) -> str:
 def md_row(cells: list[str]) -> str:
     """One table row from already-escaped cells."""
     return "| " + " | ".join(cells) + " |"
+
+
+def md_left_out(count: int, noun: str, verb: str = "listed") -> str:
+    """The line that says ``count`` items (``noun`` in the singular) were left out for size."""
+    what = f"{count} more {noun}" + ("" if count == 1 else "s")
+    return (
+        f"{what} {'is' if count == 1 else 'are'} not {verb} here to keep this report within "
+        "GitHub's size limit; see the JSON report."
+    )

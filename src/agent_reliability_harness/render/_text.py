@@ -9,7 +9,7 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = ["plain_number", "plural", "terminal_safe"]
+__all__ = ["plain_number", "plural", "run_headline", "terminal_safe"]
 
 # C0 and C1 controls, DEL, lone surrogates, noncharacters, the line and paragraph separators
 # (line breaks to some terminals and log viewers), and the bidirectional overrides that can make
@@ -55,6 +55,20 @@ def plain_number(value: float) -> str:
     """A measured amount without float noise or exponents: ``8160``, ``12.5``, ``1234567``."""
     text = f"{value:.3f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
+
+
+def run_headline(total: int, failed: int, errors: int) -> str:
+    """What a run came to, in a few words: ``3 of 5 traces failed``, ``all 5 traces passed, 2
+    inputs could not be read``, ``0 traces checked, 3 input errors``."""
+    if errors and not total:
+        return f"{plural(0, 'trace')} checked, {plural(errors, 'input error')}"
+    if failed:
+        title = f"{failed} of {plural(total, 'trace')} failed"
+    else:
+        title = f"all {plural(total, 'trace')} passed"
+    if errors:
+        title += f", {plural(errors, 'input')} could not be read"
+    return title
 
 
 def plural(count: int, word: str) -> str:

@@ -10,7 +10,13 @@ from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import Finding
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
 from agent_reliability_harness.regression.gate import GateResult
-from agent_reliability_harness.render._markdown import md_code, md_row, md_text
+from agent_reliability_harness.render._markdown import (
+    MAX_CHARS,
+    md_code,
+    md_left_out,
+    md_row,
+    md_text,
+)
 from agent_reliability_harness.render._text import plural, terminal_safe
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -25,6 +31,8 @@ __all__ = [
 ]
 
 _WIDTH: Final = 100
+_MD_MESSAGE_CHARS: Final = 600  # as in the validation report (markdown.py)
+_MD_REASON_CHARS: Final = 1_000
 _LABELS: Final = {
     "pass->fail": "PASS->FAIL",
     "fail->pass": "FAIL->PASS",
@@ -153,7 +161,7 @@ def _md_findings(delta: TraceDelta) -> list[str]:
                     md_text(f.severity),
                     md_code(f.rule_id or f.category),
                     "-" if f.step_id is None else md_code(f.step_id),
-                    md_text(f.message),
+                    md_text(f.message, limit=_MD_MESSAGE_CHARS),
                 ]
             )
             for f in findings
@@ -161,11 +169,32 @@ def _md_findings(delta: TraceDelta) -> list[str]:
     return rows
 
 
+def _md_fit(lines: list[str], items: Sequence[str], budget: int, noun: str) -> None:
+    """Append ``items`` to ``lines`` while the whole stays within ``budget`` characters; a line
+    says how many were left out."""
+    size = _md_size(lines)
+    for shown, item in enumerate(items):
+        if size + len(item) + 1 > budget:
+            lines += ["", md_left_out(len(items) - shown, noun)]
+            return
+        lines.append(item)
+        size += len(item) + 1
+
+
+def _md_size(lines: Sequence[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
+
+
 def render_compare_markdown(
     result: CompareResult, gate: GateResult, *, extra: Sequence[str] = ()
 ) -> str:
     """The comparison for a pull-request comment or a CI step summary; ``extra`` lines (the
-    statistics) follow the summary table."""
+    statistics) follow the summary table.
+
+    Like the validation report it keeps within ``MAX_CHARS``: the gate's reasons and the
+    warnings may fill an eighth of it each, the statistics a quarter, the table of changed
+    traces up to half in all (at least an eighth), the findings the rest; what does not fit is
+    left out, and a line says how much."""
     s = result.summary()
     verdict = "PASS" if gate.passed else "FAIL"
     out = [f"## arh regression gate: {verdict}", ""]
@@ -179,9 +208,13 @@ def render_compare_markdown(
         + "."
     )
     if gate.reasons:
-        out += [""] + [f"- {md_text(reason)}" for reason in gate.reasons]
+        reasons = [f"- {md_text(r, limit=_MD_REASON_CHARS)}" for r in gate.reasons]
+        out.append("")
+        _md_fit(out, reasons, _md_size(out) + MAX_CHARS // 8, "gate reason")
     if result.warnings:
-        out += [""] + [f"> **Warning:** {md_text(w)}" for w in result.warnings]
+        warnings = [f"> **Warning:** {md_text(w, limit=_MD_REASON_CHARS)}" for w in result.warnings]
+        out.append("")
+        _md_fit(out, warnings, _md_size(out) + MAX_CHARS // 8, "warning")
     out += [
         "",
         "| Metric | Value |",
@@ -195,7 +228,7 @@ def render_compare_markdown(
         f"| Average score delta | {s['average_score_delta']:+.2f} |",
         f"| Largest score drop | {s['max_score_drop']:.2f} |",
     ]
-    out += extra
+    _md_fit(out, list(extra), _md_size(out) + MAX_CHARS // 4, "line of statistics")
     notable = [d for d in result.traces if d.notable]
     if notable:
         out += [
@@ -205,7 +238,7 @@ def render_compare_markdown(
             "| Trace | Change | Score | New findings | Resolved |",
             "|---|---|---|---|---|",
         ]
-        out += [
+        rows = [
             md_row(
                 [
                     md_code(d.trace_id),
@@ -217,9 +250,19 @@ def render_compare_markdown(
             )
             for d in notable
         ]
-        for delta in notable:
-            if delta.new_findings or delta.resolved_findings:
-                out += ["", f"#### {md_text(delta.trace_id)}", "", *_md_findings(delta)]
+        budget = max(MAX_CHARS // 2, _md_size(out) + MAX_CHARS // 8)
+        _md_fit(out, rows, budget, "changed trace")
+        with_findings = [d for d in notable if d.new_findings or d.resolved_findings]
+        size = _md_size(out)
+        for index, delta in enumerate(with_findings):
+            section = ["", f"#### {md_text(delta.trace_id)}", "", *_md_findings(delta)]
+            section_size = _md_size(section)
+            if size + section_size > MAX_CHARS - 200:
+                left = len(with_findings) - index
+                out += ["", md_left_out(left, "changed trace", "detailed")]
+                break
+            out += section
+            size += section_size
     return "\n".join(out) + "\n"
 
 

@@ -32,7 +32,7 @@ from agent_reliability_harness.model.report import Finding, RunReport, TraceRepo
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta, trace_delta
 from agent_reliability_harness.regression.gate import GateResult
-from agent_reliability_harness.render._text import plain_number
+from agent_reliability_harness.render._text import plain_number, run_headline
 from agent_reliability_harness.rules import CATEGORIES, RULES
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -968,11 +968,7 @@ def _more_note(shown: int, kind: str) -> str:
 
 def _run_title(run: RunReport) -> str:
     total = len(run.reports)
-    failed = total - run.passed_traces
-    noun = "trace" if total == 1 else "traces"
-    if failed:
-        return f"{failed:,} of {total:,} {noun} failed"
-    return f"all {total:,} {noun} passed"
+    return run_headline(total, total - run.passed_traces, len(run.input_errors))
 
 
 def render_html(run: RunReport, traces: Mapping[str, Trace] | None = None) -> str:

@@ -37,12 +37,19 @@ def xml_safe(text: str) -> str:
     )
 
 
+_LINE_BREAKS: Final = str.maketrans({"\n": "\\n", "\r": "\\r"})
+
+
 def _finding_line(finding: Finding) -> str:
+    """One line per finding (and one for what was expected): a line break in a step id or a
+    message from a trace is escaped, so that it cannot forge a finding line of its own."""
     step = "-" if finding.step_id is None else finding.step_id
     line = f"[{finding.severity.upper()}] {finding.rule_id or finding.category} (step {step}): "
     line += finding.message
+    line = line.translate(_LINE_BREAKS)
     if finding.expected is not None or finding.observed is not None:
-        line += f"\n    expected: {finding.expected or '-'}; observed: {finding.observed or '-'}"
+        seen = f"expected: {finding.expected or '-'}; observed: {finding.observed or '-'}"
+        line += "\n    " + seen.translate(_LINE_BREAKS)
     return line
 
 

@@ -2,8 +2,9 @@
 
 Every value that comes from a trace is escaped (``md_text``) or shown as inline code
 (``md_code``), so a trace cannot add markup, links, HTML, mentions or break a table. The report is
-kept under the size GitHub accepts for a comment: when it would be longer, the per-trace sections
-that do not fit are left out and a line says how many.
+kept under the size GitHub accepts for a comment (``MAX_CHARS``): long values are shortened, and
+the table rows, per-trace sections, checks and input errors that do not fit are left out, with a
+line that says how many.
 """
 
 from __future__ import annotations
@@ -12,8 +13,14 @@ from collections.abc import Sequence
 
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._fidelity import NotApplicableTally
-from agent_reliability_harness.render._markdown import md_code, md_row, md_text
-from agent_reliability_harness.render._text import plural
+from agent_reliability_harness.render._markdown import (
+    MAX_CHARS,
+    md_code,
+    md_left_out,
+    md_row,
+    md_text,
+)
+from agent_reliability_harness.render._text import plural, run_headline
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -21,8 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_CHARS", "MarkdownWriter", "render_markdown"]
 
-MAX_CHARS: Final = 60_000  # GitHub refuses comments longer than 65,536 characters
 _MESSAGE_CHARS: Final = 600
+_TAIL_CHARS: Final = MAX_CHARS // 4  # for the checks not applicable and the input errors
 _ALL_ROWS: Final = 50  # larger runs list only their failing traces in the summary table
 
 
@@ -35,10 +42,7 @@ def _count(findings: tuple[Finding, ...], severity: str) -> int:
 
 
 def _message(finding: Finding) -> str:
-    text = finding.message
-    if len(text) > _MESSAGE_CHARS:
-        text = text[: _MESSAGE_CHARS - 1] + "\u2026"
-    return md_text(text)
+    return md_text(finding.message, limit=_MESSAGE_CHARS)
 
 
 def _trace_section(report: TraceReport) -> list[str]:
@@ -64,8 +68,8 @@ def _trace_section(report: TraceReport) -> list[str]:
                 md_code(f.rule_id or f.category),
                 "-" if f.step_id is None else md_code(f.step_id),
                 _message(f),
-                "" if f.expected is None else md_text(f.expected),
-                "" if f.observed is None else md_text(f.observed),
+                "" if f.expected is None else md_text(f.expected, limit=_MESSAGE_CHARS),
+                "" if f.observed is None else md_text(f.observed, limit=_MESSAGE_CHARS),
             ]
         )
         for f in report.findings
@@ -86,6 +90,45 @@ def _row(r: TraceReport) -> str:
     )
 
 
+def _title(summary: RunSummary, failing_count: int) -> str:
+    return run_headline(summary.total, failing_count, len(summary.input_errors))
+
+
+def _size(lines: Sequence[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
+
+
+def _not_applicable(section: Sequence[str], budget: int) -> list[str]:
+    """The section of NotApplicableTally (_fidelity.py), its table cut to ``budget``."""
+    if not section:
+        return []
+    start = next(i for i, line in enumerate(section) if line.startswith("|---")) + 1
+    lines = list(section[:start])
+    size = _size(lines)
+    for shown, row in enumerate(section[start:]):
+        if size + len(row) + 1 > budget:
+            lines += ["", md_left_out(len(section) - start - shown, "check")]
+            break
+        lines.append(row)
+        size += len(row) + 1
+    return lines
+
+
+def _input_errors(summary: RunSummary, budget: int) -> list[str]:
+    if not summary.input_errors:
+        return []
+    lines = ["", "### Input errors", ""]
+    size = _size(lines)
+    for shown, error in enumerate(summary.input_errors):
+        item = f"- {md_text(str(error), limit=_MESSAGE_CHARS)}"
+        if size + len(item) + 1 > budget:
+            lines += ["", md_left_out(len(summary.input_errors) - shown, "input error")]
+            break
+        lines.append(item)
+        size += len(item) + 1
+    return lines
+
+
 def _document(
     summary: RunSummary,
     first: Sequence[TraceReport],
@@ -94,13 +137,13 @@ def _document(
     not_applicable: Sequence[str] = (),
 ) -> str:
     """The report from the run's summary, its first ``_ALL_ROWS`` reports (all of them when the
-    run is no larger) and its first failing reports (all that can fit)."""
+    run is no larger) and its first failing reports (all that can fit).
+
+    Each part has a share of ``MAX_CHARS``: the summary table half, the checks not applicable and
+    the input errors a quarter together (all that is left when no trace failed), the findings
+    the rest; what does not fit is left out, and a line says how much."""
     total = summary.total
-    if failing_count:
-        title = f"{failing_count} of {plural(total, 'trace')} failed"
-    else:
-        title = f"all {plural(total, 'trace')} passed"
-    head = [f"## arh validation: {title}", ""]
+    head = [f"## arh validation: {_title(summary, failing_count)}", ""]
     facts = [f"average score {summary.average_score:.2f}"]
     if summary.policy_id is not None:
         facts.insert(0, f"policy {md_code(summary.policy_id, in_table=False)}")
@@ -117,37 +160,30 @@ def _document(
             "| Trace | Verdict | Score | Errors | Warnings | Agent / workflow |",
             "|---|---|---|---|---|---|",
         ]
-        size = sum(len(line) + 1 for line in head)
+        size = _size(head)
         for shown, r in enumerate(listed):
             row = _row(r)
             if size + len(row) > MAX_CHARS // 2:
-                head += ["", f"{listed_count - shown} more traces are not listed here."]
+                head += ["", md_left_out(listed_count - shown, "trace")]
                 break
             head.append(row)
             size += len(row) + 1
     if listed_count < total:
         passing = total - failing_count
         head += ["", f"{passing} passing trace{'s are' if passing != 1 else ' is'} not listed."]
-    tail: list[str] = [*not_applicable]  # the section of NotApplicableTally (_fidelity.py)
-    if summary.input_errors:
-        tail += ["", "### Input errors", ""]
-        tail += [f"- {md_text(str(error))}" for error in summary.input_errors]
+    # Without findings to show, the checks and input errors may have all the room that is left.
+    room = _TAIL_CHARS if failing_count else MAX_CHARS - 300 - _size(head)
+    tail = _not_applicable(not_applicable, room)
+    tail += _input_errors(summary, room - _size(tail))
     body: list[str] = []
-    size = sum(len(line) + 1 for line in head + tail)
+    size = _size(head + tail)
     if failing_count:
         body += ["", "## Findings of the failing traces"]
     for index, report in enumerate(failing):
         section = _trace_section(report)
-        section_size = sum(len(line) + 1 for line in section)
+        section_size = _size(section)
         if size + section_size > MAX_CHARS - 200:
-            left = failing_count - index
-            body += [
-                "",
-                (
-                    f"{left} more failing trace{'s are' if left != 1 else ' is'} not shown "
-                    "here to keep this report within GitHub's size limit; see the JSON report."
-                ),
-            ]
+            body += ["", md_left_out(failing_count - index, "failing trace", "shown")]
             break
         body += section
         size += section_size
