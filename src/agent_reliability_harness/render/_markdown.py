@@ -14,9 +14,19 @@ import re
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Final
 
-__all__ = ["MAX_CHARS", "VALUE_CHARS", "md_code", "md_left_out", "md_row", "md_text"]
+__all__ = [
+    "MAX_CHARS",
+    "VALUE_CHARS",
+    "md_code",
+    "md_fit",
+    "md_left_out",
+    "md_row",
+    "md_size",
+    "md_text",
+]
 
 MAX_CHARS: Final = 60_000  # GitHub refuses comments longer than 65,536 characters
 VALUE_CHARS: Final = 300  # a longer quoted value is cut to this many characters, with an ellipsis
@@ -103,3 +113,20 @@ def md_left_out(count: int, noun: str, verb: str = "listed") -> str:
         f"{what} {'is' if count == 1 else 'are'} not {verb} here to keep this report within "
         "GitHub's size limit; see the JSON report."
     )
+
+
+def md_size(lines: Sequence[str]) -> int:
+    """Characters of ``lines`` joined with line breaks (and one after the last)."""
+    return sum(len(line) + 1 for line in lines)
+
+
+def md_fit(lines: list[str], items: Sequence[str], budget: int, noun: str) -> None:
+    """Append ``items`` to ``lines`` while the whole stays within ``budget`` characters; a line
+    says how many were left out."""
+    size = md_size(lines)
+    for shown, item in enumerate(items):
+        if size + len(item) + 1 > budget:
+            lines += ["", md_left_out(len(items) - shown, noun)]
+            return
+        lines.append(item)
+        size += len(item) + 1

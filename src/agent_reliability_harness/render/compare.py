@@ -13,8 +13,10 @@ from agent_reliability_harness.regression.gate import GateResult
 from agent_reliability_harness.render._markdown import (
     MAX_CHARS,
     md_code,
+    md_fit,
     md_left_out,
     md_row,
+    md_size,
     md_text,
 )
 from agent_reliability_harness.render._text import plural, terminal_safe
@@ -169,22 +171,6 @@ def _md_findings(delta: TraceDelta) -> list[str]:
     return rows
 
 
-def _md_fit(lines: list[str], items: Sequence[str], budget: int, noun: str) -> None:
-    """Append ``items`` to ``lines`` while the whole stays within ``budget`` characters; a line
-    says how many were left out."""
-    size = _md_size(lines)
-    for shown, item in enumerate(items):
-        if size + len(item) + 1 > budget:
-            lines += ["", md_left_out(len(items) - shown, noun)]
-            return
-        lines.append(item)
-        size += len(item) + 1
-
-
-def _md_size(lines: Sequence[str]) -> int:
-    return sum(len(line) + 1 for line in lines)
-
-
 def render_compare_markdown(
     result: CompareResult, gate: GateResult, *, extra: Sequence[str] = ()
 ) -> str:
@@ -210,11 +196,11 @@ def render_compare_markdown(
     if gate.reasons:
         reasons = [f"- {md_text(r, limit=_MD_REASON_CHARS)}" for r in gate.reasons]
         out.append("")
-        _md_fit(out, reasons, _md_size(out) + MAX_CHARS // 8, "gate reason")
+        md_fit(out, reasons, md_size(out) + MAX_CHARS // 8, "gate reason")
     if result.warnings:
         warnings = [f"> **Warning:** {md_text(w, limit=_MD_REASON_CHARS)}" for w in result.warnings]
         out.append("")
-        _md_fit(out, warnings, _md_size(out) + MAX_CHARS // 8, "warning")
+        md_fit(out, warnings, md_size(out) + MAX_CHARS // 8, "warning")
     out += [
         "",
         "| Metric | Value |",
@@ -228,7 +214,7 @@ def render_compare_markdown(
         f"| Average score delta | {s['average_score_delta']:+.2f} |",
         f"| Largest score drop | {s['max_score_drop']:.2f} |",
     ]
-    _md_fit(out, list(extra), _md_size(out) + MAX_CHARS // 4, "line of statistics")
+    md_fit(out, list(extra), md_size(out) + MAX_CHARS // 4, "line of statistics")
     notable = [d for d in result.traces if d.notable]
     if notable:
         out += [
@@ -250,13 +236,13 @@ def render_compare_markdown(
             )
             for d in notable
         ]
-        budget = max(MAX_CHARS // 2, _md_size(out) + MAX_CHARS // 8)
-        _md_fit(out, rows, budget, "changed trace")
+        budget = max(MAX_CHARS // 2, md_size(out) + MAX_CHARS // 8)
+        md_fit(out, rows, budget, "changed trace")
         with_findings = [d for d in notable if d.new_findings or d.resolved_findings]
-        size = _md_size(out)
+        size = md_size(out)
         for index, delta in enumerate(with_findings):
             section = ["", f"#### {md_text(delta.trace_id)}", "", *_md_findings(delta)]
-            section_size = _md_size(section)
+            section_size = md_size(section)
             if size + section_size > MAX_CHARS - 200:
                 left = len(with_findings) - index
                 out += ["", md_left_out(left, "changed trace", "detailed")]

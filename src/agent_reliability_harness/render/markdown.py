@@ -16,8 +16,10 @@ from agent_reliability_harness.render._fidelity import NotApplicableTally
 from agent_reliability_harness.render._markdown import (
     MAX_CHARS,
     md_code,
+    md_fit,
     md_left_out,
     md_row,
+    md_size,
     md_text,
 )
 from agent_reliability_harness.render._text import plural, run_headline
@@ -94,23 +96,13 @@ def _title(summary: RunSummary, failing_count: int) -> str:
     return run_headline(summary.total, failing_count, len(summary.input_errors))
 
 
-def _size(lines: Sequence[str]) -> int:
-    return sum(len(line) + 1 for line in lines)
-
-
 def _not_applicable(section: Sequence[str], budget: int) -> list[str]:
     """The section of NotApplicableTally (_fidelity.py), its table cut to ``budget``."""
     if not section:
         return []
     start = next(i for i, line in enumerate(section) if line.startswith("|---")) + 1
     lines = list(section[:start])
-    size = _size(lines)
-    for shown, row in enumerate(section[start:]):
-        if size + len(row) + 1 > budget:
-            lines += ["", md_left_out(len(section) - start - shown, "check")]
-            break
-        lines.append(row)
-        size += len(row) + 1
+    md_fit(lines, section[start:], budget, "check")
     return lines
 
 
@@ -118,14 +110,8 @@ def _input_errors(summary: RunSummary, budget: int) -> list[str]:
     if not summary.input_errors:
         return []
     lines = ["", "### Input errors", ""]
-    size = _size(lines)
-    for shown, error in enumerate(summary.input_errors):
-        item = f"- {md_text(str(error), limit=_MESSAGE_CHARS)}"
-        if size + len(item) + 1 > budget:
-            lines += ["", md_left_out(len(summary.input_errors) - shown, "input error")]
-            break
-        lines.append(item)
-        size += len(item) + 1
+    items = [f"- {md_text(str(error), limit=_MESSAGE_CHARS)}" for error in summary.input_errors]
+    md_fit(lines, items, budget, "input error")
     return lines
 
 
@@ -160,7 +146,7 @@ def _document(
             "| Trace | Verdict | Score | Errors | Warnings | Agent / workflow |",
             "|---|---|---|---|---|---|",
         ]
-        size = _size(head)
+        size = md_size(head)
         for shown, r in enumerate(listed):
             row = _row(r)
             if size + len(row) > MAX_CHARS // 2:
@@ -172,16 +158,16 @@ def _document(
         passing = total - failing_count
         head += ["", f"{passing} passing trace{'s are' if passing != 1 else ' is'} not listed."]
     # Without findings to show, the checks and input errors may have all the room that is left.
-    room = _TAIL_CHARS if failing_count else MAX_CHARS - 300 - _size(head)
+    room = _TAIL_CHARS if failing_count else MAX_CHARS - 300 - md_size(head)
     tail = _not_applicable(not_applicable, room)
-    tail += _input_errors(summary, room - _size(tail))
+    tail += _input_errors(summary, room - md_size(tail))
     body: list[str] = []
-    size = _size(head + tail)
+    size = md_size(head + tail)
     if failing_count:
         body += ["", "## Findings of the failing traces"]
     for index, report in enumerate(failing):
         section = _trace_section(report)
-        section_size = _size(section)
+        section_size = md_size(section)
         if size + section_size > MAX_CHARS - 200:
             body += ["", md_left_out(failing_count - index, "failing trace", "shown")]
             break
