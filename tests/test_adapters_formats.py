@@ -586,6 +586,37 @@ def test_gemini_results_pair_by_name_and_error_responses_fail() -> None:
     assert paired["count"] == 2
 
 
+def test_gemini_code_the_model_ran_itself_and_its_answer() -> None:
+    # a response with code execution: the call, its result and the answer in one model content
+    # (the result was noted as unmapped and the answer put before the call, so a good trace
+    # ended with a tool call and failed ARH-CMP-001)
+    trace = convert(
+        {
+            "contents": [{"role": "user", "parts": [{"text": "compute"}]}],
+            "candidates": [{"content": {"role": "model", "parts": [
+                {"text": "Let me run it."},
+                {"executableCode": {"language": "PYTHON", "code": "print(1)"}},
+                {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1\n"}},
+                {"executableCode": {"language": "PYTHON", "code": "boom()"}},
+                {"codeExecutionResult": {"outcome": "OUTCOME_FAILED", "output": "NameError"}},
+                {"text": "It printed 1."},
+            ]}}],
+        }
+    )  # fmt: skip
+    _, first, second, answer = trace.steps
+    assert [s.step_id for s in trace.steps] == ["m0-user", "m1-tool1", "m1-tool3", "m1-response"]
+    assert (first.output, first.status) == ("1\n", "ok")
+    assert (second.output, second.status, second.error) == ("NameError", "error", "OUTCOME_FAILED")
+    assert answer.text == "Let me run it.\nIt printed 1."
+    assert not notes(trace, "unmapped_block")
+    assert not notes(trace, "tool_call_without_result")
+    # text only before the calls stays before them
+    before = convert([{"role": "model", "parts": [
+        {"text": "Looking it up."}, {"functionCall": {"name": "a", "args": {}}},
+    ]}])  # fmt: skip
+    assert [s.type for s in before.steps] == ["model_response", "tool_call"]
+
+
 def test_bedrock_usage_latency_and_tool_errors() -> None:
     trace = traces_of("bedrock-converse", FIXTURES / "bedrock-converse" / "tool_use.json")[0]
     answer = trace.steps[-1]

@@ -4,10 +4,12 @@ A record is a request or log with ``contents`` (and optionally the response's ``
 directly or under ``response``), or a list of contents. ``i`` below is a content's position;
 the first candidate of a response counts as the content after the last one.
 
-* ``model`` contents: the text parts become the model_response ``m<i>-response``; each
+* ``model`` contents: the text parts become the model_response ``m<i>-response``, placed before
+  the calls unless a text part follows a call (then after them, as the answer it is); each
   ``functionCall`` part a tool_call whose step id is its ``id`` (``m<i>-tool<k>`` when missing or
-  taken); ``executableCode`` a ``code_execution`` tool_call; thought parts (``thought: true``)
-  are counted, never stored.
+  taken); ``executableCode`` a ``code_execution`` tool_call, and a ``codeExecutionResult`` part
+  after it (the model ran the code itself) its result; thought parts (``thought: true``) are
+  counted, never stored.
 * ``user`` (and ``function``) contents: ``functionResponse`` parts are attached to their calls
   (by ``id``, else by name and position); a response ``{"error": ...}`` makes the call fail, and a
   response ``{"output": ...}`` gives its output (any other response object is the output as it
@@ -195,7 +197,9 @@ def _part(builder: Builder, part: Any, pointer: str) -> dict[str, Any] | None:
 
 def _model(builder: Builder, i: int, parts: list[Any], pointer: str) -> None:
     texts: list[str] = []
+    last_text = -1  # the position of the last text part
     calls: list[tuple[int, str, dict[str, Any]]] = []
+    results: list[tuple[Any, str]] = []  # code execution results the model ran itself
     for k, raw in enumerate(parts):
         where = join_pointer(pointer, k)
         part = _part(builder, raw, where)
@@ -206,15 +210,33 @@ def _model(builder: Builder, i: int, parts: list[Any], pointer: str) -> None:
             continue
         key, call = _get(part, "functionCall")
         code_key, code = _get(part, "executableCode")
+        result_key, outcome = _get(part, "codeExecutionResult")
         if type(part.get("text")) is str:
             texts.append(part["text"])
+            last_text = k
             builder.unmapped_fields(part, _PART_KEYS, where, "text parts")
         elif call is not None or code is not None:
             calls.append((k, key if call is not None else code_key, part))
+        elif outcome is not None:
+            results.append((outcome, join_pointer(where, result_key)))
         else:
             _unmapped_part(builder, part, where)
     text = "\n".join(texts) if texts else None
-    builder.text_step(f"m{i}-response", text)
+    # The text is one step: before the calls, unless text follows a call (the model ran code
+    # and then answered), so that the answer stays the last step, as it was said.
+    answer_last = bool(calls) and last_text > calls[0][0]
+    if not answer_last:
+        builder.text_step(f"m{i}-response", text)
+    _model_calls(builder, i, calls, pointer)
+    for outcome, where in results:  # attached to the code executions before them, in order
+        _code_result(builder, outcome, where)
+    if answer_last:
+        builder.text_step(f"m{i}-response", text)
+
+
+def _model_calls(
+    builder: Builder, i: int, calls: list[tuple[int, str, dict[str, Any]]], pointer: str
+) -> None:
     for k, key, part in calls:
         where = join_pointer(pointer, k, key)
         value = part[key]
