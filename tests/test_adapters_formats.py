@@ -617,6 +617,26 @@ def test_gemini_code_the_model_ran_itself_and_its_answer() -> None:
     assert [s.type for s in before.steps] == ["model_response", "tool_call"]
 
 
+def test_bedrock_text_after_a_tool_use_stays_after_it() -> None:
+    trace = convert(
+        {"messages": [{"role": "assistant", "content": [
+            {"toolUse": {"toolUseId": "t1", "name": "lookup", "input": {}}},
+            {"text": "Done: order A1 is refunded."},
+        ]}], "modelId": "m"},
+        "bedrock-converse",
+    )  # fmt: skip
+    assert [(s.step_id, s.type) for s in trace.steps] == [
+        ("t1", "tool_call"), ("m0-response", "model_response"),
+    ]  # fmt: skip
+    before = convert(
+        {"messages": [{"role": "assistant", "content": [
+            {"text": "Let me look."}, {"toolUse": {"toolUseId": "t1", "name": "lookup"}},
+        ]}], "modelId": "m"},
+        "bedrock-converse",
+    )  # fmt: skip
+    assert [s.type for s in before.steps] == ["model_response", "tool_call"]
+
+
 def test_bedrock_usage_latency_and_tool_errors() -> None:
     trace = traces_of("bedrock-converse", FIXTURES / "bedrock-converse" / "tool_use.json")[0]
     answer = trace.steps[-1]

@@ -5,7 +5,8 @@ A record is a Converse request or log with ``messages`` (and optionally the resp
 below is a message's position; the response's message counts as the message after the last one.
 
 * ``assistant`` messages: ``text`` blocks become the model_response ``m<i>-response`` (with the
-  citations of ``citationsContent`` blocks); each ``toolUse`` block a tool_call whose step id is
+  citations of ``citationsContent`` blocks), placed before the message's calls unless a text
+  block follows a call (then after them); each ``toolUse`` block a tool_call whose step id is
   its ``toolUseId`` (``m<i>-tool<k>`` when missing or taken); ``reasoningContent`` blocks are
   counted, never stored.
 * ``user`` messages: ``toolResult`` blocks are attached to their calls by ``toolUseId``
@@ -141,27 +142,46 @@ def _blocks(builder: Builder, content: list[Any], pointer: str) -> list[tuple[in
 
 def _assistant(builder: Builder, i: int, content: list[Any], pointer: str) -> None:
     texts: list[str] = []
+    last_text = -1  # the position of the last text block
     citations: list[dict[str, Any]] = []
     calls: list[tuple[int, Any]] = []
     for k, kind, value in _blocks(builder, content, pointer):
         where = join_pointer(pointer, k, kind)
         if kind == "text" and type(value) is str:
             texts.append(value)
+            last_text = k
         elif kind == "toolUse":
             calls.append((k, value))
         elif kind == "reasoningContent":
             builder.reasoning()
         elif kind == "citationsContent" and type(value) is dict:
             texts.extend(_cited_text(value))
+            last_text = k
             citations.extend(_citations(builder, value.get("citations"), where))
         else:
             builder.unmapped_block(kind, join_pointer(pointer, k))
     text = "\n".join(texts) if texts else None
+    # The text is one step: before the calls, unless text follows a call (then it is the answer
+    # and stays the last step, as it was said).
+    answer_last = bool(calls) and last_text > calls[0][0]
+    if not answer_last:
+        _response(builder, i, text, citations, pointer)
+    _tool_uses(builder, i, calls, pointer)
+    if answer_last:
+        _response(builder, i, text, citations, pointer)
+
+
+def _response(
+    builder: Builder, i: int, text: str | None, citations: list[dict[str, Any]], pointer: str
+) -> None:
     step = builder.text_step(f"m{i}-response", text, citations=citations)
     if citations and step is None:
         builder.notes.add(
             "citation_not_mapped", "the message has citations but no text to carry them", pointer
         )
+
+
+def _tool_uses(builder: Builder, i: int, calls: list[tuple[int, Any]], pointer: str) -> None:
     for k, value in calls:
         where = join_pointer(pointer, k, "toolUse")
         if type(value) is not dict:
