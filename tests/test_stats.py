@@ -533,7 +533,12 @@ def test_gate_file_thresholds_are_the_decimals_as_written() -> None:
     assert rate.value == Fraction("0.66666666666666666666667") > Fraction(2, 3)
     assert rate.shown == "0.66666666666666666666667"
     assert alpha.value == Fraction(1, 20)
-    for bad, shown in (("inf", "got inf"), ("-inf", "got -inf")):
+    # read as decimals, long ones are bounded as in --gate (1e-50000000 took minutes to build)
+    long = (
+        ("1e-50000000", "the number 1E-50000000 has an exponent too large to use"),
+        ("0." + "1" * 200, r"has 201 digits, too many to use \(at most 100\)"),
+    )
+    for bad, shown in (("inf", "got inf"), ("-inf", "got -inf"), *long):
         with pytest.raises(InputError, match=shown):
             parse_gate_file(f"[defaults]\nmin_pass_rate = {bad}\n", "arh.toml")
 

@@ -268,6 +268,10 @@ def _setting_value(key: str, value: object) -> tuple[Fraction | int | bool, str]
         return value, str(value)
     if not (value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)):
         raise ValueError(f"must be {expected}, got {_number_text(value)}")
+    if isinstance(value, Decimal):  # its exact value is built from its digits and exponent
+        problem = _too_long(str(value))
+        if problem:
+            raise ValueError(problem)
     exact = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
     if (key in _ALPHAS and not 0 < exact < 1) or (key in _RATES and not 0 <= exact <= 1):
         raise ValueError(f"must be {expected}, got {_number_text(value)}")
