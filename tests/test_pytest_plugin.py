@@ -160,12 +160,17 @@ def test_the_policy_can_come_from_the_ini_file(suite: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["arh: policy *policy.json"])  # the report header
 
 
-def test_the_fixture_and_a_marker_with_its_own_policy(pytester: pytest.Pytester) -> None:
+def _two_policies(pytester: pytest.Pytester) -> None:
+    """policy.json (POLICY) and policies/strict.json, which forbids the tool pay."""
     pytester.makefile(".json", policy=json.dumps(POLICY))
     (pytester.path / "policies").mkdir()
     (pytester.path / "policies" / "strict.json").write_text(
         json.dumps({"policy_id": "strict", "sequence": {"forbidden_tools": ["pay"]}})
     )
+
+
+def test_the_fixture_and_a_marker_with_its_own_policy(pytester: pytest.Pytester) -> None:
+    _two_policies(pytester)
     pytester.makepyfile(
         test_policies="""
 import pytest
@@ -187,11 +192,7 @@ def test_marked(arh_policy):
 
 
 def test_the_marker_names_the_policy_as_its_one_argument_too(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".json", policy=json.dumps(POLICY))
-    (pytester.path / "policies").mkdir()
-    (pytester.path / "policies" / "strict.json").write_text(
-        json.dumps({"policy_id": "strict", "sequence": {"forbidden_tools": ["pay"]}})
-    )
+    _two_policies(pytester)
     pytester.makepyfile(
         test_markers="""
 import pytest

@@ -14,7 +14,7 @@ import math
 import re
 import sys
 
-from agent_reliability_harness.errors import InputError, join_pointer
+from agent_reliability_harness.errors import TOO_DEEP, InputError, join_pointer
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def loads(text: str) -> Any:
         try:
             pointer, key = _find_duplicate(text)
         except RecursionError:
-            raise InputError("invalid JSON: nested too deeply to process", pointer=None) from None
+            raise InputError(f"invalid JSON: {TOO_DEEP} to process", pointer=None) from None
         raise InputError(
             f"duplicate key {json.dumps(key)}: JSON objects must not repeat a key",
             pointer=pointer,
@@ -153,7 +153,7 @@ def loads(text: str) -> Any:
             column=column,
         ) from None
     except RecursionError:
-        raise InputError("invalid JSON: nested too deeply to process", pointer=None) from None
+        raise InputError(f"invalid JSON: {TOO_DEEP} to process", pointer=None) from None
     except ValueError:  # an integer longer than the interpreter's digit limit
         raise _long_integer_error(text) from None
 

@@ -465,7 +465,9 @@ class _Guarded:
         except BrokenPipeError:
             self.done = True
             with contextlib.suppress(OSError, ValueError):  # what is still buffered goes nowhere
-                os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+                sink = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(sink, self.stream.fileno())
+                os.close(sink)
         except OSError as exc:
             self.done = True
             self.problem = exc.strerror or str(exc)

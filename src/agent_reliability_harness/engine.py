@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent_reliability_harness.errors import ArhError, InputError, UsageError
+from agent_reliability_harness.errors import TOO_DEEP, ArhError, InputError, UsageError
 from agent_reliability_harness.model.fidelity import fidelity_plan, not_applicable
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding, TraceReport
@@ -43,6 +43,9 @@ def category_modules(policy: Policy) -> list[ModuleType]:
     ]
 
 
+NESTED_TRACE: Final = f"a value in the trace is {TOO_DEEP} to check"
+
+
 class Validator:
     """A policy compiled once, ready to validate any number of traces."""
 
@@ -77,9 +80,7 @@ class Validator:
             results = tuple(evaluate(facts, plan, findings) for evaluate, plan in self._plans)
             lint.evaluate(facts, findings)
         except RecursionError:
-            raise InputError(
-                "a value in the trace is nested too deeply to check", pointer=None
-            ) from None
+            raise InputError(NESTED_TRACE, pointer=None) from None
         except (AttributeError, TypeError):
             problem = _unusable(trace)
             if problem is None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["ArhError", "InputError", "UsageError", "join_pointer", "pointer_token"]
+__all__ = ["TOO_DEEP", "ArhError", "InputError", "UsageError", "join_pointer", "pointer_token"]
+
+# In every message about a value nested deeper than the stack lets arh decode or walk: the
+# runner looks for it, since how deep that is differs between processes.
+TOO_DEEP = "nested too deeply"
 
 
 class ArhError(Exception):

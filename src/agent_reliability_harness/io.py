@@ -131,7 +131,7 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                         )
                     )
                 for file, relative in sorted(files):  # the errors in a stable order too
-                    if os.path.exists(file) and not os.path.isfile(file):  # it may never end
+                    if not os.path.isfile(file) and os.path.exists(file):  # it may never end
                         errors.append(InputError(_NOT_REGULAR, pointer=None, source=_display(file)))
                         continue
                     jsonl = _suffix(file) in _JSONL_SUFFIXES

@@ -60,7 +60,7 @@ from collections import deque
 from collections.abc import Mapping
 
 from agent_reliability_harness._record import replace
-from agent_reliability_harness.engine import Validator
+from agent_reliability_harness.engine import NESTED_TRACE, Validator
 from agent_reliability_harness.errors import ArhError, InputError, UsageError
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding, TraceReport
@@ -101,7 +101,6 @@ __all__ = ["BlockedCallError", "Monitor"]
 # Every finite float is a whole multiple of 2**-1074, so sums in these units are exact.
 _UNIT_EXPONENT: Final = 1074
 _UNIT: Final = 1 << _UNIT_EXPONENT
-_NESTED: Final = "a value in the trace is nested too deeply to check"
 
 
 class BlockedCallError(ArhError):
@@ -762,10 +761,8 @@ class Monitor:
         workflow: str = "",
         fail_under: float = DEFAULT_FAIL_UNDER,
     ) -> None:
-        if not isinstance(policy, Policy):
-            raise UsageError(f"policy must be a Policy, got {type(policy).__name__}")
+        self._validator = Validator(policy, fail_under)  # a UsageError unless it is a Policy
         check_identity(trace_id, agent_name, workflow)
-        self._validator = Validator(policy, fail_under)
         self.trace_id = trace_id
         self.agent_name = agent_name
         self.workflow = workflow
@@ -800,7 +797,7 @@ class Monitor:
             for watch in self._watches:
                 watch.look(probe, found)
         except RecursionError:
-            raise InputError(_NESTED, pointer=None) from None
+            raise InputError(NESTED_TRACE, pointer=None) from None
         except (AttributeError, TypeError):
             # looked for only after a rule failed, as Validator.validate does: a key that is not
             # a string, which a step built in Python can hold and JSON cannot

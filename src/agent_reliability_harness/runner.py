@@ -23,7 +23,7 @@ from agent_reliability_harness.adapters import (
     to_traces,
 )
 from agent_reliability_harness.engine import Validator
-from agent_reliability_harness.errors import InputError, join_pointer
+from agent_reliability_harness.errors import TOO_DEEP, InputError, join_pointer
 from agent_reliability_harness.io import (
     STDIN_NAME,
     Chunk,
@@ -371,17 +371,25 @@ def _start_worker(policy: Policy, fail_under: float, settings: _Settings, digits
     _worker = (Validator(policy, fail_under), settings)
 
 
+def _unit_outcomes(
+    validator: Validator, settings: _Settings, unit: _Unit, tally: list[int]
+) -> Iterator[_Checked | InputError]:
+    """The outcomes of a unit; ``tally[0]`` gets the records (lines that decode and are not
+    blank) of a chunk added to it. Not a generator itself: the checks run as deep in the stack
+    as those of one process do (how deeply nested a value can be checked depends on it)."""
+    if unit.chunk is None:
+        return chain.from_iterable(_outcomes(validator, s, settings) for s in unit.sources)
+    source = unit.sources[0]
+    documents = read_chunk(source, unit.chunk, tally)
+    return _checked(validator, documents, _base(source), settings)
+
+
 def _run_unit(unit: _Unit) -> tuple[list[_Checked | InputError], int]:
-    """Validate a unit in a worker: its outcomes, and how many records (lines that decode and
-    are not blank) a chunk had."""
+    """Validate a unit in a worker: its outcomes, and the records of a chunk."""
     assert _worker is not None
     validator, settings = _worker
-    if unit.chunk is None:
-        out = [o for source in unit.sources for o in _outcomes(validator, source, settings)]
-        return out, 0
-    source, tally = unit.sources[0], [0]
-    documents = read_chunk(source, unit.chunk, tally)
-    return list(_checked(validator, documents, _base(source), settings)), tally[0]
+    tally = [0]
+    return list(_unit_outcomes(validator, settings, unit, tally)), tally[0]
 
 
 _CHUNK_BYTES: Final = 4 << 20  # work is handed out in pieces of at most about this size,
@@ -462,7 +470,7 @@ def _units(sources: Sequence[Source], fmt: str, chunk_bytes: int) -> Iterator[_U
 def _too_deep(outcome: _Checked | InputError) -> bool:
     """Did a value nested too deeply for the stack stop this outcome?"""
     error = outcome.result if isinstance(outcome, _Checked) else outcome
-    return isinstance(error, InputError) and "nested too deeply" in error.message
+    return isinstance(error, InputError) and TOO_DEEP in error.message
 
 
 def usable_cpus() -> int:
@@ -522,13 +530,8 @@ def _parallel(
                 # How deep a value can be decoded and checked depends on the stack, which is
                 # deeper in a worker: its unit is done again here, at the depth one process
                 # would do it (the same frames as in iter_reports), for the same outcome.
-                if unit.chunk is None:
-                    for source in unit.sources:
-                        yield from _outcomes(local, source, settings)
-                    continue
                 tally = [0]
-                documents = read_chunk(unit.sources[0], unit.chunk, tally)
-                yield from _checked(local, documents, _base(unit.sources[0]), settings)
+                yield from _unit_outcomes(local, settings, unit, tally)
                 count = tally[0]
             else:
                 yield from outcomes

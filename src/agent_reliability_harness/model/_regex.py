@@ -27,7 +27,7 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Any, Final
 
-__all__ = ["matches_zero_width", "risky_repetition"]
+__all__ = ["check_consumes", "matches_zero_width", "risky_repetition"]
 
 _REPEATS: Final = (sre.MAX_REPEAT, sre.MIN_REPEAT)
 _ATOMS: Final = (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY, sre.CATEGORY)
@@ -154,3 +154,17 @@ def matches_zero_width(pattern: str, flags: int = 0) -> bool:
     except Exception:  # noqa: BLE001 - an unexpected shape is the caller's compile error to report
         return False
     return width == 0
+
+
+def check_consumes(pattern: str, flags: int, pointer: str) -> None:
+    """Refuse a searched pattern whose shortest match is empty (an InputError at ``pointer``):
+    it would match almost every text."""
+    if matches_zero_width(pattern, flags):
+        from agent_reliability_harness.model._checks import bad
+
+        raise bad(
+            pointer,
+            f"pattern {pattern!r} can match without consuming a character (its shortest match "
+            "is empty, as with \\b, \\B or a lookahead alone), so it matches almost every "
+            "text; make it match at least one character",
+        )

@@ -79,22 +79,26 @@ def declared_missing(trace: Trace) -> frozenset[str]:
     return frozenset(name for name in missing if type(name) is str and name in MISSING_FIELDS)
 
 
-def _contradicted(trace: Trace, field: str) -> bool:
-    """Does a step of the trace have the field it declares missing? (A hand-written trace can
-    say so; then the field's checks do run, and must not be reported as not applicable too.)"""
-    steps = [step for step in trace.steps if step.type != "user_message"]
-    if field == "latency_ms":
-        return any(step.latency_ms is not None for step in steps)
-    if field == "cost_usd":
-        return any(step.cost_usd is not None for step in steps)
-    if field == "tokens":
-        return any(s.input_tokens is not None or s.output_tokens is not None for s in steps)
-    calls = [step for step in steps if step.type == "tool_call"]
-    if field == "tool_output":
-        return any(step.output is not None for step in calls)
-    if field == "tool_status":
-        return any(step.status == "error" for step in calls)
-    return False
+def _present(trace: Trace) -> set[str]:
+    """The fields of MISSING_FIELDS that a step of the trace has, in one pass. A hand-written
+    trace can declare missing what it has; then the field's checks do run, and must not be
+    reported as not applicable too."""
+    present: set[str] = set()
+    for step in trace.steps:
+        if step.type == "user_message":
+            continue
+        if step.latency_ms is not None:
+            present.add("latency_ms")
+        if step.cost_usd is not None:
+            present.add("cost_usd")
+        if step.input_tokens is not None or step.output_tokens is not None:
+            present.add("tokens")
+        if step.type == "tool_call":
+            if step.output is not None:
+                present.add("tool_output")
+            if step.status == "error":
+                present.add("tool_status")
+    return present
 
 
 def not_applicable(trace: Trace, plan: tuple[NotApplicable, ...]) -> tuple[NotApplicable, ...]:
@@ -105,5 +109,5 @@ def not_applicable(trace: Trace, plan: tuple[NotApplicable, ...]) -> tuple[NotAp
     missing = declared_missing(trace)
     if not missing:
         return ()
-    missing = frozenset(field for field in missing if not _contradicted(trace, field))
+    missing = missing - _present(trace)
     return tuple(check for check in plan if check.field in missing)

@@ -18,7 +18,6 @@ from agent_reliability_harness.model._checks import (
     check_keys_are_strings,
     is_finite,
     json_type,
-    key_type_error,
     number_text,
     opt_bool,
     opt_nonneg_int,
@@ -85,8 +84,6 @@ def _check_keys(data: Mapping[str, Any], known: Iterable[str], pointer: str) -> 
     known = tuple(known)
     for key in data:
         if key not in known:
-            if not isinstance(key, str):
-                raise key_type_error(key, pointer)
             hint = unknown_key_hint(key, known)
             raise bad(join_pointer(pointer, key), f"unknown key {key!r}{hint}")
 
@@ -182,7 +179,6 @@ class ArgSpec(Record):
                         join_pointer(pointer, "enum", index),
                         f"{json_type(value)} value does not have the argument's type {type_name!r}",
                     )
-            check_keys_are_strings(values, join_pointer(pointer, "enum"))
             enum = tuple(values)
         pattern = opt_str(raw, "pattern", pointer)
         regex = None
@@ -276,8 +272,6 @@ class ToolSchema(Record):
                 )
             specs: dict[str, ArgSpec] = {}
             for arg, spec in value.items():
-                if not isinstance(arg, str):
-                    raise key_type_error(arg, arg_pointer)
                 specs[arg] = ArgSpec.from_value(spec, join_pointer(arg_pointer, arg))
             maps[key] = specs
         for arg in maps["optional_arguments"]:
@@ -520,6 +514,8 @@ class Policy(Record):
         """
         if type(data) is not dict:
             raise bad("", f"a policy must be a JSON object, got {json_type(data)}")
+        # JSON has only string keys; a policy built in Python may not: one walk refuses them all
+        check_keys_are_strings(data, "")
         version = parse_schema_version(data.get("schema_version"), "/schema_version", "policy")
         _check_keys(data, _POLICY_KEYS, "")
         policy_id = req_str(data, "policy_id", "", non_empty=True)
@@ -527,8 +523,6 @@ class Policy(Record):
         tools_raw = _section(data, "allowed_tools")
         tools: dict[str, ToolSchema] = {}
         for name, spec in tools_raw.items():
-            if not isinstance(name, str):
-                raise key_type_error(name, "/allowed_tools")
             tools[name] = ToolSchema.from_value(name, spec, join_pointer("/allowed_tools", name))
         patterns_raw = data.get("unsafe_patterns")
         patterns: list[UnsafePattern] = []
@@ -551,15 +545,9 @@ class Policy(Record):
                         pointer,
                         f"pattern {pattern!r} matches the empty string, so it flags every text",
                     )
-                from agent_reliability_harness.model._regex import matches_zero_width
+                from agent_reliability_harness.model._regex import check_consumes
 
-                if matches_zero_width(pattern, re.IGNORECASE):
-                    raise bad(
-                        pointer,
-                        f"pattern {pattern!r} can match without consuming a character (its "
-                        "shortest match is empty, as with \\b, \\B or a lookahead alone), so it "
-                        "matches almost every text; make it match at least one character",
-                    )
+                check_consumes(pattern, re.IGNORECASE, pointer)
                 patterns.append(UnsafePattern(pattern, regex))
         allow_unlisted = opt_bool(data, "allow_unlisted_tools", "")
         sequence = Sequence.from_section(_section(data, "sequence"))

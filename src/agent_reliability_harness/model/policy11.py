@@ -20,9 +20,7 @@ from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
-    check_keys_are_strings,
     json_type,
-    key_type_error,
     number_text,
     opt_bool,
     opt_nonneg_int,
@@ -172,15 +170,12 @@ class Predicate(Record):
         if not any(data.get(k) is not None for k in _PREDICATE_KEYS):
             raise bad(pointer, f"a predicate needs at least one of {', '.join(_PREDICATE_KEYS)}")
         equals: tuple[Any, ...] = () if data.get("equals") is None else (data["equals"],)
-        if equals:
-            check_keys_are_strings(equals[0], join_pointer(pointer, "equals"))
         enum: tuple[Any, ...] | None = None
         keys: frozenset[Any] | None = None
         if data.get("enum") is not None:
             values = data["enum"]
             if type(values) is not list or not values:
                 raise bad(join_pointer(pointer, "enum"), "must be a non-empty array of values")
-            check_keys_are_strings(values, join_pointer(pointer, "enum"))
             enum = tuple(values)
             keys = frozenset(json_key(v) for v in values)
         pattern = opt_str(data, "pattern", pointer)
@@ -259,8 +254,6 @@ def _when(raw: object, pointer: str, tool: str, context: _Context) -> tuple[Clau
     data = _object(raw, pointer, "when")
     clauses: list[Clause] = []
     for key, spec in data.items():
-        if not isinstance(key, str):
-            raise key_type_error(key, pointer)
         where = join_pointer(pointer, key)
         path = ArgPath.parse(key, where)
         context.argument(tool, path, where)
@@ -294,8 +287,6 @@ def _match(
     data = _object(raw, pointer, "match")
     pairs: list[tuple[ArgPath, ArgPath]] = []
     for key, value in data.items():
-        if not isinstance(key, str):
-            raise key_type_error(key, pointer)
         where = join_pointer(pointer, key)
         mine = ArgPath.parse(key, where)
         theirs = ArgPath.parse(value, where)
@@ -351,15 +342,9 @@ class _Context:
                 pointer, f"pattern {raw!r} matches the empty string, so it matches every text"
             )
         if searched:
-            from agent_reliability_harness.model._regex import matches_zero_width
+            from agent_reliability_harness.model._regex import check_consumes
 
-            if matches_zero_width(raw, flags):
-                raise bad(
-                    pointer,
-                    f"pattern {raw!r} can match without consuming a character (its shortest "
-                    "match is empty, as with \\b, \\B or a lookahead alone), so it matches "
-                    "almost every text; make it match at least one character",
-                )
+            check_consumes(raw, flags, pointer)
         self.patterns.append((pointer, raw, flags))
         return regex
 

@@ -7,7 +7,12 @@ from collections.abc import Mapping, Sequence
 
 from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import InputError, join_pointer
-from agent_reliability_harness.model._checks import is_finite, json_type, number_text
+from agent_reliability_harness.model._checks import (
+    is_finite,
+    json_type,
+    number_text,
+    opt_nonneg_int,
+)
 from agent_reliability_harness.model.fidelity import NotApplicable
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -399,16 +404,6 @@ def _get_total(data: Mapping[str, Any], key: str, pointer: str) -> float:
     return value or 0.0  # -0.0 and 0 read as 0.0
 
 
-def _get_tokens(data: Mapping[str, Any], pointer: str) -> int | None:
-    value = data.get("total_tokens")
-    if value is None or (type(value) is int and value >= 0):
-        return value
-    shown = number_text(value) if type(value) in (int, float) else json_type(value)
-    raise InputError(
-        f"must be an integer >= 0, got {shown}", pointer=join_pointer(pointer, "total_tokens")
-    )
-
-
 def _finding_from_dict(data: object, pointer: str) -> Finding:
     if type(data) is not dict:
         raise InputError(f"a finding must be an object, got {json_type(data)}", pointer=pointer)
@@ -481,7 +476,7 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
             _finding_from_dict(f, join_pointer(pointer, "findings", i))
             for i, f in enumerate(findings)
         ),
-        total_tokens=_get_tokens(data, pointer),
+        total_tokens=opt_nonneg_int(data, "total_tokens", pointer),
         source_path=_get_opt_str(data, "source_path", pointer),
         source_line=line if type(line) is int else None,
         score_is_exact=exact is not None,

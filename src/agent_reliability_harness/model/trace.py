@@ -90,17 +90,13 @@ def _citations(value: object, base: str) -> tuple[Mapping[str, Any], ...]:
 
 
 def _extra(data: Mapping[str, Any], known: frozenset[str], pointer: str) -> dict[str, Any]:
-    """The keys of an object that the harness does not read, kept as they are."""
+    """The keys of an object that the harness does not read, kept as they are. They are the only
+    ones that can be other than strings (data built in Python), so they are checked here."""
     extra = {k: v for k, v in data.items() if k not in known}
-    _check_extra_keys(extra, pointer)
-    return extra
-
-
-def _check_extra_keys(extra: Mapping[Any, Any], pointer: str) -> None:
-    """Unknown keys are the only ones that can be other than strings (data built in Python)."""
     for key in extra:
         if not isinstance(key, str):
             raise key_type_error(key, pointer)
+    return extra
 
 
 def _object(data: Mapping[str, Any], key: str, base: str) -> Mapping[str, Any] | None:
@@ -278,9 +274,7 @@ class Trace(Record):
         steps = tuple([from_dict(s, pointer=f"/steps/{i}") for i, s in enumerate(raw_steps)])
         source = opt_str(data, "source", "")
         metadata = _object(data, "metadata", "")
-        extra = {k: v for k, v in data.items() if k not in _TRACE_KEYS}
-        if extra:
-            _check_extra_keys(extra, "")
+        extra = _extra(data, _TRACE_KEYS, "")
         return cls(trace_id, agent_name, workflow, steps, version, source, metadata or {}, extra)
 
     def to_dict(self) -> dict[str, Any]:

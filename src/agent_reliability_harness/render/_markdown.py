@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_CHARS",
+    "MESSAGE_CHARS",
     "VALUE_CHARS",
     "md_code",
     "md_fit",
@@ -30,6 +31,7 @@ __all__ = [
 
 MAX_CHARS: Final = 60_000  # GitHub refuses comments longer than 65,536 characters
 VALUE_CHARS: Final = 300  # a longer quoted value is cut to this many characters, with an ellipsis
+MESSAGE_CHARS: Final = 600  # the same for a finding's message, expected and observed values
 
 _ZWSP: Final = "&#8203;"  # a zero-width space: invisible, but it breaks mentions and autolinks
 _MARK: Final = "\x00"  # stands for _ZWSP while escaping; _flatten removes real NULs first

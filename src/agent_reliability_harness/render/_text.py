@@ -43,12 +43,11 @@ def _command(match: re.Match[str]) -> str:
 def terminal_safe(text: str) -> str:
     """Escape control, surrogate and bidi-override characters so text prints as one line, and
     the start of anything a CI runner would take for a workflow command."""
-    if text.isascii() and text.isprintable():
-        if "::" not in text and "##[" not in text:
-            return text
-    else:
+    if not (text.isascii() and text.isprintable()):
         text = re.sub(_UNSAFE, _escape, text)
-    return re.sub(_COMMAND, _command, text)
+    if "::" in text or "##[" in text:
+        text = re.sub(_COMMAND, _command, text)
+    return text
 
 
 def plain_number(value: float) -> str:

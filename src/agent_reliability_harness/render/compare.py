@@ -12,6 +12,7 @@ from agent_reliability_harness.regression.compare import CompareResult, TraceDel
 from agent_reliability_harness.regression.gate import GateResult
 from agent_reliability_harness.render._markdown import (
     MAX_CHARS,
+    MESSAGE_CHARS,
     md_code,
     md_fit,
     md_left_out,
@@ -33,7 +34,6 @@ __all__ = [
 ]
 
 _WIDTH: Final = 100
-_MD_MESSAGE_CHARS: Final = 600  # as in the validation report (markdown.py)
 _MD_REASON_CHARS: Final = 1_000
 _LABELS: Final = {
     "pass->fail": "PASS->FAIL",
@@ -163,7 +163,7 @@ def _md_findings(delta: TraceDelta) -> list[str]:
                     md_text(f.severity),
                     md_code(f.rule_id or f.category),
                     "-" if f.step_id is None else md_code(f.step_id),
-                    md_text(f.message, limit=_MD_MESSAGE_CHARS),
+                    md_text(f.message, limit=MESSAGE_CHARS),
                 ]
             )
             for f in findings

@@ -15,6 +15,7 @@ from agent_reliability_harness.model.report import Finding, RunReport, RunSummar
 from agent_reliability_harness.render._fidelity import NotApplicableTally
 from agent_reliability_harness.render._markdown import (
     MAX_CHARS,
+    MESSAGE_CHARS,
     md_code,
     md_fit,
     md_left_out,
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_CHARS", "MarkdownWriter", "render_markdown"]
 
-_MESSAGE_CHARS: Final = 600
 _TAIL_CHARS: Final = MAX_CHARS // 4  # for the checks not applicable and the input errors
 _ALL_ROWS: Final = 50  # larger runs list only their failing traces in the summary table
 
@@ -44,7 +44,7 @@ def _count(findings: tuple[Finding, ...], severity: str) -> int:
 
 
 def _message(finding: Finding) -> str:
-    return md_text(finding.message, limit=_MESSAGE_CHARS)
+    return md_text(finding.message, limit=MESSAGE_CHARS)
 
 
 def _trace_section(report: TraceReport) -> list[str]:
@@ -70,8 +70,8 @@ def _trace_section(report: TraceReport) -> list[str]:
                 md_code(f.rule_id or f.category),
                 "-" if f.step_id is None else md_code(f.step_id),
                 _message(f),
-                "" if f.expected is None else md_text(f.expected, limit=_MESSAGE_CHARS),
-                "" if f.observed is None else md_text(f.observed, limit=_MESSAGE_CHARS),
+                "" if f.expected is None else md_text(f.expected, limit=MESSAGE_CHARS),
+                "" if f.observed is None else md_text(f.observed, limit=MESSAGE_CHARS),
             ]
         )
         for f in report.findings
@@ -92,10 +92,6 @@ def _row(r: TraceReport) -> str:
     )
 
 
-def _title(summary: RunSummary, failing_count: int) -> str:
-    return run_headline(summary.total, failing_count, len(summary.input_errors))
-
-
 def _not_applicable(section: Sequence[str], budget: int) -> list[str]:
     """The section of NotApplicableTally (_fidelity.py), its table cut to ``budget``."""
     if not section:
@@ -110,7 +106,7 @@ def _input_errors(summary: RunSummary, budget: int) -> list[str]:
     if not summary.input_errors:
         return []
     lines = ["", "### Input errors", ""]
-    items = [f"- {md_text(str(error), limit=_MESSAGE_CHARS)}" for error in summary.input_errors]
+    items = [f"- {md_text(str(error), limit=MESSAGE_CHARS)}" for error in summary.input_errors]
     md_fit(lines, items, budget, "input error")
     return lines
 
@@ -129,7 +125,8 @@ def _document(
     the input errors a quarter together (all that is left when no trace failed), the findings
     the rest; what does not fit is left out, and a line says how much."""
     total = summary.total
-    head = [f"## arh validation: {_title(summary, failing_count)}", ""]
+    headline = run_headline(total, failing_count, len(summary.input_errors))
+    head = [f"## arh validation: {headline}", ""]
     facts = [f"average score {summary.average_score:.2f}"]
     if summary.policy_id is not None:
         facts.insert(0, f"policy {md_code(summary.policy_id, in_table=False)}")
