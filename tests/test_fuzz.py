@@ -641,10 +641,11 @@ def test_mutated_reference_data_only_raises_input_errors() -> None:
         if data.draw(st.integers(0, 3), label="mutate policy") == 0:
             policy_doc = _mutate(data, policy_doc)
         parse_and_check(trace_doc, policy_doc)
-        # the same document through the strict decoder: text in, same outcome
+        # the same document through the strict decoder: text in, what json.loads gives (not
+        # always trace_doc: a drawn pair of surrogates "\ud83d\udc00" comes back as one character)
         text = json.dumps(trace_doc, ensure_ascii=data.draw(st.booleans(), label="ascii"))
         try:
-            assert loads(text) == trace_doc
+            assert loads(text) == json.loads(text)
         except InputError as exc:  # e.g. an integer beyond the interpreter's digit limit
             note(str(exc))
 

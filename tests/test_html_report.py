@@ -1073,3 +1073,14 @@ def test_browser_dark_scheme_and_print(
     assert printed.problems() == []
     assert printed.evaluate("getComputedStyle(document.querySelector('nav')).display") == "none"
     assert printed.evaluate("getComputedStyle(document.body).color") == "rgb(0, 0, 0)"
+
+
+def test_the_title_groups_thousands_as_the_rest_of_the_page() -> None:
+    from agent_reliability_harness import RunReport, TraceReport
+    from agent_reliability_harness.render.html import render_html
+
+    reports = tuple(
+        TraceReport(f"t{i}", "a", "w", "p", 0.0, i >= 1234, 0.0, 0.0, None, ()) for i in range(5000)
+    )
+    page = render_html(RunReport(reports))
+    assert "<title>arh validation: 1,234 of 5,000 traces failed</title>" in page

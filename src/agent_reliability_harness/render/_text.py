@@ -56,20 +56,22 @@ def plain_number(value: float) -> str:
     return "0" if text == "-0" else text
 
 
-def run_headline(total: int, failed: int, errors: int) -> str:
+def run_headline(total: int, failed: int, errors: int, *, grouped: bool = False) -> str:
     """What a run came to, in a few words: ``3 of 5 traces failed``, ``all 5 traces passed, 2
-    inputs could not be read``, ``0 traces checked, 3 input errors``."""
+    inputs could not be read``, ``0 traces checked, 3 input errors``; with ``grouped``, numbers
+    have thousands separators (``1,234``)."""
     if errors and not total:
-        return f"{plural(0, 'trace')} checked, {plural(errors, 'input error')}"
+        return f"{plural(0, 'trace')} checked, {plural(errors, 'input error', grouped=grouped)}"
     if failed:
-        title = f"{failed} of {plural(total, 'trace')} failed"
+        title = f"{failed:{',' if grouped else ''}} of "
+        title += f"{plural(total, 'trace', grouped=grouped)} failed"
     else:
-        title = f"all {plural(total, 'trace')} passed"
+        title = f"all {plural(total, 'trace', grouped=grouped)} passed"
     if errors:
-        title += f", {plural(errors, 'input')} could not be read"
+        title += f", {plural(errors, 'input', grouped=grouped)} could not be read"
     return title
 
 
-def plural(count: int, word: str) -> str:
-    """``1 trace``, ``2 traces``."""
-    return f"{count} {word}" + ("" if count == 1 else "s")
+def plural(count: int, word: str, *, grouped: bool = False) -> str:
+    """``1 trace``, ``2 traces``; with ``grouped``, ``1,234 traces``."""
+    return f"{count:{',' if grouped else ''}} {word}" + ("" if count == 1 else "s")

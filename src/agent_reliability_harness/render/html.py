@@ -32,7 +32,7 @@ from agent_reliability_harness.model.report import Finding, RunReport, TraceRepo
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta, trace_delta
 from agent_reliability_harness.regression.gate import GateResult
-from agent_reliability_harness.render._text import plain_number, run_headline
+from agent_reliability_harness.render._text import plain_number, plural, run_headline
 from agent_reliability_harness.rules import CATEGORIES, RULES
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -168,7 +168,7 @@ def _money(value: float, places: int = 4) -> str:
 
 
 def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word if count == 1 else word + 's'}"
+    return plural(count, word, grouped=True)  # 1,234 on a page for people
 
 
 # -- the page around the sections -----------------------------------------------------------------
@@ -968,7 +968,7 @@ def _more_note(shown: int, kind: str) -> str:
 
 def _run_title(run: RunReport) -> str:
     total = len(run.reports)
-    return run_headline(total, total - run.passed_traces, len(run.input_errors))
+    return run_headline(total, total - run.passed_traces, len(run.input_errors), grouped=True)
 
 
 def render_html(run: RunReport, traces: Mapping[str, Trace] | None = None) -> str:
