@@ -81,11 +81,11 @@ else
     venv="$RUNNER_TEMP/arh-venv"
     if [ ! -d "$venv" ]; then
         echo "Creating a virtualenv for arh in $venv"
-        "$bootstrap" -m venv "$venv" || exit $?
+        "$bootstrap" -I -m venv "$venv" || exit $?
     fi
     if [ -x "$venv/bin/python" ]; then python="$venv/bin/python"; else python="$venv/Scripts/python.exe"; fi
     echo "Installing arh from $GITHUB_ACTION_PATH"
-    "$python" -m pip install --disable-pip-version-check --no-input --quiet "$GITHUB_ACTION_PATH" || exit $?
+    "$python" -I -m pip install --disable-pip-version-check --no-input --quiet "$GITHUB_ACTION_PATH" || exit $?
 fi
 
 # -- Reports -------------------------------------------------------------------------------------
@@ -140,8 +140,10 @@ token=$(od -An -N16 -tx1 /dev/urandom 2>/dev/null | tr -d ' \n')
 echo "::stop-commands::$token"
 
 arh() {
-    # no standard input: a trace input '-' reads nothing instead of waiting
-    "$python" -m agent_reliability_harness "$@" </dev/null
+    # no standard input: a trace input '-' reads nothing instead of waiting. -P: the working
+    # directory (the user's files) is not searched for modules, so a json.py there cannot replace
+    # the standard library's (-I for venv and pip above; it would also drop PYTHON* variables)
+    "$python" -P -m agent_reliability_harness "$@" </dev/null
 }
 
 if [ -z "$baseline" ]; then

@@ -252,6 +252,18 @@ def test_glob_without_match_is_reported_as_missing(workspace: Path) -> None:
 
 
 @needs_bash
+def test_modules_in_the_working_directory_do_not_replace_the_standard_library(
+    workspace: Path,
+) -> None:
+    for name in ("enum", "json", "re"):  # each imported by arh at start-up
+        (workspace / f"{name}.py").write_text('raise SystemExit("shadowed")\n', encoding="utf-8")
+    run = run_action(workspace, {"policy": POLICY, "traces": "samples/traces/rebook_pass.json"})
+    assert run.status == 0, run.err
+    assert run.outputs["verdict"] == "pass"
+    assert "shadowed" not in run.out + run.err
+
+
+@needs_bash
 def test_directory_with_spaces(workspace: Path) -> None:
     spaced = workspace / "my traces"
     shutil.copytree(workspace / "samples" / "traces", spaced)
@@ -517,15 +529,15 @@ def test_without_output_files(workspace: Path) -> None:
 _STUB = """#!/usr/bin/env bash
 # stands in for the Python that creates the virtualenv
 echo "bootstrap $*" >> "$STUB_LOG"
-if [ "$1" = -m ] && [ "$2" = venv ]; then
-    mkdir -p "$3/bin"
-    cat > "$3/bin/python" <<'EOF'
+if [ "$1" = -I ] && [ "$2" = -m ] && [ "$3" = venv ]; then
+    mkdir -p "$4/bin"
+    cat > "$4/bin/python" <<'EOF'
 #!/usr/bin/env bash
 echo "venv-python $*" >> "$STUB_LOG"
-if [ "$1" = -m ] && [ "$2" = pip ]; then exit "${STUB_PIP_STATUS:-0}"; fi
+if [ "$1" = -I ] && [ "$2" = -m ] && [ "$3" = pip ]; then exit "${STUB_PIP_STATUS:-0}"; fi
 exec "$REAL_PYTHON" "$@"
 EOF
-    chmod +x "$3/bin/python"
+    chmod +x "$4/bin/python"
     exit 0
 fi
 exit 9
@@ -560,10 +572,10 @@ def install_with_stub(workspace: Path, **env: str) -> list[str]:
 def test_install_path(workspace: Path) -> None:
     calls = install_with_stub(workspace)
     venv = workspace.parent / "runner-temp" / "arh-venv"
-    assert calls[0] == f"bootstrap -m venv {venv}"
-    pip = f"venv-python -m pip install --disable-pip-version-check --no-input --quiet {ROOT}"
+    assert calls[0] == f"bootstrap -I -m venv {venv}"
+    pip = f"venv-python -I -m pip install --disable-pip-version-check --no-input --quiet {ROOT}"
     assert calls[1] == pip
-    assert calls[2].startswith("venv-python -m agent_reliability_harness validate")
+    assert calls[2].startswith("venv-python -P -m agent_reliability_harness validate")
     assert len(calls) == 3
     # a second use in the same job keeps the virtualenv and installs again
     assert install_with_stub(workspace) == [pip, calls[2]]

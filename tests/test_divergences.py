@@ -1073,8 +1073,8 @@ def test_d62_action_installs_into_a_virtualenv(tmp_path: Path) -> None:
     work = _action_workspace(tmp_path)
     calls = install_with_stub(work)
     venv = tmp_path / "runner-temp" / "arh-venv"
-    assert calls[0] == f"bootstrap -m venv {venv}"
-    assert calls[1].startswith("venv-python -m pip install ")
+    assert calls[0] == f"bootstrap -I -m venv {venv}"
+    assert calls[1].startswith("venv-python -I -m pip install ")
     # setup-python must not put its Python on the job's path
     import yaml
 
