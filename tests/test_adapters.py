@@ -206,6 +206,33 @@ def test_detection_errors(document: Any, expected: str) -> None:
     assert error.pointer == ""
 
 
+@pytest.mark.parametrize(
+    ("document", "messages_at", "pointer", "hint"),
+    [
+        ({"messages": [1, "two"]}, None, "/messages", False),
+        ({"traj": [[{"role": "user", "content": "x"}]]}, None, "/traj", True),
+        ({"a": {"b": [[1], [2]]}}, "/a/b", "/a/b", True),
+        ([None, 3], "", "", False),
+    ],
+)
+def test_a_message_list_without_any_message_is_an_error(
+    document: Any, messages_at: str | None, pointer: str, hint: bool
+) -> None:
+    # read as messages, [[...], [...]] made an empty trace that passed (ToolBench's
+    # train_messages holds one message list per attempt)
+    for fmt in ("auto", "openai-chat", "anthropic-messages"):
+        error = error_of(document, fmt, messages_at=messages_at)
+        assert error.pointer == pointer, fmt
+        expected = "expected an array of messages (objects), got an array without any object in it"
+        if hint:
+            expected += " (its entries are arrays: point --messages-at at one, such as "
+            expected += f"{pointer}/-1)"
+        assert error.message == expected, fmt
+    # an array with one message among other entries is still read (the others are noted)
+    mixed = {"messages": [[1], {"role": "user", "content": "hi"}]}
+    assert [s.type for s in convert(mixed).steps] == ["user_message"]
+
+
 # ---------------------------------------------------------------------------------------------
 # OpenAI chat
 

@@ -980,6 +980,41 @@ def test_integers_too_long_to_show_are_described_by_length(
 
 
 @pytest.mark.parametrize(
+    ("values", "pointer", "message"),
+    [
+        ([b"x"], "/0", "must be a JSON value, got bytes"),
+        (["a", {"b": {1, 2}}], "/1/b", "must be a JSON value, got set"),
+        ([1, [2, (3,)]], "/1/1", "must be a JSON value, got tuple"),
+        ([float("nan")], "/0", "must be a finite number, got nan"),
+        ([[float("-inf")]], "/0/0", "must be a finite number, got -inf"),
+    ],
+)
+def test_enum_values_json_cannot_hold_are_rejected(
+    values: list[object], pointer: str, message: str
+) -> None:
+    # an argument of type "any" takes any enum value; these made Policy.sha256 raise TypeError
+    check_rejected(arg_doc({"type": "any", "enum": values}), ARG + "/enum" + pointer, message)
+    condition = {"tool": "t", "forbid": True, "when": {"a": {"enum": values}}}
+    check_rejected(
+        policy_doc(**POLICY_11, conditions=[condition]), "/conditions/0/when/a/enum" + pointer
+    )
+
+
+def test_enum_integers_too_long_to_write_follow_the_interpreter_limit(
+    int_digits_limit: int,
+) -> None:
+    doc = arg_doc({"type": "any", "enum": [HUGE]})
+    if int_digits_limit:
+        check_rejected(
+            doc,
+            ARG + "/enum/0",
+            "an integer of 5001 digits is more than this Python writes as text",
+        )
+    else:  # with the limit off, the value can be written, so the hash exists
+        assert re.fullmatch("[0-9a-f]{64}", Policy.from_dict(doc).sha256)
+
+
+@pytest.mark.parametrize(
     ("doc", "pointer", "shown"),
     [
         (

@@ -75,9 +75,9 @@ def locate(record: Any, options: RecordOptions) -> Transcript:
         # container (answer_generation holding train_messages) still has fields of its own
         consumed = frozenset(tokens) if len(tokens) == 1 else frozenset()
         wrapper = record if type(record) is dict else None
-        return Transcript(value, where, record, wrapper, consumed)
+        return Transcript(_messages(value, where), where, record, wrapper, consumed)
     if type(record) is list:
-        return Transcript(record, "", record, None)
+        return Transcript(_messages(record, ""), "", record, None)
     if type(record) is dict:
         for key in MESSAGE_KEYS:
             if key in record:
@@ -87,7 +87,8 @@ def locate(record: Any, options: RecordOptions) -> Transcript:
                         f"must be an array of messages, got {json_type(value)}",
                         pointer=join_pointer("", key),
                     )
-                return Transcript(value, join_pointer("", key), record, record, frozenset({key}))
+                where = join_pointer("", key)
+                return Transcript(_messages(value, where), where, record, record, frozenset({key}))
         raise InputError(
             "no message list: expected a 'messages', 'traj' or 'history' array "
             "(use --messages-at to point at another member)",
@@ -97,6 +98,20 @@ def locate(record: Any, options: RecordOptions) -> Transcript:
         f"a transcript is an array of messages or an object holding one, got {json_type(record)}",
         pointer="",
     )
+
+
+def _messages(value: list[Any], where: str) -> list[Any]:
+    """A message list; one with entries but no object among them is not one (a list of lists
+    read as messages would be an empty trace that passes)."""
+    if value and not any(type(message) is dict for message in value):
+        hint = ""
+        if all(type(message) is list for message in value):
+            hint = f" (its entries are arrays: point --messages-at at one, such as {where}/-1)"
+        raise InputError(
+            "expected an array of messages (objects), got an array without any object in it" + hint,
+            pointer=where,
+        )
+    return value
 
 
 def is_empty(value: object) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 
 from agent_reliability_harness.errors import InputError, join_pointer
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
 __all__ = [
     "array_index",
     "bad",
+    "check_json_values",
     "check_keys_are_strings",
     "find_non_string_key",
     "is_finite",
@@ -159,6 +161,35 @@ def find_non_string_key(value: object, pointer: str) -> InputError | None:
             continue
         stack.extend(reversed(items))
     return None
+
+
+def check_json_values(value: object, pointer: str) -> None:
+    """Raise for the first value in or below ``value`` (depth first, in order) that JSON cannot
+    hold: another type than a plain dict, list, str, int, float, bool or None, a float that is
+    not finite, or an integer too long for ``sys.get_int_max_str_digits()``. Only data built in
+    Python can have them; checked last, so that a field's own check speaks first."""
+    stack: list[tuple[str, object]] = [(pointer, value)]
+    while stack:
+        where, node = stack.pop()
+        if type(node) is dict:
+            stack.extend(reversed([(join_pointer(where, k), v) for k, v in node.items()]))
+        elif type(node) is list:
+            stack.extend(reversed([(join_pointer(where, i), v) for i, v in enumerate(node)]))
+        elif type(node) is float:
+            if not is_finite(node):
+                raise bad(where, f"must be a finite number, got {node!r}")
+        elif type(node) is int:
+            if not is_finite(node) and sys.get_int_max_str_digits():
+                try:  # refused quickly beyond the limit; below it, at most a few thousand digits
+                    str(node)
+                except ValueError:
+                    raise bad(
+                        where,
+                        f"{number_text(node)} is more than this Python writes as text "
+                        "(sys.set_int_max_str_digits)",
+                    ) from None
+        elif node is not None and type(node) is not str and type(node) is not bool:
+            raise bad(where, f"must be a JSON value, got {json_type(node)}")
 
 
 def unknown_key_hint(key: str, known: Sequence[str]) -> str:

@@ -15,6 +15,7 @@ from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
+    check_json_values,
     check_keys_are_strings,
     is_finite,
     json_type,
@@ -569,7 +570,7 @@ class Policy(Record):
                 data, version, tools, allow_unlisted, allow_risky_patterns
             )
             warnings += more
-        return cls(
+        policy = cls(
             policy_id,
             version,
             opt_str(data, "description", ""),
@@ -584,6 +585,8 @@ class Policy(Record):
             warnings,
             extensions,
         )
+        check_json_values(data, "")  # what no field's own check looked at, such as enum values
+        return policy
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form (every section written out, defaults included)."""
