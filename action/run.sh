@@ -39,6 +39,7 @@ traces=${ARH_INPUT_TRACES-}
 baseline=$(trim "${ARH_INPUT_BASELINE-}")
 fail_on=$(trim "${ARH_INPUT_FAIL_ON-}")
 max_score_drop=$(trim "${ARH_INPUT_MAX_SCORE_DROP-}")
+any_step=$(trim "${ARH_INPUT_ANY_STEP-}")
 fail_under=$(trim "${ARH_INPUT_FAIL_UNDER-}")
 input_format=$(trim "${ARH_INPUT_FORMAT-}")
 output_dir=$(trim "${ARH_INPUT_OUTPUT_DIR-}")
@@ -49,8 +50,8 @@ working_directory=$(trim "${ARH_INPUT_WORKING_DIRECTORY-}")
 newline='
 '
 for pair in "policy:$policy" "baseline:$baseline" "fail-on:$fail_on" \
-    "max-score-drop:$max_score_drop" "fail-under:$fail_under" "format:$input_format" \
-    "output-dir:$output_dir" "working-directory:$working_directory"; do
+    "max-score-drop:$max_score_drop" "any-step:$any_step" "fail-under:$fail_under" \
+    "format:$input_format" "output-dir:$output_dir" "working-directory:$working_directory"; do
     case ${pair#*:} in
         *"$newline"* | *"$(printf '\r')"*) usage_error "the '${pair%%:*}' input must be a single line" ;;
     esac
@@ -61,7 +62,12 @@ done
 if [ -z "$baseline" ]; then
     [ -z "$fail_on" ] || usage_error "'fail-on' applies only with a 'baseline'"
     [ -z "$max_score_drop" ] || usage_error "'max-score-drop' applies only with a 'baseline'"
+    [ -z "$any_step" ] || usage_error "'any-step' applies only with a 'baseline'"
 fi
+case $any_step in
+    '' | true | false) ;;
+    *) usage_error "the 'any-step' input must be true or false, not '$any_step'" ;;
+esac
 [ -n "$output_dir" ] || output_dir=arh-reports
 [ -n "$working_directory" ] || working_directory=.
 
@@ -161,6 +167,7 @@ else
     if [ -n "$max_score_drop" ]; then
         set -- "--max-score-drop=$max_score_drop" "$@"
     fi
+    [ "$any_step" != true ] || set -- --any-step "$@"
     set -- "--baseline=$baseline" "--policy=$policy" "$gate" "$@"
     [ -z "$input_format" ] || set -- "--format=$input_format" "$@"
     [ -z "$fail_under" ] || set -- "--fail-under=$fail_under" "$@"

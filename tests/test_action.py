@@ -431,6 +431,29 @@ def test_baseline_gate_options(workspace: Path, arh: Callable[..., Run]) -> None
 
 
 @needs_bash
+def test_any_step_matches_reruns_of_a_transcript(workspace: Path, arh: Callable[..., Run]) -> None:
+    policy = "docs/examples/adapters/policy_refund.json"
+    reruns = "docs/examples/regression/reruns/"
+    run = _arh_in(
+        workspace, arh, "validate", "--policy", policy, reruns + "monday.json",
+        "--json-out", "baseline/monday.json", "--quiet",
+    )  # fmt: skip
+    assert run.status == 1  # ARH-SCH-009 at call_Qm42, the step tuesday.json calls call_x7Tc
+    inputs = {
+        "policy": policy,
+        "traces": reruns + "tuesday.json",
+        "baseline": "baseline/monday.json",
+    }
+    exact = run_action(workspace, inputs)
+    assert (exact.status, exact.outputs["verdict"]) == (1, "fail")
+    assert "1 new error finding: refund-ORD-9:ARH-SCH-009" in exact.out
+    for value, status in (("true", 0), ("false", 1), ("yes", 2)):
+        run = run_action(workspace, {**inputs, "any-step": value})
+        assert run.status == status, (value, run.err)
+    assert "the 'any-step' input must be true or false, not 'yes'" in run.err
+
+
+@needs_bash
 def test_invalid_baseline_fails_with_the_reports_still_written(workspace: Path) -> None:
     (workspace / "bad.json").write_text('{"reports": 3}', encoding="utf-8")
     run = run_action(
@@ -445,10 +468,11 @@ def test_invalid_baseline_fails_with_the_reports_still_written(workspace: Path) 
 
 
 @needs_bash
-@pytest.mark.parametrize("name", ["fail-on", "max-score-drop"])
+@pytest.mark.parametrize("name", ["fail-on", "max-score-drop", "any-step"])
 def test_gate_inputs_need_a_baseline(workspace: Path, name: str) -> None:
+    value = "true" if name == "any-step" else "1"
     run = run_action(
-        workspace, {"policy": POLICY, "traces": "samples/traces/rebook_pass.json", name: "1"}
+        workspace, {"policy": POLICY, "traces": "samples/traces/rebook_pass.json", name: value}
     )
     assert run.status == 2
     assert f"arh action: error: '{name}' applies only with a 'baseline'" in run.err
@@ -668,6 +692,7 @@ def test_action_inputs_and_outputs() -> None:
         "baseline",
         "fail-on",
         "max-score-drop",
+        "any-step",
         "fail-under",
         "format",
         "output-dir",

@@ -522,6 +522,53 @@ def test_findings_match_as_multisets() -> None:
     assert (len(new), len(resolved)) == (1, 0)
 
 
+def test_any_step_matches_findings_whose_steps_were_renamed() -> None:
+    base = [
+        _finding("ARH-SCH-009", "call_Qm42", "/arguments/amount"),
+        _finding("ARH-FLW-003", "call_Qm43", "refund"),
+    ]
+    cand = [
+        _finding("ARH-SCH-009", "call_x7Tc", "/arguments/amount"),
+        _finding("ARH-FLW-003", "call_x7Td", "refund"),
+        _finding("ARH-FLW-003", "call_x7Te", "refund"),  # one more than the baseline had
+        _finding("ARH-SCH-009", "call_x7Tf", "/arguments/order_id"),  # another argument
+    ]
+    new, resolved = diff_findings(base, cand)
+    assert (len(new), len(resolved)) == (4, 2)  # exact: every step id differs
+    new, resolved = diff_findings(base, cand, any_step=True)
+    assert [(f.rule_id, f.subject) for f in new] == [
+        ("ARH-FLW-003", "refund"),
+        ("ARH-SCH-009", "/arguments/order_id"),
+    ]
+    assert resolved == ()
+    # the step-free round comes last: a finding at the same step is matched there first
+    base = [_finding("ARH-FLW-003", "s1", "t"), _finding("ARH-FLW-003", "s2", "t")]
+    new, resolved = diff_findings(base, [_finding("ARH-FLW-003", "s2", "t")], any_step=True)
+    assert (new, [f.step_id for f in resolved]) == ((), ["s1"])
+    # rule ids still keep findings apart
+    new, resolved = diff_findings(
+        [_finding("ARH-SEQ-001", "a", "x")], [_finding("ARH-SEQ-002", "b", "x")], any_step=True
+    )
+    assert (len(new), len(resolved)) == (1, 1)
+
+
+def test_compare_any_step_on_reruns_of_a_transcript(arh: Arh, tmp_path: Path) -> None:
+    reruns = ROOT / "docs" / "examples" / "regression" / "reruns"
+    policy = ROOT / "docs" / "examples" / "adapters" / "policy_refund.json"
+    baseline = tmp_path / "monday.json"
+    run = arh("validate", "--policy", policy, reruns / "monday.json", "--json-out", baseline)
+    assert run.status == 1  # the refund of 142.5 is over the maximum of 100: ARH-SCH-009
+    args = ("compare", "--baseline", baseline, "--policy", policy, reruns / "tuesday.json")
+    exact = arh(*args, "--json-out", tmp_path / "exact.json")
+    loose = arh(*args, "--any-step", "--json-out", tmp_path / "loose.json")
+    assert (exact.status, loose.status) == (1, 0)
+    (exact_delta,) = json.loads((tmp_path / "exact.json").read_text("utf-8"))["traces"]
+    (loose_delta,) = json.loads((tmp_path / "loose.json").read_text("utf-8"))["traces"]
+    assert [f["step_id"] for f in exact_delta["new_findings"]] == ["call_x7Tc"]
+    assert [f["step_id"] for f in exact_delta["resolved_findings"]] == ["call_Qm42"]
+    assert loose_delta["new_findings"] == loose_delta["resolved_findings"] == []
+
+
 def test_reason_line_counts_what_it_lists() -> None:
     def report(trace_id: str, findings: list[Finding], passed: bool) -> TraceReport:
         return TraceReport(trace_id, "a", "w", "p", 50.0, passed, 0.0, 0.0, None, tuple(findings))

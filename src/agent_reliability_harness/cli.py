@@ -310,6 +310,12 @@ def _compare_arguments(compare: _Parser) -> None:
         action="store_true",
         help="fail when baseline and candidate used different policies or harness versions",
     )
+    compare.add_argument(
+        "--any-step",
+        action="store_true",
+        help="match findings whatever their step ids, by rule and subject (for transcripts "
+        "whose step ids are provider call ids or positions, which change from run to run)",
+    )
     _output(compare, "--json-out", help="write the comparison as JSON")
     _output(compare, "--md-out", help="write the comparison as Markdown")
     _output(compare, "--html-out", help="write the comparison as a self-contained HTML page")
@@ -759,7 +765,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if args.html_out:
             from agent_reliability_harness.render.html import CompareTraces
 
-            keeper = CompareTraces(baseline)  # the changed traces, for their timelines
+            keeper = CompareTraces(baseline, any_step=args.any_step)  # for the timelines
         candidate = run_validation(
             policy,
             args.traces,
@@ -780,7 +786,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             )
             if status:
                 return status
-    result = compare_reports(baseline, candidate)
+    result = compare_reports(baseline, candidate, any_step=args.any_step)
     if notes:
         result = replace(result, warnings=(*result.warnings, *notes))
     gate = evaluate_gate(

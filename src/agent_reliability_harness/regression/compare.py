@@ -66,9 +66,11 @@ def _always(_new: Finding, _old: Finding) -> bool:
 
 
 def diff_findings(
-    baseline: Iterable[Finding], candidate: Iterable[Finding]
+    baseline: Iterable[Finding], candidate: Iterable[Finding], *, any_step: bool = False
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
-    """Split two findings lists into (new in candidate, resolved from baseline)."""
+    """Split two findings lists into (new in candidate, resolved from baseline). With
+    ``any_step``, findings still unmatched are then matched whatever their steps: by rule,
+    category and subject, as multisets, so only a finding more than the baseline had is new."""
     new = sorted(candidate, key=_sort_key)
     gone = sorted(baseline, key=_sort_key)
 
@@ -90,6 +92,8 @@ def diff_findings(
             lambda f: (f.category, f.step_id or ""),
             lambda a, b: not a.rule_id or not b.rule_id,
         )
+    if any_step and new and gone:
+        _match(new, gone, lambda f: (f.rule_id, f.category, f.subject or ""), _always)
     return tuple(new), tuple(gone)
 
 
@@ -294,12 +298,16 @@ def _status(base: TraceReport | None, cand: TraceReport | None) -> StatusChange:
     return "unchanged"
 
 
-def compare_reports(baseline: RunReport, candidate: RunReport) -> CompareResult:
-    """Compare two validation reports (from any arh version) trace by trace."""
+def compare_reports(
+    baseline: RunReport, candidate: RunReport, *, any_step: bool = False
+) -> CompareResult:
+    """Compare two validation reports (from any arh version) trace by trace. ``any_step``
+    matches findings whatever their anchor steps (see :func:`diff_findings`), for traces whose
+    step ids change from run to run."""
     base = {r.trace_id: r for r in baseline.reports}
     cand = {r.trace_id: r for r in candidate.reports}
     deltas = tuple(
-        trace_delta(trace_id, base.get(trace_id), cand.get(trace_id))
+        trace_delta(trace_id, base.get(trace_id), cand.get(trace_id), any_step=any_step)
         for trace_id in sorted(base.keys() | cand.keys())
     )
     sides = Side.of(baseline), Side.of(candidate)
@@ -307,10 +315,14 @@ def compare_reports(baseline: RunReport, candidate: RunReport) -> CompareResult:
 
 
 def trace_delta(
-    trace_id: str, baseline: TraceReport | None, candidate: TraceReport | None
+    trace_id: str,
+    baseline: TraceReport | None,
+    candidate: TraceReport | None,
+    *,
+    any_step: bool = False,
 ) -> TraceDelta:
     """How one trace changed between a baseline and a candidate (either may lack it)."""
-    new, resolved = diff_findings(_findings(baseline), _findings(candidate))
+    new, resolved = diff_findings(_findings(baseline), _findings(candidate), any_step=any_step)
     return TraceDelta(trace_id, _status(baseline, candidate), baseline, candidate, new, resolved)
 
 

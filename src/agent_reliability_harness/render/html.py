@@ -1032,13 +1032,15 @@ class CompareTraces:
     expand: the first EXPANDED_CHANGED changed traces in its order (regressions first, then by
     trace id). Pass it as ``on_trace`` to ``runner.run_validation``."""
 
-    def __init__(self, baseline: RunReport) -> None:
+    def __init__(self, baseline: RunReport, *, any_step: bool = False) -> None:
         self._baseline = {r.trace_id: r for r in baseline.reports}
+        self._any_step = any_step
         self._keys: dict[str, tuple[int, str]] = {}
         self.traces: dict[str, Trace] = {}
 
     def __call__(self, trace: Trace, report: TraceReport) -> None:
-        delta = trace_delta(report.trace_id, self._baseline.get(report.trace_id), report)
+        baseline = self._baseline.get(report.trace_id)
+        delta = trace_delta(report.trace_id, baseline, report, any_step=self._any_step)
         if not delta.notable:
             return
         self._keys[report.trace_id] = (_rank(delta), report.trace_id)
