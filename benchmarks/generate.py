@@ -2733,6 +2733,53 @@ def _f_lop002(d: Draft, k: int) -> tuple[str, str]:
     )
 
 
+@failure("ARH-SCH-011")
+def _f_sch011(d: Draft, k: int) -> tuple[str, str]:
+    # what an adapter writes into a converted trace (docs/adapters.md#notes)
+    tool_call = {
+        "code": "non_object_tool_call",
+        "message": "a tool call is string, not an object",
+        "pointer": "/messages/5/tool_calls/0",
+    }
+    content = {
+        "code": "invalid_field",
+        "message": "content must be a string, an array of parts or null, got number",
+        "pointer": "/messages/3/content",
+    }
+    block = {
+        "code": "non_object_block",
+        "message": "a content block is null, not an object",
+        "pointer": "/messages/7/content/1",
+    }
+    system = {  # left out on purpose: no finding
+        "code": "system_message_not_mapped",
+        "message": "system and developer instructions are not steps of the run",
+        "count": 1,
+        "pointers": ["/messages/0"],
+    }
+    message = {
+        "code": "non_object_message",
+        "message": "a message is array, not an object",
+        "pointer": "/messages/4",
+    }
+    notes = ([tool_call], [content, block], [system, message])[k]
+    d.trace_extra = {"metadata": {"adapter": {"format": "openai-chat", "notes": notes}}}
+    unread = [note for note in notes if note is not system]
+    for _ in unread:
+        d.expect("warning", "ARH-SCH-011")
+    codes = ", ".join(note["code"] for note in notes)
+    return (
+        (
+            f"The adapter that converted the trace could not read "
+            f"{'one part' if len(unread) == 1 else f'{len(unread)} parts'} of the source "
+            f"({', '.join(n['pointer'] for n in unread)}): a warning ARH-SCH-011 for each, "
+            "at the trace; it is not scored and the trace passes."
+            + (" The left-out system prompt is no such part." if k == 2 else "")
+        ),
+        f"metadata.adapter.notes: {codes}",
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Assembly and self-checks. The checks use only the policy's own regular expressions and the
 # draft, never the validator: they catch a template whose content would trigger a rule the

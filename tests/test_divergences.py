@@ -870,6 +870,40 @@ def test_d58_usage_and_citations_are_mapped() -> None:
     assert _findings(grounded, policy) == []  # 0.2.x: ARH-GRD-003, the citation had no url/source
 
 
+def test_d105_parts_of_a_transcript_that_could_not_be_read_are_reported(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    fn = {"name": "pay", "arguments": '{"to": "US13"}'}
+    messages = [
+        {"role": "user", "content": "pay the rent"},
+        {"role": "assistant", "content": "Paying.", "tool_calls": ["corrupted"]},
+        {"role": "assistant", "content": 123},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": fn}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "done"},
+        {"role": "assistant", "content": "Paid."},
+    ]
+    transcript = tmp_path / "chat.json"
+    transcript.write_text(json.dumps({"messages": messages}), encoding="utf-8")
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps(_policy(allow_unlisted_tools=True)), encoding="utf-8")
+    out = tmp_path / "report.json"
+    run = arh("validate", "--policy", policy, transcript, "--json-out", out)
+    assert run.status == 0, run.err  # a warning, not scored: the verdict of 0.2.x
+    (report,) = json.loads(out.read_text(encoding="utf-8"))["reports"]
+    assert (report["passed"], report["score"]) == (True, 100.0)
+    assert [
+        (f["rule_id"], f["severity"], f["step_id"], f["subject"]) for f in report["findings"]
+    ] == [
+        ("ARH-SCH-011", "warning", None, "/messages/1/tool_calls/0"),
+        ("ARH-SCH-011", "warning", None, "/messages/2/content"),
+    ]
+    assert report["findings"][0]["message"] == (
+        "the adapter could not read /messages/1/tool_calls/0: "
+        '"a tool call is string, not an object"'
+    )
+    assert run.out.count("warning ARH-SCH-011") == 2  # the console shows them too
+
+
 def test_d103_chat_transcripts_say_what_they_cannot_record(
     tmp_path: Path, arh: Callable[..., Run]
 ) -> None:

@@ -63,6 +63,9 @@ AT_THE_END = {
     "ARH-BUD-005", "ARH-BUD-006", "ARH-BUD-007",
     "ARH-CFM-002",  # "no user messages": the next step may be one
 }  # fmt: skip
+# Read from the adapter notes of a converted trace's metadata, which a monitored run, built step
+# by step, does not have: the equivalence checks compare the steps alone (see _load_case).
+FROM_THE_SOURCE = {"ARH-SCH-011"}
 
 CASES = sorted((ROOT / "benchmarks" / "cases").glob("*.json"))
 # the per-rule fixtures (a policy, a trace, the expected findings) of every rule
@@ -84,8 +87,9 @@ BEFORE_THE_CALL = {
 def test_every_emitted_rule_is_classified() -> None:
     # a new rule must be placed: decided early by the monitor, or only at the end
     emitted = {rule_id for rule_id, rule in RULES.items() if rule.emitted}
-    assert emitted - MONOTONE - AT_THE_END == set()
+    assert emitted - MONOTONE - AT_THE_END - FROM_THE_SOURCE == set()
     assert not MONOTONE & AT_THE_END
+    assert not (MONOTONE | AT_THE_END) & FROM_THE_SOURCE
 
 
 def _full(finding: Finding) -> tuple[Any, ...]:
@@ -167,8 +171,10 @@ def equivalence_problems(
 
 
 def _load_case(path: Path) -> tuple[Policy, Trace]:
+    """A case's policy and trace, without the trace's metadata: a monitor records steps only."""
     data = json.loads(path.read_text(encoding="utf-8"))
-    return Policy.from_dict(data["policy"]), Trace.from_dict(data["trace"])
+    trace = {key: value for key, value in data["trace"].items() if key != "metadata"}
+    return Policy.from_dict(data["policy"]), Trace.from_dict(trace)
 
 
 def test_the_benchmark_cases_are_there() -> None:

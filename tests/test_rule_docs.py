@@ -24,10 +24,12 @@ EXPECTED_IDS_1_1 = (
     + [f"ARH-CND-{n:03d}" for n in range(1, 5)]
     + ["ARH-CFM-001", "ARH-CFM-002", "ARH-LOP-001", "ARH-LOP-002"]
 )
+# read from a converted trace's adapter notes (a warning, not scored): any policy
+EXPECTED_IDS_SOURCE = ["ARH-SCH-011"]
 
 
-def test_registry_holds_exactly_the_0_2_rule_ids_and_the_1_1_additions() -> None:
-    assert sorted(RULES) == sorted(EXPECTED_IDS + EXPECTED_IDS_1_1)
+def test_registry_holds_exactly_the_0_2_rule_ids_and_the_additions() -> None:
+    assert sorted(RULES) == sorted(EXPECTED_IDS + EXPECTED_IDS_1_1 + EXPECTED_IDS_SOURCE)
 
 
 def test_rules_md_is_current() -> None:

@@ -32,7 +32,8 @@ ARH-CFM-002, a warning); the ARH-CFM-001 findings of those calls are reported wi
 user turn. Findings that depend on how the run ends (required tools never called, min_calls,
 unretried errors, citation coverage, the final response, budgets that cannot be verified,
 ARH-CFM-002) come only from :meth:`Monitor.finish`, which validates the recorded steps with the
-same :class:`~agent_reliability_harness.engine.Validator` as ``arh validate``.
+same :class:`~agent_reliability_harness.engine.Validator` as ``arh validate``. A monitored run
+is not converted from a transcript, so it has no adapter notes and never ARH-SCH-011.
 
 Cost per step, whatever the length of the run (it grows with the size of the step and of the
 policy only; amortised where a watch keeps a queue): every rule of language 1.0, conditions and

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from agent_reliability_harness.model.report import Finding
 from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.rules._format import show
 from agent_reliability_harness.rules.registry import rule
+
+TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any, Final
 
 DUPLICATE_STEP_ID = rule(
     "ARH-SCH-010",
@@ -18,6 +24,57 @@ DUPLICATE_STEP_ID = rule(
     anchor="the first step with that id",
     remediation="Give every step a unique step_id when recording the trace.",
 )
+
+
+SOURCE_NOT_READ = rule(
+    "ARH-SCH-011",
+    category="schema",
+    severity="warning",
+    title="Part of the source transcript could not be read",
+    trigger="The trace was converted from a transcript or a span export, and the adapter could "
+    "not read a part of it whose type is wrong for its format: a message, tool call or content "
+    "block that is not an object, or a known field of the wrong type (the notes "
+    "non_object_message, non_object_tool_call, non_object_block and invalid_field in "
+    "metadata.adapter.notes). That part is not in the trace, so the other results cover only "
+    "what could be read. One finding per note. Not scored; a monitored run has no such notes.",
+    scoring="None: structure lint findings are not scored.",
+    anchor="the trace (the subject is the note's JSON pointer into the source)",
+    remediation="Fix what wrote the transcript; `arh convert` shows the trace the adapter "
+    "built and its notes.",
+)
+
+# The adapter notes (docs/adapters.md#notes) of a part of the source that has the wrong type.
+UNREAD_NOTES: Final = (
+    "invalid_field",
+    "non_object_block",
+    "non_object_message",
+    "non_object_tool_call",
+)
+
+
+def _unread_parts(metadata: Mapping[str, Any], out: list[Finding]) -> None:
+    """ARH-SCH-011 for each note of an unreadable part; metadata is free-form, so anything
+    else there is ignored."""
+    adapter = metadata.get("adapter")
+    notes = adapter.get("notes") if type(adapter) is dict else None
+    if type(notes) is not list:
+        return
+    for note in notes:
+        if type(note) is not dict or note.get("code") not in UNREAD_NOTES:
+            continue
+        code = note["code"]
+        pointer = note.get("pointer")
+        where = pointer if type(pointer) is str else None
+        text = note.get("message")
+        what = show(text) if type(text) is str else code
+        out.append(
+            SOURCE_NOT_READ.finding(
+                f"the adapter could not read {'the source' if where is None else where}: {what}",
+                subject=where if where is not None else code,
+                expected="every message, tool call, block and field of the type its format defines",
+                observed=f"adapter note {code}",
+            )
+        )
 
 
 def duplicate_step_id_finding(step_id: str, count: int, first: int) -> Finding:
@@ -47,3 +104,5 @@ def evaluate(facts: TraceFacts, out: list[Finding]) -> None:
     for sid, count in counts.items():
         if count > 1:
             out.append(duplicate_step_id_finding(sid, count, first[sid]))
+    if facts.trace.metadata:
+        _unread_parts(facts.trace.metadata, out)
