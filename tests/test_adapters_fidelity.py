@@ -467,6 +467,35 @@ POLICY = {
 }
 
 
+def test_a_duplicate_side_effect_says_when_failures_are_not_recorded() -> None:
+    # tau-bench results say "Error: ..." in text, which arh does not read as a failure; a repeat
+    # of such a call is still a duplicate (0.2.x verdicts), and the message says why it counts
+    call = {"type": "function", "function": {"name": "book", "arguments": '{"seat": "4A"}'}}
+    messages = [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", **call}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: payment does not add up"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c2", **call}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "booked"},
+        {"role": "assistant", "content": "Booked."},
+    ]
+    book = {"optional_arguments": {"seat": "str"}, "side_effect": True}
+    policy = Policy.from_dict({"policy_id": "p", "allowed_tools": {"book": book}})
+    converted = convert("openai-chat", messages)
+    assert "tool_status" in missing(converted)
+    (finding,) = validate_trace(converted, policy).findings
+    assert (finding.rule_id, finding.step_id) == ("ARH-FLW-003", "c2")
+    assert finding.message == (
+        "duplicate side effect: tool 'book' was called again with identical arguments after step "
+        "'c1' succeeded (its source records no failures, so every call counts as a success)"
+    )
+    # the same steps in a trace that records statuses: the plain message
+    document = converted.to_dict()
+    del document["metadata"]["adapter"]["missing"]
+    (plain,) = validate_trace(Trace.from_dict(document), policy).findings
+    assert plain.message.endswith("after step 'c1' succeeded")
+    assert (plain.severity, plain.rule_id, plain.step_id) == ("error", "ARH-FLW-003", "c2")
+
+
 def test_reports_of_the_transcript_formats_list_checks_not_applicable() -> None:
     policy = Policy.from_dict(POLICY)
     traces = [convert(fmt, record) for fmt, record, _ in BARE if fmt in TRANSCRIPTS]

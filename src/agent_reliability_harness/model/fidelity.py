@@ -19,7 +19,14 @@ if TYPE_CHECKING:
     from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.trace import Trace
 
-__all__ = ["MISSING_FIELDS", "NotApplicable", "declared_missing", "fidelity_plan", "not_applicable"]
+__all__ = [
+    "MISSING_FIELDS",
+    "NotApplicable",
+    "declared_missing",
+    "fidelity_plan",
+    "lacks",
+    "not_applicable",
+]
 
 # The names an adapter may list in metadata.adapter.missing, and what each means.
 MISSING_FIELDS: Final = {
@@ -99,6 +106,11 @@ def _present(trace: Trace) -> set[str]:
             if step.status == "error":
                 present.add("tool_status")
     return present
+
+
+def lacks(trace: Trace, field: str) -> bool:
+    """Whether the trace's source did not provide ``field``: declared missing and absent."""
+    return field in declared_missing(trace) and field not in _present(trace)
 
 
 def not_applicable(trace: Trace, plan: tuple[NotApplicable, ...]) -> tuple[NotApplicable, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent_reliability_harness._record import Record
+from agent_reliability_harness.model.fidelity import lacks
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
@@ -44,7 +45,9 @@ DUPLICATE_SIDE_EFFECT = rule(
     trigger="A tool marked side_effect: true was called again with identical arguments after "
     "an identical call had succeeded (status ok). Every such later call is a finding, even "
     "if it failed, because it was attempted. Retrying identical calls before the first "
-    "success is allowed. One check per distinct (tool, arguments) of a side-effect tool.",
+    "success is allowed. One check per distinct (tool, arguments) of a side-effect tool. When "
+    "the trace's source records no failures (tool_status in metadata.adapter.missing), every "
+    "call counts as a success, and the message says so.",
     scoring="One failed flow check per (tool, arguments) group with duplicates.",
     anchor="each repeated call",
     remediation="Make side-effect calls idempotent (check state before acting, use "
@@ -82,12 +85,18 @@ def retry_storm_finding(tool: str, calls: int, limit: int, at: int, step_id: str
 
 
 def duplicate_side_effect_finding(
-    tool: str, succeeded: str, calls: int, at: int, step_id: str
+    tool: str, succeeded: str, calls: int, at: int, step_id: str, *, status_known: bool = True
 ) -> Finding:
-    """ARH-FLW-003 at a repeat of the call that succeeded at step ``succeeded``."""
+    """ARH-FLW-003 at a repeat of the call that succeeded at step ``succeeded`` (that did not
+    fail, as far as the trace can tell, when its source records no failures)."""
+    outcome = (
+        "succeeded"
+        if status_known
+        else ("succeeded (its source records no failures, so every call counts as a success)")
+    )
     return DUPLICATE_SIDE_EFFECT.finding(
         f"duplicate side effect: tool {tool!r} was called again with identical "
-        f"arguments after step {succeeded!r} succeeded",
+        f"arguments after step {succeeded!r} {outcome}",
         at=at,
         step_id=step_id,
         subject=tool,
@@ -121,6 +130,7 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
                     )
     limit = plan.max_attempts
     side_effects = plan.side_effect_tools
+    status_known: bool | None = None  # looked up at the first duplicate side effect
     if limit is None and not side_effects:
         return _result(checks, failed)
     for tool, positions in calls.items():
@@ -144,8 +154,12 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
                     continue
                 failed += 1
                 first = steps[group[first_ok]].step_id
+                if status_known is None:
+                    status_known = not lacks(facts.trace, "tool_status")
                 out.extend(
-                    duplicate_side_effect_finding(tool, first, len(group), at, steps[at].step_id)
+                    duplicate_side_effect_finding(
+                        tool, first, len(group), at, steps[at].step_id, status_known=status_known
+                    )
                     for at in group[first_ok + 1 :]
                 )
     return _result(checks, failed)
