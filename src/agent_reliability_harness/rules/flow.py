@@ -89,11 +89,9 @@ def duplicate_side_effect_finding(
 ) -> Finding:
     """ARH-FLW-003 at a repeat of the call that succeeded at step ``succeeded`` (that did not
     fail, as far as the trace can tell, when its source records no failures)."""
-    outcome = (
-        "succeeded"
-        if status_known
-        else ("succeeded (its source records no failures, so every call counts as a success)")
-    )
+    outcome = "succeeded"
+    if not status_known:
+        outcome += " (its source records no failures, so every call counts as a success)"
     return DUPLICATE_SIDE_EFFECT.finding(
         f"duplicate side effect: tool {tool!r} was called again with identical "
         f"arguments after step {succeeded!r} {outcome}",
