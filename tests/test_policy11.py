@@ -350,6 +350,30 @@ INVALID: dict[str, tuple[Any, str, str]] = {
         "/provenance/sinks/1",
         "listed twice",
     ),
+    "sink-twice-spelt-differently": (
+        with_value(
+            BASE_P,
+            (*P, "sinks"),
+            [
+                {"tool": "send_money", "argument": "recipient"},
+                {"tool": "send_money", "argument": "/recipient"},
+            ],
+        ),
+        "/provenance/sinks/1",
+        "sink send_money./recipient is listed twice",
+    ),
+    "sink-inside-another": (
+        with_value(
+            BASE_P,
+            (*P, "sinks"),
+            [
+                {"tool": "send_money", "argument": "/recipient/*"},
+                {"tool": "send_money", "argument": "recipient"},
+            ],
+        ),
+        "/provenance/sinks/1",
+        "sink send_money.recipient overlaps the sink send_money./recipient/*",
+    ),
     "sink-no-argument": (
         with_value(BASE_P, (*P, "sinks", 0), {"tool": "send_money"}),
         "/provenance/sinks/0",
@@ -550,6 +574,8 @@ GAPS = {
     "trusted-and-untrusted",
     "sink-unknown-argument",
     "sink-twice",
+    "sink-twice-spelt-differently",
+    "sink-inside-another",
     "extract-empty-match",
     "extract-zero-width",
     "extract-risky",

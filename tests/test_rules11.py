@@ -219,6 +219,37 @@ def test_provenance_finding_names_source_sink_argument_and_value() -> None:
     assert finding.observed == "\"acc-778899\" from the output of step 'w1' (web, #1)"
 
 
+@pytest.mark.parametrize(
+    ("output", "value", "found"),
+    [
+        # JSON text as chat transcripts hold tool results; json.dumps escapes non-ASCII and "/"
+        (
+            '{"body": "Pay to jos\\u00e9.m\\u00fcller@evil.example"}',
+            "josé.müller@evil.example",
+            True,
+        ),
+        ('{"link": "https:\\/\\/evil.example\\/pay"}', "https://evil.example/pay", True),
+        ('["a \\"quoted\\" IBAN DE8937"]', '"quoted" IBAN DE8937', True),
+        # text that only looks like JSON is searched as it is
+        ('{"body": "jos\\u00e9"', "josé", False),
+        ('{"body": "jos\\u00e9"', "jos\\u00e9", True),
+    ],
+)
+def test_provenance_reads_json_text_outputs_as_decoded(
+    output: str, value: str, found: bool
+) -> None:
+    report = validate_trace(
+        trace(call("w1", "web", output=output), call("p1", "pay", {"to": value})),
+        policy(
+            provenance={
+                "untrusted": {"tools": ["web"]},
+                "sinks": [{"tool": "pay", "argument": "to"}],
+            }
+        ),
+    )
+    assert [f.rule_id for f in report.findings] == (["ARH-PRV-001"] if found else [])
+
+
 def test_provenance_with_many_distinct_values_uses_the_same_semantics() -> None:
     # More distinct sink values than FIND_LIMIT: the automaton path. Every second value was read
     # from the untrusted page first; the others only appear after their call.
@@ -329,6 +360,52 @@ def test_relation_operators(op: str, value: Any, reference: Any, holds: bool) ->
         policy(relations=[relation]),
     )
     assert found(report, "ARH-CND-003") == ([] if holds else ["a"])
+
+
+# (op, output pointer, the source call's output, if_missing skip, finding, checks made)
+@pytest.mark.parametrize(
+    ("op", "pointer", "output", "skip", "expected", "checks"),
+    [
+        # an empty array at the pointer is a value: the empty set, in which nothing is
+        ("in", "/ids", {"ids": []}, True, "ARH-CND-003", 1),
+        ("not_in", "/ids", {"ids": []}, False, None, 1),
+        ("in", "/ids", {"ids": ["x"]}, False, None, 1),
+        # null or nothing at the pointer is no value: ARH-CND-004, or no check with skip
+        ("in", "/ids", {"ids": None}, False, "ARH-CND-004", 1),
+        ("in", "/ids", {"other": 1}, True, None, 0),
+        ("not_in", "/ids", {}, False, "ARH-CND-004", 1),
+        # with '*', what the first '*' runs over decides: an empty array is a value
+        ("in", "/methods/*/id", {"methods": []}, True, "ARH-CND-003", 1),
+        ("in", "/methods/*/id", {"methods": [{"kind": "card"}]}, True, "ARH-CND-003", 1),
+        ("not_in", "/methods/*/id", {"methods": []}, False, None, 1),
+        ("in", "/methods/*/id", {"methods": [{"id": "x"}, {"id": "y"}]}, False, None, 1),
+        ("in", "/methods/*/id", {"profile": {}}, False, "ARH-CND-004", 1),
+        ("in", "/methods/*/id", {"methods": "none"}, True, None, 0),
+        # the whole output, when the call recorded none (or null): no value
+        ("==", "", None, False, "ARH-CND-004", 1),
+        ("==", "", None, True, None, 0),
+        ("<=", "/total", {"total": None}, False, "ARH-CND-004", 1),
+        ("==", "", "x", False, None, 1),
+    ],
+)
+def test_what_counts_as_a_value_at_the_output_pointer(
+    op: str, pointer: str, output: Any, *, skip: bool, expected: str | None, checks: int
+) -> None:
+    relation = {
+        "name": "r",
+        "tool": "act",
+        "argument": "v",
+        "op": op,
+        "source": {"tool": "look", "output": pointer},
+        **({"if_missing": "skip"} if skip else {}),
+    }
+    source = call("l", "look") if output is None else call("l", "look", output=output)
+    report = validate_trace(
+        trace(source, call("a", "act", {"v": "x"})), policy(relations=[relation])
+    )
+    assert [f.rule_id for f in report.findings] == ([] if expected is None else [expected])
+    (result,) = [c for c in report.categories if c.category == "conditions"]
+    assert (result.checks, result.failed) == (checks, 0 if expected is None else 1)
 
 
 def test_relations_use_the_latest_matching_successful_source() -> None:

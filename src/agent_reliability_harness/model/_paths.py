@@ -7,6 +7,8 @@ the 1.1 sections, which a policy of version 1 never needs.
 
 from __future__ import annotations
 
+import json
+
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import array_index, bad, json_type
@@ -68,6 +70,19 @@ class ArgPath(Record):
     def pointer(self) -> str:
         """The path as a JSON pointer relative to the arguments (or the output)."""
         return join_pointer("", *self.segments)
+
+
+def parsed_output(output: Any) -> Any:
+    """A tool output as data: a string that holds a JSON object or array (as the tool results of
+    chat transcripts do) is read as that; anything else is returned as it is."""
+    if type(output) is str:
+        text = output.strip()
+        if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
+            try:
+                return json.loads(text)
+            except (ValueError, RecursionError):
+                return output
+    return output
 
 
 def collect(value: Any, path: ArgPath) -> list[Any]:

@@ -373,6 +373,12 @@ class Sink(Record):
         return out
 
 
+def _overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Whether two argument paths can reach a common string: one leads into the other (a sink
+    checks every string below its path), '*' standing for any name or index."""
+    return all(x == y or "*" in (x, y) for x, y in zip(a, b, strict=False))
+
+
 class Provenance(Record):
     """Which tool outputs are untrusted, which are trusted, and which arguments are sinks."""
 
@@ -434,7 +440,6 @@ class Provenance(Record):
         if type(sinks_raw) is not list or not sinks_raw:
             raise bad(sinks_base, "must be a non-empty array of sinks")
         sinks: list[Sink] = []
-        seen: set[tuple[str, str]] = set()
         for index, sink_raw in enumerate(sinks_raw):
             where = join_pointer(sinks_base, index)
             sink = _object(sink_raw, where, "a sink")
@@ -445,9 +450,16 @@ class Provenance(Record):
                 raise bad(where, "missing required field 'argument'")
             argument = ArgPath.parse(sink["argument"], join_pointer(where, "argument"))
             context.argument(tool, argument, join_pointer(where, "argument"))
-            if (tool, argument.text) in seen:
-                raise bad(where, f"sink {tool}.{argument.text} is listed twice")
-            seen.add((tool, argument.text))
+            for other in sinks:
+                if other.tool == tool and _overlap(other.argument.segments, argument.segments):
+                    same = other.argument.segments == argument.segments
+                    raise bad(
+                        where,
+                        f"sink {tool}.{argument.text} is listed twice"
+                        if same
+                        else f"sink {tool}.{argument.text} overlaps the sink "
+                        f"{tool}.{other.argument.text}, so a value would be checked twice",
+                    )
             extract = sink.get("extract")
             extract_regex = None
             if extract is not None:

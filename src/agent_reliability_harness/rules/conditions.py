@@ -15,11 +15,16 @@ for a run, so both check a call the same way.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from agent_reliability_harness._record import Record
-from agent_reliability_harness.model._paths import ArgPath, collect, collect_located, json_key
+from agent_reliability_harness.model._paths import (
+    ArgPath,
+    collect,
+    collect_located,
+    json_key,
+    parsed_output,
+)
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step
@@ -86,8 +91,9 @@ RELATION_UNCHECKED = rule(
     title="Relation has no earlier output to compare with",
     trigger="A call meets a relation's when clauses and has a value at the argument path, but "
     "there is no earlier successful call of the source tool (with the same values at the match "
-    "paths), or its output has no value at the pointer. Not raised when the relation sets "
-    "if_missing: skip.",
+    "paths), or its output has no value at the pointer: nothing or null there, or, with *, no "
+    "object or array for the first * to run over (an empty array is a value, the empty set). "
+    "Not raised when the relation sets if_missing: skip.",
     scoring="One failed conditions check per call and relation.",
     anchor="the call",
     remediation="Make the agent look the reference up before acting on it, or set if_missing: "
@@ -160,19 +166,6 @@ def _key(arguments: Mapping[str, Any], paths: Paths) -> tuple[Any, ...] | None:
     return tuple(parts)
 
 
-def _parsed(step: Step) -> Any:
-    """A tool output as data: a string that holds a JSON object or array is read as that."""
-    output = step.output
-    if type(output) is str:
-        text = output.strip()
-        if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
-            try:
-                return json.loads(text)
-            except (ValueError, RecursionError):
-                return output
-    return output
-
-
 class Sweep:
     """The conditions and relations of one run, checked call by call in trace order.
 
@@ -214,15 +207,27 @@ class Sweep:
         if cached is not None:
             return cached
         if at not in self.outputs:
-            self.outputs[at] = _parsed(step)
-        values = collect(self.outputs[at], relation.source_output)
+            self.outputs[at] = parsed_output(step.output)
+        output = self.outputs[at]
+        pointer = relation.source_output
+        values = collect(output, pointer)
         result: tuple[bool, Any]
         if members:
-            if not relation.source_output.wildcard and len(values) == 1 and type(values[0]) is list:
-                values = values[0]
-            result = (bool(values), frozenset(json_key(v) for v in values))
-        else:
-            result = (bool(values), values[0] if values else None)
+            if pointer.wildcard:
+                # the values reached through '*', even none: the output has a value at the
+                # pointer when what the first '*' runs over is an object or an array
+                head = pointer.segments[: pointer.segments.index("*")]
+                found = any(
+                    type(v) in (dict, list) for v in collect(output, ArgPath("", head, False))
+                )
+            else:
+                found = bool(values) and values[0] is not None
+                if found and type(values[0]) is list:
+                    values = values[0]  # its elements; an empty array is an empty set
+            result = (found, frozenset(json_key(v) for v in values))
+        else:  # null, or no output at all, is no value to compare with
+            value = values[0] if values else None
+            result = (value is not None, value)
         self.references[cache_key] = result
         return result
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agent_reliability_harness._record import Record
-from agent_reliability_harness.model._paths import collect_located, string_leaves
+from agent_reliability_harness.model._paths import collect_located, parsed_output, string_leaves
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step
@@ -84,6 +84,10 @@ def returned_texts(step: Step) -> list[str]:
     if type(output) is str:
         if output:
             texts.append(output)
+        if "\\" in output:  # JSON text with escapes (\u00e9, \/): its strings as decoded too
+            decoded = parsed_output(output)
+            if decoded is not output:
+                texts.extend(text for _, text, _ in string_leaves(decoded, ""))
     elif output is not None:
         stack = [output]
         while stack:
