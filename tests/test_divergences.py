@@ -444,6 +444,34 @@ def test_d32_console_escapes_control_characters(tmp_path: Path, arh: Callable[..
     assert "\x1b" not in run.out
 
 
+# every bidirectional mark, embedding, override and isolate (Unicode's Bidi_Control property)
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def test_d32_no_writer_lets_a_bidi_control_through(tmp_path: Path, arh: Callable[..., Run]) -> None:
+    import unicodedata
+
+    assert sorted(BIDI) == sorted(  # the list above is the whole Bidi_Control set
+        c
+        for c in map(chr, range(0x110000))
+        if unicodedata.bidirectional(c)
+        in {"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"}
+        or c in "\u061c\u200e\u200f"
+    )
+    policy = _write(tmp_path / "p.json", _policy(unsafe_patterns=["evil"]))
+    trace = _write(
+        tmp_path / "t.json", _trace(_say("s1", text=f"evil {BIDI}"), trace_id=f"id{BIDI}")
+    )
+    outputs = {f"--{kind}-out": tmp_path / f"report.{kind}" for kind in ("md", "junit", "html")}
+    run = arh("validate", "--policy", policy, trace, *(x for kv in outputs.items() for x in kv))
+    assert run.status == 1, run.err
+    shown = {"console": run.out + run.err}
+    shown |= {flag: path.read_text(encoding="utf-8") for flag, path in outputs.items()}
+    for where, text in shown.items():
+        assert not set(BIDI) & set(text), where
+        assert "\\u061c" in text, where  # shown as an escape, not dropped
+
+
 def test_d33_error_lines_name_file_line_column_and_pointer(
     tmp_path: Path, arh: Callable[..., Run]
 ) -> None:

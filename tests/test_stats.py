@@ -267,6 +267,12 @@ def test_label_success() -> None:
     assert label_success(1)
     assert label_success(1.0)
     assert label_success(0.9999999)  # within 1e-6 of 1, as tau-bench counts a reward
+    # the edges, as tau-bench writes its test (1 - 1e-6 <= reward <= 1 + 1e-6): abs(r - 1)
+    # is 1.0000000000287557e-06 for 0.999999, a little over 1e-6 in binary floating point
+    assert label_success(0.999999)
+    assert label_success(1.000001)
+    assert not label_success(0.9999989)
+    assert not label_success(1.0000011)
     assert not label_success(0.999)
     assert not label_success(0.5)
     assert not label_success(None)
@@ -627,6 +633,8 @@ def test_invalid_toml_is_an_input_error_with_its_position() -> None:
         ("significance = 1e-3", "significance", Fraction(1, 1000)),
         ("significance=1e-100", "significance", Fraction(1, 10**100)),
         ("pass rate >= 0." + "9" * 99, "min_pass_rate", 1 - Fraction(1, 10**99)),  # 100 digits
+        # just under 1, where a float would be 1.0 and refused: checked as written
+        ("significance = 0.99999999999999999", "significance", 1 - Fraction(1, 10**17)),
     ],
 )
 def test_gate_expressions(expression: str, key: str, value: Fraction | int) -> None:
@@ -640,6 +648,8 @@ def test_gate_expressions(expression: str, key: str, value: Fraction | int) -> N
     [
         ("pass rate > 0.9", "is not a gate; the forms are"),
         ("pass rate >= 1.5", "must be a number from 0 to 1"),
+        # just over 1, where a float would be 1.0 and accepted
+        ("pass rate >= 1.0000000000000001", "must be a number from 0 to 1, got 1.0000000000000001"),
         ("pass^k drop significant at 0", "greater than 0 and less than 1"),
         ("flaky tasks <= 1.5", "must be an integer >= 0"),
         ("k=3", "k is set with --k"),

@@ -177,11 +177,23 @@ def test_too_few_runs_are_reported_as_insufficient(arh: Arh, tmp_path: Path) -> 
         "[--gate 'pass rate drop significant at 0.05']"
     ) in run.out.splitlines()
     assert "pass rate p = 0.125 (McNemar exact, 4 paired)" in run.out
+    markdown = tmp_path / "compare.md"
     allowed = arh(
-        "compare", "--baseline", *base, "--candidate", *cand, *gate, "--allow-insufficient-data"
-    )
+        "compare", "--baseline", *base, "--candidate", *cand, *gate, "--allow-insufficient-data",
+        "--md-out", markdown,
+    )  # fmt: skip
     assert allowed.status == 0
     assert "significance 0.05 ALLOWED" in allowed.out
+    # why it was let through, as arh stats says it: on the console and in the Markdown report
+    reason = (
+        "workflow 'refunds': insufficient data for significance 0.05: 4 tasks ran on both sides, "
+        "and the smallest p-value that many paired tasks can give is 0.125"
+    )
+    assert f"note: {reason} [--gate 'pass rate drop significant at 0.05']" in allowed.out
+    assert (
+        f"- allowed: {reason} \\[--gate 'pass rate drop significant at 0.05'\\]"
+        in markdown.read_text(encoding="utf-8").splitlines()
+    )
 
 
 def test_gate_file_reasons_name_the_line(arh: Arh, tmp_path: Path) -> None:
@@ -305,7 +317,12 @@ def test_outcomes_from_labels(arh: Arh, tmp_path: Path) -> None:
 def test_missing_labels_are_input_errors(arh: Arh, tmp_path: Path) -> None:
     traces = _write_jsonl(
         tmp_path / "runs.jsonl",
-        [_trace("a", True, reward=1), _trace("b", True), _trace("c", True, reward="yes")],
+        [
+            _trace("a", True, reward=1),
+            _trace("b", True),
+            _trace("c", True, reward="yes"),
+            {**_trace("d", True), "metadata": {}},  # empty: as if it were not there
+        ],
     )
     report = tmp_path / "report.json"
     run = arh(
@@ -314,12 +331,14 @@ def test_missing_labels_are_input_errors(arh: Arh, tmp_path: Path) -> None:
     )  # fmt: skip
     assert run.status == 1
     name = traces.as_posix()
+    missing = "no member 'reward' here (looking for /metadata/reward)"
     assert run.err.splitlines() == [
-        f"error: {name}:2: trace 'b': no member 'metadata' here (looking for /metadata/reward)",
+        f"error: {name}:2: /metadata: trace 'b': {missing}",
         (
             f"error: {name}:3: /metadata/reward: trace 'c': an outcome label must be true, "
             "false or a number, got string"
         ),
+        f"error: {name}:4: /metadata: trace 'd': {missing}",
     ]
     # a report without labels cannot give label outcomes
     plain = tmp_path / "plain.json"

@@ -438,16 +438,14 @@ def parse_gate_expression(text: str) -> Setting:
     problem = _too_long(number)
     if problem:
         raise UsageError(f"--gate {_abbreviated(text)}: {problem}")
-    try:
-        value: float | int = int(number) if number.isdigit() else float(number)
-    except ValueError:
+    try:  # a decimal, as in a gate file: checked and compared exactly as written
+        value: Decimal | int = int(number) if number.isdigit() else Decimal(number)
+    except (ValueError, ArithmeticError):
         raise UsageError(f"--gate {text!r}: {number!r} is not a number") from None
     try:
         exact, _ = _setting_value(key, value)
     except ValueError as exc:
         raise UsageError(f"--gate {text!r}: {key} {exc}") from None
-    if isinstance(exact, Fraction):
-        exact = Fraction(number)  # the decimal as written, never its binary approximation
     return Setting(key, exact, number, f"--gate {text!r}")
 
 

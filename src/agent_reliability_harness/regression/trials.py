@@ -98,10 +98,12 @@ def natural_key(text: str) -> tuple[object, ...]:
 
 
 def label_success(value: bool | float | None) -> bool:
-    """Whether a recorded outcome label means success: ``true``, or a number equal to 1."""
+    """Whether a recorded outcome label means success: ``true``, or a number equal to 1 within
+    the tolerance, written as tau-bench writes it (``abs(r - 1) <= 1e-6`` would refuse 0.999999,
+    whose difference from 1 is a little over 1e-6 in binary floating point)."""
     if value is True or value is False or value is None:
         return value is True
-    return abs(value - 1) <= LABEL_TOLERANCE
+    return bool(1 - LABEL_TOLERANCE <= value <= 1 + LABEL_TOLERANCE)
 
 
 def _outcome_value(value: Any, pointer: str) -> bool | float:
@@ -131,6 +133,10 @@ def label_report(
     if task_key is None and outcome_at is None:
         return report
     document = trace.to_dict()
+    # the canonical form leaves empty metadata out; a pointer into it must still find the object
+    document.setdefault("metadata", {})
+    for step in document["steps"]:
+        step.setdefault("metadata", {})
     task = outcome = None
     try:
         if task_key is not None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from agent_reliability_harness.render._text import BIDI_CONTROLS
+
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -37,7 +39,7 @@ _ZWSP: Final = "&#8203;"  # a zero-width space: invisible, but it breaks mention
 _MARK: Final = "\x00"  # stands for _ZWSP while escaping; _flatten removes real NULs first
 _NEWLINES: Final = re.compile(r"\r\n|[\r\n\u2028\u2029\x85]")
 _CONTROL: Final = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\ufffe\uffff]"
+    f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff{BIDI_CONTROLS}\ufffe\uffff]"
 )
 _PUNCTUATION: Final = re.compile(r"([\\`*_\[\]|~])")
 _MENTION: Final = re.compile(r"([@#])(?=\w)|\b((?i:gh)-)(?=[0-9])")  # GH-26 is #26 too

@@ -9,14 +9,16 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = ["plain_number", "plural", "run_headline", "terminal_safe"]
+__all__ = ["BIDI_CONTROLS", "plain_number", "plural", "run_headline", "terminal_safe"]
 
+# The bidirectional marks, embeddings, overrides and isolates, which can make a viewer show text
+# in a different order than it is stored ("Trojan Source"), as a regex character-class part:
+# every writer shows them as escapes.
+BIDI_CONTROLS: Final = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 # C0 and C1 controls, DEL, lone surrogates, noncharacters, the line and paragraph separators
-# (line breaks to some terminals and log viewers), and the bidirectional overrides that can make
-# a terminal show text in a different order than it is stored ("Trojan Source").
+# (line breaks to some terminals and log viewers), and the bidi controls.
 _UNSAFE: Final = (  # compiled on first use, by the re module's cache
-    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-    "\ufeff\ufffe\uffff]"
+    f"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029{BIDI_CONTROLS}\ufeff\ufffe\uffff]"
 )
 _NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 

@@ -32,7 +32,7 @@ from agent_reliability_harness.model.report import Finding, RunReport, TraceRepo
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta, trace_delta
 from agent_reliability_harness.regression.gate import GateResult
-from agent_reliability_harness.render._text import plain_number, plural, run_headline
+from agent_reliability_harness.render._text import BIDI_CONTROLS, plain_number, plural, run_headline
 from agent_reliability_harness.rules import CATEGORIES, RULES
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -100,7 +100,7 @@ _SHORT_JSON: Final = 100  # JSON values up to this long are written on one line
 # what the reader sees), the byte-order mark and the noncharacters. Tab and newline are kept in
 # blocks of text and escaped in names.
 _HIDDEN: Final = (
-    "\x0b-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff"
+    f"\x0b-\x1f\x7f-\x9f\ud800-\udfff{BIDI_CONTROLS}\ufeff"
     "\ufdd0-\ufdef\ufffe\uffff"
     + "".join(f"{chr(plane << 16 | 0xFFFE)}{chr(plane << 16 | 0xFFFF)}" for plane in range(1, 17))
 )

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
-from agent_reliability_harness.render._text import plural
+from agent_reliability_harness.render._text import BIDI_CONTROLS, plural
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["JunitWriter", "render_junit", "xml_safe"]
 
 # Everything outside XML 1.0's Char production (C0 controls but TAB/LF/CR, lone surrogates,
-# U+FFFE and U+FFFF), and the bidirectional overrides that make viewers show text reordered.
+# U+FFFE and U+FFFF), and the bidi controls that make viewers show text reordered.
 _NOT_XML: Final = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff\u202a-\u202e\u2066-\u2069]"
+    f"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff{BIDI_CONTROLS}]"
 )
 
 

@@ -364,6 +364,11 @@ def comparison_console_lines(stats: StatComparison) -> list[str]:
         lines += ["", *_comparison_lines(comparison, by_workflow.get(comparison.workflow, []))]
     for warning in stats.warnings:
         lines.append(f"warning: {terminal_safe(warning)}")
+    lines += [  # as arh stats says why a check with too little data was let through
+        f"note: {terminal_safe(c.reason)}"
+        for c in stats.gate.checks
+        if c.status == "allowed" and c.reason
+    ]
     return lines
 
 
@@ -417,6 +422,9 @@ def comparison_markdown_lines(stats: StatComparison) -> list[str]:
     for warning in stats.warnings:
         out += ["", f"> Warning: {md_text(warning)}"]
     checks = stats.gate.checks
+    allowed = [c.reason for c in checks if c.status == "allowed" and c.reason]
+    if allowed:
+        out += [""] + [f"- allowed: {md_text(r)}" for r in allowed]
     if checks:
         out += _md_checks(checks)
     return out
