@@ -408,6 +408,37 @@ def test_what_counts_as_a_value_at_the_output_pointer(
     assert (result.checks, result.failed) == (checks, 0 if expected is None else 1)
 
 
+def test_relations_are_not_applicable_when_the_source_recorded_no_tool_results() -> None:
+    relation = {
+        "name": "r",
+        "tool": "act",
+        "argument": "v",
+        "op": "in",
+        "source": {"tool": "look", "output": "/ids"},
+    }
+    rules = policy(relations=[relation])
+    steps = [call("l", "look"), call("a", "act", {"v": "x"})]
+    adapter = {"adapter": {"missing": ["tool_output"]}}
+    document = {"trace_id": "t", "agent_name": "a", "workflow": "w", "steps": steps}
+    # a transcript that kept no tool results: nothing to compare with, not the agent's doing
+    converted = validate_trace(Trace.from_dict({**document, "metadata": adapter}), rules)
+    assert converted.findings == ()
+    assert [(n.rule_id, n.check, n.field) for n in converted.not_applicable] == [
+        ("ARH-CND-004", "relations", "tool_output")
+    ]
+    (result,) = [c for c in converted.categories if c.category == "conditions"]
+    assert (result.applicable, result.checks) == (False, 0)
+    # the same steps in a trace that could have recorded them: ARH-CND-004
+    plain = validate_trace(Trace.from_dict(document), rules)
+    assert [f.rule_id for f in plain.findings] == ["ARH-CND-004"]
+    assert plain.not_applicable == ()
+    # a result on one call contradicts the list: the relation is checked
+    steps[0] = call("l", "look", output={"ids": ["y"]})
+    recorded = validate_trace(Trace.from_dict({**document, "metadata": adapter}), rules)
+    assert [f.rule_id for f in recorded.findings] == ["ARH-CND-003"]
+    assert recorded.not_applicable == ()
+
+
 def test_relations_use_the_latest_matching_successful_source() -> None:
     relation = {
         "name": "r",

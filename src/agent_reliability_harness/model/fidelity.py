@@ -71,6 +71,8 @@ def fidelity_plan(policy: Policy) -> tuple[NotApplicable, ...]:
     extensions = policy.extensions
     if extensions is not None and extensions.provenance is not None:
         plan.append(NotApplicable("ARH-PRV-001", "provenance", "tool_output"))
+    if extensions is not None and extensions.relations:
+        plan.append(NotApplicable("ARH-CND-004", "relations", "tool_output"))
     if policy.unsafe_patterns:
         plan.append(NotApplicable("ARH-SAF-001", "unsafe_patterns (tool outputs)", "tool_output"))
     return tuple(plan)
