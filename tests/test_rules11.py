@@ -330,6 +330,18 @@ def test_cycles_agree_with_brute_force(names: list[str], repeats: int, longest: 
 # ---- conditions and relations ------------------------------------------------------------------
 
 
+def act_relation(op: str, output: str, **extra: Any) -> dict[str, Any]:
+    """A relation of act's argument v to the output of the latest earlier call of look."""
+    return {
+        "name": "r",
+        "tool": "act",
+        "argument": "v",
+        "op": op,
+        "source": {"tool": "look", "output": output},
+        **extra,
+    }
+
+
 @pytest.mark.parametrize(
     ("op", "value", "reference", "holds"),
     [
@@ -348,13 +360,7 @@ def test_cycles_agree_with_brute_force(names: list[str], repeats: int, longest: 
     ],
 )
 def test_relation_operators(op: str, value: Any, reference: Any, holds: bool) -> None:
-    relation = {
-        "name": "r",
-        "tool": "act",
-        "argument": "v",
-        "op": op,
-        "source": {"tool": "look", "output": "/ref"},
-    }
+    relation = act_relation(op, "/ref")
     report = validate_trace(
         trace(call("l", "look", output={"ref": reference}), call("a", "act", {"v": value})),
         policy(relations=[relation]),
@@ -391,14 +397,7 @@ def test_relation_operators(op: str, value: Any, reference: Any, holds: bool) ->
 def test_what_counts_as_a_value_at_the_output_pointer(
     op: str, pointer: str, output: Any, *, skip: bool, expected: str | None, checks: int
 ) -> None:
-    relation = {
-        "name": "r",
-        "tool": "act",
-        "argument": "v",
-        "op": op,
-        "source": {"tool": "look", "output": pointer},
-        **({"if_missing": "skip"} if skip else {}),
-    }
+    relation = act_relation(op, pointer, **({"if_missing": "skip"} if skip else {}))
     source = call("l", "look") if output is None else call("l", "look", output=output)
     report = validate_trace(
         trace(source, call("a", "act", {"v": "x"})), policy(relations=[relation])
@@ -409,14 +408,7 @@ def test_what_counts_as_a_value_at_the_output_pointer(
 
 
 def test_relations_are_not_applicable_when_the_source_recorded_no_tool_results() -> None:
-    relation = {
-        "name": "r",
-        "tool": "act",
-        "argument": "v",
-        "op": "in",
-        "source": {"tool": "look", "output": "/ids"},
-    }
-    rules = policy(relations=[relation])
+    rules = policy(relations=[act_relation("in", "/ids")])
     steps = [call("l", "look"), call("a", "act", {"v": "x"})]
     adapter = {"adapter": {"missing": ["tool_output"]}}
     document = {"trace_id": "t", "agent_name": "a", "workflow": "w", "steps": steps}
