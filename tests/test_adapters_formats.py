@@ -332,6 +332,12 @@ def test_otlp_values_are_decoded() -> None:
     assert _any_value({}) == (True, None)
     for bad in ({"intValue": "1.5"}, {"boolValue": "yes"}, {"a": 1, "b": 2}, 3, {"x": 1}):
         assert _any_value(bad)[0] is False
+    # int64 written as a string: the extremes read; a second sign, no digits or more digits than
+    # an int64 has are malformed (a note), where "--5" and 5,000 digits raised ValueError
+    assert _any_value({"intValue": "-9223372036854775808"}) == (True, -(2**63))
+    assert _any_value({"intValue": "18446744073709551615"}) == (True, 2**64 - 1)
+    for bad_int in ("--5", "-", "", "+5", " 5", "5" * 21, "9" * 5000, "\u0665"):
+        assert _any_value({"intValue": bad_int}) == (False, None), bad_int
 
 
 def test_unflatten_indexed_attributes() -> None:
@@ -1029,3 +1035,26 @@ def test_a_tally_lists_the_references_it_is_given_even_after_occurrences_without
         },
         {"code": "other", "message": "o", "count": 1},
     ]
+
+
+def test_an_array_of_records_that_name_their_format_is_read_record_by_record() -> None:
+    # it was read as one message list with unknown roles: one empty openai-chat trace that passed
+    def response(n: int) -> dict[str, Any]:
+        text = {"type": "output_text", "text": f"answer {n}"}
+        message = {"type": "message", "role": "assistant", "content": [text]}
+        return {"id": f"resp_{n}", "object": "response", "output": [message]}
+
+    def gemini(n: int) -> dict[str, Any]:
+        content = {"role": "model", "parts": [{"text": f"answer {n}"}]}
+        return {"candidates": [{"content": content}]}
+
+    for records, fmt in (
+        ([response(1), response(2)], "openai-responses"),
+        ([gemini(1), gemini(2)], "gemini"),
+    ):
+        results = list(to_traces(records, "auto", RecordOptions(default_id="run")))
+        assert [pointer for pointer, _ in results] == ["/0", "/1"], fmt
+        for n, (_, trace) in enumerate(results, 1):
+            assert isinstance(trace, Trace), trace
+            assert trace.source == fmt
+            assert [(s.type, s.text) for s in trace.steps] == [("model_response", f"answer {n}")]

@@ -30,7 +30,7 @@ from agent_reliability_harness import (
 )
 from agent_reliability_harness.errors import UsageError
 
-from conftest import REFERENCE, load_json, require_shared
+from conftest import REFERENCE, SAMPLES, load_json, require_shared
 
 WEIGHTS = {
     "schema": 30,
@@ -681,3 +681,56 @@ def test_a_type_error_in_a_rule_is_not_blamed_on_the_input() -> None:
     validator._plans = [(broken, None)]
     with pytest.raises(TypeError, match="a bug in a rule"):
         validator.validate(perfect_trace())
+
+
+def test_validate_trace_is_safe_to_call_from_threads() -> None:
+    # its cache of validators was evicted by iterating it while other threads inserted:
+    # "dictionary changed size during iteration" and KeyError, every run of this test
+    import sys
+    import threading
+
+    trace = Trace.from_dict(load_json(SAMPLES / "traces" / "rebook_double_rebooking.json"))
+    base = load_json(SAMPLES / "policy_trajectory.json")
+    policies = [Policy.from_dict({**base, "policy_id": f"p{i}"}) for i in range(40)]
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        for j in range(150):
+            policy = policies[(k * 7 + j) % len(policies)]
+            try:
+                report = validate_trace(trace, policy, 70.0 if j % 2 else 50)
+                assert report.policy_id == policy.policy_id
+            except Exception as exc:  # noqa: BLE001 - collected, then reported by the test
+                errors.append(f"{type(exc).__name__}: {exc}")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "pointer"),
+    [({"latency_ms": "5"}, "/steps/0/latency_ms"), ({"arguments": ["a"]}, "/steps/0/arguments")],
+)
+def test_a_step_built_in_code_that_a_rule_cannot_read_is_an_input_error(
+    fields: dict[str, Any], pointer: str
+) -> None:
+    step = Step(**{"step_id": "s1", "type": "tool_call", "tool_name": "t", **fields})
+    policy = Policy.from_dict(
+        {
+            "policy_id": "p",
+            "allowed_tools": {"t": {"optional_arguments": {"x": "str"}}},
+            "budgets": {"max_step_latency_ms": 10},
+        }
+    )
+    with pytest.raises(InputError) as caught:  # was TypeError or AttributeError from a rule
+        validate_trace(Trace("t", "a", "w", (step,)), policy)
+    assert caught.value.pointer == pointer

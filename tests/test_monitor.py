@@ -1118,3 +1118,55 @@ def test_growing_corpus_finds_the_first_step_as_plain_search_does(
                 )
                 assert corpus.first(key) == expected
     assert bool(corpus) == bool(steps)
+
+
+def test_the_monitor_keeps_copies_of_the_steps_it_is_given() -> None:
+    # an agent that reuses its argument dict for the next call: the recorded call must stay the
+    # one that ran, or the duplicate of s2 below would show only at finish()
+    policy = Policy.from_dict(
+        {
+            "policy_id": "payments",
+            "allowed_tools": {"pay": {"required_arguments": {"to": "str"}, "side_effect": True}},
+        }
+    )
+    monitor = Monitor(policy, trace_id="run-7")
+    args = {"to": "ann"}
+    monitor.observe({"step_id": "s1", "type": "tool_call", "tool_name": "pay", "arguments": args})
+    args["to"] = "bob"
+    monitor.observe({"step_id": "s2", "type": "tool_call", "tool_name": "pay", "arguments": args})
+    assert [s.arguments for s in monitor.steps] == [{"to": "ann"}, {"to": "bob"}]
+    assert monitor.finish() == []
+    # the same with Step objects, whose dicts the caller still holds
+    monitor = Monitor(policy, trace_id="run-8")
+    step = Step.from_dict(
+        {"step_id": "s1", "type": "tool_call", "tool_name": "pay", "arguments": {"to": "ann"}}
+    )
+    monitor.observe(step)
+    assert step.arguments is not None
+    step.arguments["to"] = "bob"  # type: ignore[index]
+    assert [s.arguments for s in monitor.steps] == [{"to": "ann"}]
+
+
+@pytest.mark.parametrize(
+    ("fields", "pointer"),
+    [
+        ({"latency_ms": "5"}, "/steps/0/latency_ms"),
+        ({"arguments": ["a"]}, "/steps/0/arguments"),
+        ({"text": 5}, "/steps/0/text"),
+        ({"type": "bogus"}, "/steps/0/type"),
+        ({"status": "ERROR"}, "/steps/0/status"),
+        ({"latency_ms": -5}, "/steps/0/latency_ms"),
+    ],
+)
+def test_a_step_built_in_code_is_checked_as_one_read_from_a_file(
+    fields: dict[str, Any], pointer: str
+) -> None:
+    # Step(...) takes any values; the monitor used to pass them to the rules (TypeError there)
+    base = {"step_id": "s1", "type": "tool_call", "tool_name": "t", "arguments": {}}
+    step = Step(**{**base, **fields})  # type: ignore[arg-type]
+    monitor = Monitor(Policy.from_dict({"policy_id": "p", "allow_unlisted_tools": True}))
+    for method in (monitor.check, monitor.observe):
+        with pytest.raises(InputError) as caught:
+            method(step)
+        assert caught.value.pointer == pointer
+    assert monitor.steps == ()

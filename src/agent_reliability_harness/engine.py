@@ -115,9 +115,10 @@ class Validator:
 
 def _unusable(trace: object) -> ArhError | None:
     """Why the rules could not walk ``trace`` (looked for only after they failed): it is not a
-    :class:`Trace`, or an object in it has a key that is not a string, which JSON cannot hold
-    but a trace built in Python can. The rules iterate keys without checking them, so that the
-    common path pays nothing for this."""
+    :class:`Trace`, an object in it has a key that is not a string, which JSON cannot hold but a
+    trace built in Python can, or a field has a value ``Trace.from_dict`` refuses (a Step built
+    in code with ``latency_ms="5"``). The rules take what they are given without checking it
+    again, so that the common path pays nothing for this."""
     if not isinstance(trace, Trace):
         return UsageError(
             f"trace must be a Trace, got {type(trace).__name__}; "
@@ -125,7 +126,14 @@ def _unusable(trace: object) -> ArhError | None:
         )
     from agent_reliability_harness.model._checks import find_non_string_key
 
-    return find_non_string_key(trace.to_dict(), "")  # no recursion: any depth is walked
+    document = trace.to_dict()
+    problem = find_non_string_key(document, "")  # no recursion: any depth is walked
+    if problem is None:
+        try:
+            Trace.from_dict(document)
+        except InputError as exc:
+            problem = exc
+    return problem
 
 
 _CACHE_SIZE: Final = 8
@@ -140,7 +148,7 @@ def validate_trace(
     cached = _cache.get(key)
     if cached is None or cached[0] is not policy:
         if len(_cache) >= _CACHE_SIZE:
-            _cache.pop(next(iter(_cache)))
+            _cache.clear()  # one atomic step, so that threads sharing the cache cannot break it
         cached = (policy, Validator(policy, fail_under))
         _cache[key] = cached
     return cached[1].validate(trace)

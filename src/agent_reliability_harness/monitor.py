@@ -57,6 +57,7 @@ completeness test until it is placed. The module is pure: it never reads a clock
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 from collections.abc import Mapping
 
@@ -783,14 +784,22 @@ class Monitor:
         return tuple(self._state.steps)
 
     def _probe(self, step: Step | Mapping[str, Any]) -> _Probe:
-        if not isinstance(step, Step):
-            if not isinstance(step, Mapping):
-                raise UsageError(
-                    f"a step must be a Step or its JSON form (a mapping), got {type(step).__name__}"
-                )
-            data = step if type(step) is dict else dict(step)
-            step = Step.from_dict(data, pointer=f"/steps/{len(self._state.steps)}")
-        return _Probe(step, self._state)
+        """The step as the monitor keeps it: parsed from its JSON form, and a copy, so that an
+        agent that reuses its argument dicts for the next call cannot change a recorded step
+        (and a Step built in code is checked as one read from a file)."""
+        if isinstance(step, Step):
+            data: Mapping[str, Any] = step.to_dict()
+        elif isinstance(step, Mapping):
+            data = step
+        else:
+            raise UsageError(
+                f"a step must be a Step or its JSON form (a mapping), got {type(step).__name__}"
+            )
+        try:
+            data = copy.deepcopy(data if type(data) is dict else dict(data))
+        except RecursionError:
+            raise InputError(NESTED_TRACE, pointer=None) from None
+        return _Probe(Step.from_dict(data, pointer=f"/steps/{len(self._state.steps)}"), self._state)
 
     def _look(self, probe: _Probe) -> list[Finding]:
         found: list[Finding] = []

@@ -176,11 +176,16 @@ def _is_record_array(document: list[Any], options: RecordOptions) -> bool:
     """An array of records, rather than one message list?"""
     if options.messages_at is not None:
         return options.messages_at != ""
+    from agent_reliability_harness.adapters.detect import record_format
+
     return (
         bool(document)
         and all(type(item) is dict and "role" not in item for item in document)
-        and any(key in item for item in document for key in ("steps", *MESSAGE_KEYS))
-    )
+        and any(
+            any(key in item for key in ("steps", *MESSAGE_KEYS)) or record_format(item) is not None
+            for item in document
+        )  # records: traces, wrapped message lists, or objects that name their format (a
+    )  # Response, a Gemini or Bedrock response)
 
 
 def to_traces(

@@ -95,7 +95,10 @@ def _any_value(value: Any) -> tuple[bool, Any]:
     if kind == "intValue":
         if type(inner) is int:
             return True, inner
-        if type(inner) is str and inner.lstrip("-").isascii() and inner.lstrip("-").isdigit():
+        # int64 as a decimal string (the JSON encoding of OTLP): one optional sign, digits;
+        # beyond 20 digits it cannot be an int64 (and int() refuses 4,300 digits or more)
+        digits = inner[1:] if type(inner) is str and inner[:1] == "-" else inner
+        if type(digits) is str and 0 < len(digits) <= 20 and digits.isascii() and digits.isdigit():
             return True, int(inner)
         return False, None
     if kind == "doubleValue":
