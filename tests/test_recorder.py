@@ -660,3 +660,50 @@ def test_the_doc_failure_message_is_the_plugins(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(AssertionError) as failed:
         assert_trace_passes(rec, policy)
     assert str(failed.value).split("\n") == lines
+
+
+def test_the_guard_checks_overlapping_coroutine_calls_one_at_a_time() -> None:
+    # two payments started together with max_calls 1: each was checked before the other was
+    # recorded, so both ran; now the second waits, is checked after the first, and is refused
+    policy = Policy.from_dict(
+        {
+            "policy_id": "payments",
+            "allowed_tools": {
+                "pay": {"required_arguments": {"to": "str"}, "side_effect": True, "max_calls": 1}
+            },
+        }
+    )
+    paid: list[str] = []
+    rec = Recorder("run", guard=policy, clock=None)
+
+    @rec.tool
+    async def pay(to: str) -> str:
+        await asyncio.sleep(0.01)
+        paid.append(to)
+        return "paid"
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(pay("ann"), pay("ann"), return_exceptions=True)
+
+    first, second = asyncio.run(main())
+    assert first == "paid"
+    assert isinstance(second, BlockedCallError)
+    assert sorted({f.rule_id for f in second.findings}) == ["ARH-FLW-003", "ARH-SEQ-004"]
+    assert paid == ["ann"]
+    assert validate_trace(rec.trace(), policy).findings == ()
+    # without a guard nothing waits: the calls overlap, and both are recorded
+    plain = Recorder("run", clock=None)
+    both: list[str] = []
+
+    @plain.tool
+    async def pay_unguarded(to: str) -> str:
+        both.append(f"start {to}")
+        await asyncio.sleep(0.01)
+        both.append(f"end {to}")
+        return "paid"
+
+    async def unguarded() -> list[Any]:
+        return await asyncio.gather(pay_unguarded("a"), pay_unguarded("b"))
+
+    assert asyncio.run(unguarded()) == ["paid", "paid"]
+    assert both == ["start a", "start b", "end a", "end b"]

@@ -168,7 +168,10 @@ class Recorder:
     ``guard`` is a policy or a monitor that checks each wrapped tool before it runs.
 
     A recorder follows one run and is not thread-safe. Calls of wrapped tools that overlap
-    (asyncio tasks) get their step ids when they start and are recorded when they finish.
+    (asyncio tasks) get their step ids when they start and are recorded when they finish. With
+    a guard, calls of wrapped coroutine functions run one at a time: each is checked against
+    the calls recorded before it, so two overlapping calls cannot both pass a limit that only
+    one of them may use (``max_calls: 1``, a side effect that must happen once).
     """
 
     def __init__(
@@ -215,6 +218,7 @@ class Recorder:
         self._steps: list[Step] = []
         self._numbered = 0
         self._blocked: list[dict[str, Any]] = []
+        self._locks: Any = None  # event loop -> the asyncio.Lock of its guarded calls
 
     # -- context manager ------------------------------------------------------------------
 
@@ -402,6 +406,20 @@ class Recorder:
             raise UsageError(f"the tool must be callable, got {type(fn).__name__}")
         return _wrap(self, fn, name or getattr(fn, "__name__", None) or "tool")
 
+    def _guard_lock(self) -> Any:
+        """The lock that makes guarded coroutine calls take turns, one per event loop (a lock
+        belongs to the loop it is first used in)."""
+        import asyncio
+        import weakref
+
+        loop = asyncio.get_running_loop()
+        if self._locks is None:
+            self._locks = weakref.WeakKeyDictionary()
+        lock = self._locks.get(loop)
+        if lock is None:
+            lock = self._locks[loop] = asyncio.Lock()
+        return lock
+
     def _begin(self, name: str, arguments: dict[str, Any]) -> tuple[str, float | None]:
         """Check the call with the guard (raising if it is refused); start its clock."""
         step_id = self._next_id(None)
@@ -559,8 +577,7 @@ def _wrap(recorder: Recorder, fn: Callable[..., Any], name: str) -> Callable[...
 
     if inspect.iscoroutinefunction(fn):
 
-        @functools.wraps(fn)
-        async def run_async(*args: Any, **kwargs: Any) -> Any:
+        async def call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             arguments = _arguments(signature, args, kwargs)
             started = recorder._begin(name, arguments)
             try:
@@ -570,6 +587,13 @@ def _wrap(recorder: Recorder, fn: Callable[..., Any], name: str) -> Callable[...
                 raise
             recorder._end(name, arguments, started, output=result)
             return result
+
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            if recorder.monitor is None:
+                return await call(args, kwargs)
+            async with recorder._guard_lock():  # checked against every call recorded before it
+                return await call(args, kwargs)
 
         return run_async
 
