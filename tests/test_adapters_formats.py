@@ -1058,3 +1058,67 @@ def test_an_array_of_records_that_name_their_format_is_read_record_by_record() -
             assert isinstance(trace, Trace), trace
             assert trace.source == fmt
             assert [(s.type, s.text) for s in trace.steps] == [("model_response", f"answer {n}")]
+
+
+@pytest.mark.parametrize("key", ["traj", "history"])
+def test_bedrock_messages_under_traj_or_history(key: str) -> None:
+    # detected as bedrock-converse, then refused with "no messages": every transcript format
+    # takes its list under messages, traj or history (docs/adapters.md, Wrapped logs)
+    messages = [
+        {"role": "user", "content": [{"text": "weather in Oslo?"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"toolUse": {"toolUseId": "tu1", "name": "weather", "input": {"c": "Oslo"}}}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"toolResult": {"toolUseId": "tu1", "content": [{"text": "rain"}]}}],
+        },
+        {"role": "assistant", "content": [{"text": "Rain."}]},
+    ]
+    direct = to_trace({"messages": messages}, "bedrock-converse", RecordOptions(default_id="r"))
+    for fmt in ("auto", "bedrock-converse"):
+        wrapped = to_trace(
+            {key: messages, "task_id": 7, "modelId": "m"}, fmt, RecordOptions(default_id="r")
+        )
+        assert wrapped.source == "bedrock-converse"
+        assert wrapped.steps == direct.steps
+        assert [(s.step_id, s.output) for s in wrapped.steps if s.type == "tool_call"] == [
+            ("tu1", "rain")
+        ]
+
+
+def test_message_attributes_that_are_cut_off_json_are_left_out_with_a_note() -> None:
+    # an SDK's attribute length limit cuts gen_ai.*.messages off: read as text, the system
+    # prompt became a user turn and half a tool call the model's answer
+    full_input = [{"role": "system", "parts": [{"type": "text", "content": "be brief"}]}]
+    output = [{"role": "assistant", "parts": [{"type": "text", "content": "hello"}]}]
+    chat = span(
+        "c1",
+        100,
+        gen_ai__operation__name="chat",
+        gen_ai__input__messages=json.dumps(full_input)[:20],
+        gen_ai__output__messages=json.dumps(output)[:25],
+    )
+    (trace,) = [r for _, r in to_traces(otlp(chat))]
+    assert isinstance(trace, Trace)
+    assert trace.steps == ()
+    invalid = [n for n in notes(trace) if n["code"] == "invalid_field"]
+    assert [n["message"] for n in invalid] == [
+        f"the {side} messages are JSON that cannot be decoded (cut off at an attribute length "
+        "limit?), so they are left out"
+        for side in ("input", "output")
+    ]
+    report = validate_trace(trace, Policy.from_dict({"policy_id": "p"}))
+    pointer = "/resourceSpans/0/scopeSpans/0/spans/0/attributes"
+    assert [(f.rule_id, f.subject) for f in report.findings] == [
+        ("ARH-SCH-011", pointer),
+        ("ARH-SCH-011", f"{pointer} (2)"),  # the same pointer again: a fingerprint of its own
+    ]
+    # plain text (older instrumentations) is still one message of that side
+    plain = span("c2", 100, gen_ai__operation__name="chat", gen_ai__output__messages="hello")
+    (text_trace,) = [r for _, r in to_traces(otlp(plain))]
+    assert isinstance(text_trace, Trace)
+    assert [(s.type, s.text) for s in text_trace.steps] == [("model_response", "hello")]

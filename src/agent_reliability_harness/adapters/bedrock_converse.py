@@ -27,6 +27,7 @@ from agent_reliability_harness.adapters._build import (
     is_empty,
     locate,
 )
+from agent_reliability_harness.adapters._options import MESSAGE_KEYS
 from agent_reliability_harness.errors import InputError, join_pointer
 from agent_reliability_harness.model._checks import is_finite, json_type
 from agent_reliability_harness.model.trace import Trace
@@ -49,7 +50,13 @@ _RECORD_KEYS: Final = ("messages", "output", "usage", "metrics", "system")
 
 def _locate(record: Any, options: RecordOptions) -> tuple[Transcript, list[tuple[str, Any]]]:
     """The messages with their pointers, the response's message (if any) last."""
-    if options.messages_at is not None or type(record) is list:
+    wrapped = (  # a log that holds the messages under 'traj' or 'history', as docs/adapters.md
+        type(record) is dict  # says of every transcript format
+        and "messages" not in record
+        and "output" not in record
+        and any(key in record for key in MESSAGE_KEYS)
+    )
+    if options.messages_at is not None or type(record) is list or wrapped:
         transcript = locate(record, options)
         return transcript, [
             (join_pointer(transcript.base, k), m) for k, m in enumerate(transcript.messages)

@@ -22,6 +22,7 @@ events, and the indexed ``gen_ai.prompt.<i>.*`` / ``gen_ai.completion.<i>.*`` at
 from __future__ import annotations
 
 from agent_reliability_harness.adapters._otlp import Message, Span, SpanView, json_text, unflatten
+from agent_reliability_harness.errors import join_pointer
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -168,6 +169,19 @@ def _messages_of(span: Span, side: str, used: set[str]) -> tuple[Message, ...] |
     if raw is None:
         return None
     ok, value = json_text(raw)
+    if not ok and type(value) is str and value.lstrip()[:1] in ("[", "{"):
+        # JSON that does not decode, such as a value cut off at an attribute length limit:
+        # reading it as text would make a message of broken JSON (a system prompt a user turn)
+        span.problems.append(
+            (
+                join_pointer(span.pointer, "attributes"),
+                (
+                    f"the {side} messages are JSON that cannot be decoded (cut off at an "
+                    "attribute length limit?), so they are left out"
+                ),
+            )
+        )
+        return ()
     if not ok:  # plain text: one message of that role
         return (Message("user" if side == "input" else "assistant", texts=(str(value),)),)
     if type(value) is dict:

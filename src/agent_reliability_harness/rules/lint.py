@@ -59,6 +59,7 @@ def _unread_parts(metadata: Mapping[str, Any], out: list[Finding]) -> None:
     notes = adapter.get("notes") if type(adapter) is dict else None
     if type(notes) is not list:
         return
+    subjects: dict[str, int] = {}  # a pointer noted again gets a number: one fingerprint each
     for note in notes:
         if type(note) is not dict or note.get("code") not in UNREAD_NOTES:
             continue
@@ -67,10 +68,12 @@ def _unread_parts(metadata: Mapping[str, Any], out: list[Finding]) -> None:
         where = pointer if type(pointer) is str else None
         text = note.get("message")
         what = show(text) if type(text) is str else code
+        subject = where if where is not None else code
+        seen = subjects[subject] = subjects.get(subject, 0) + 1
         out.append(
             SOURCE_NOT_READ.finding(
                 f"the adapter could not read {'the source' if where is None else where}: {what}",
-                subject=where if where is not None else code,
+                subject=subject if seen == 1 else f"{subject} ({seen})",
                 expected="every message, tool call, block and field of the type its format defines",
                 observed=f"adapter note {code}",
             )
