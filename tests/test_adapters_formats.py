@@ -1122,3 +1122,35 @@ def test_message_attributes_that_are_cut_off_json_are_left_out_with_a_note() -> 
     (text_trace,) = [r for _, r in to_traces(otlp(plain))]
     assert isinstance(text_trace, Trace)
     assert [(s.type, s.text) for s in text_trace.steps] == [("model_response", "hello")]
+
+
+def test_a_tool_span_without_a_call_id_records_the_call_its_model_requested() -> None:
+    # the model's output names the call c9; the instrumentation's tool span has no call id. It was
+    # two tool_call steps (one from the message), so a side-effect tool failed ARH-FLW-003
+    request = [
+        {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": "c9", "name": "refund", "arguments": {"n": 1}}],
+        }
+    ]
+    answer = [{"role": "assistant", "parts": [{"type": "text", "content": "Refunded."}]}]
+    chat = {"gen_ai__operation__name": "chat"}
+    document = otlp(
+        span("01", 0, **chat, gen_ai__output__messages=request),
+        tool("02", 10, "refund", gen_ai__tool__call__arguments={"n": 1}),
+        span("03", 20, **chat, gen_ai__output__messages=answer),
+        # a second request of the same tool, which no tool span records: a step of its own
+        span("04", 30, **chat, gen_ai__output__messages=request),
+    )
+    trace = convert(document, "otel-genai")
+    assert [(s.step_id, s.type, s.tool_name) for s in trace.steps] == [
+        ("02", "tool_call", "refund"),
+        ("03", "model_response", None),
+        ("c9", "tool_call", "refund"),
+    ]
+    # one duplicate side effect, the real one: the request no tool span records
+    policy = {"policy_id": "p", "allowed_tools": {"refund": {"side_effect": True}}}
+    findings = validate_trace(trace, Policy.from_dict(policy)).findings
+    assert [(f.rule_id, f.step_id) for f in findings if f.rule_id.startswith("ARH-FLW")] == [
+        ("ARH-FLW-003", "c9")
+    ]

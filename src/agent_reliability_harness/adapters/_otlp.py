@@ -532,8 +532,18 @@ class SpanTrace:
         return {}
 
     def _chat(
-        self, index: int, span: Span, view: SpanView, tool_ids: set[str], tools: bool
+        self,
+        index: int,
+        span: Span,
+        view: SpanView,
+        *,
+        tool_ids: set[str],
+        tools: bool,
+        idless: dict[str, int],
     ) -> None:
+        """A model call's step; the calls it requested become steps of their own unless a tool
+        span records them: one with their id, or, for a call with an id no tool span has, a
+        tool span of the same tool without an id (``idless`` counts those not yet claimed)."""
         builder = self.builder
         tail = _tail(view.inputs)
         if tail != self._last_tail:
@@ -560,6 +570,9 @@ class SpanTrace:
         for k, (call_id, name, raw) in enumerate(requested):
             if (call_id is not None and call_id in tool_ids) or (call_id is None and tools):
                 continue  # an execute_tool / TOOL span records this call
+            if type(name) is str and idless.get(name):
+                idless[name] -= 1  # so does a span of this tool that has no call id
+                continue
             call = builder.call_step(
                 f"{span.span_id or f's{index}'}-tool{k}",
                 call_id,
@@ -629,13 +642,17 @@ class SpanTrace:
         legacy: list[str] = []
         tool_ids = {v.call_id for _, v in views if v.kind == "tool" and v.call_id is not None}
         tools = any(v.kind == "tool" for _, v in views)
+        idless: dict[str, int] = {}
+        for _, v in views:
+            if v.kind == "tool" and v.call_id is None and v.tool_name:
+                idless[v.tool_name] = idless.get(v.tool_name, 0) + 1
         name = None
         for index, (span, view) in enumerate(views):
             self._problems(span)
             if view.kind == "tool":
                 self._tool_step(index, span, view)
             elif view.kind == "chat":
-                self._chat(index, span, view, tool_ids, tools)
+                self._chat(index, span, view, tool_ids=tool_ids, tools=tools, idless=idless)
             elif view.kind == "agent":
                 name = name or view.agent_name
             else:
