@@ -1154,3 +1154,49 @@ def test_a_tool_span_without_a_call_id_records_the_call_its_model_requested() ->
     assert [(f.rule_id, f.step_id) for f in findings if f.rule_id.startswith("ARH-FLW")] == [
         ("ARH-FLW-003", "c9")
     ]
+
+
+def test_a_user_turn_that_repeats_the_last_one_is_a_turn_of_its_own() -> None:
+    # every model call's input holds the conversation so far; a turn is read once, and a second
+    # "yes" after a new assistant message was taken for the first one seen again
+    def msg(role: str, text: str) -> dict[str, Any]:
+        return {"role": role, "parts": [{"type": "text", "content": text}]}
+
+    def out(text: str) -> list[dict[str, Any]]:
+        return [msg("assistant", text)]
+
+    first = [msg("user", "cancel B-1 and B-2")]
+    second = [*first, msg("assistant", "B-1? yes?"), msg("user", "yes")]
+    third = [*second, msg("assistant", "B-2? yes?"), msg("user", "yes")]
+    chat = {"gen_ai__operation__name": "chat"}
+    document = otlp(
+        span(
+            "01",
+            0,
+            **chat,
+            gen_ai__input__messages=first,
+            gen_ai__output__messages=out("B-1? yes?"),
+        ),
+        span(
+            "02",
+            10,
+            **chat,
+            gen_ai__input__messages=second,
+            gen_ai__output__messages=out("B-2? yes?"),
+        ),
+        # a retry of the same call sees the same input: not a turn of its own
+        span(
+            "03",
+            20,
+            **chat,
+            gen_ai__input__messages=second,
+            gen_ai__output__messages=out("B-2? yes?"),
+        ),
+        span("04", 30, **chat, gen_ai__input__messages=third, gen_ai__output__messages=out("done")),
+    )
+    trace = convert(document, "otel-genai")
+    assert [(s.step_id, s.text) for s in trace.steps if s.type == "user_message"] == [
+        ("01-user0", "cancel B-1 and B-2"),
+        ("02-user0", "yes"),
+        ("04-user0", "yes"),
+    ]

@@ -425,7 +425,7 @@ class SpanTrace:
         self.builder = Builder(dialect.fmt, Transcript([], "", {}, None))
         self._carry: list[Any] = [None, None, None]  # tokens in/out and cost moved to a step
         self._carried_from: list[str] = []
-        self._last_tail: tuple[Message, ...] | None = None
+        self._last_turn: tuple[int, tuple[Message, ...]] | None = None
         self._unmapped: set[str] = set()
 
     # -- notes -------------------------------------------------------------------------------
@@ -546,9 +546,13 @@ class SpanTrace:
         tool span of the same tool without an id (``idless`` counts those not yet claimed)."""
         builder = self.builder
         tail = _tail(view.inputs)
-        if tail != self._last_tail:
+        # the same tail after as many assistant messages is the same turn, seen again by the
+        # next model call (a retry, a second agent); after more of them, a new turn that says
+        # the same (a second "yes")
+        turn = (sum(1 for m in view.inputs if m.role == "assistant"), tail)
+        if turn != self._last_turn:
             self._read_tail(index, span, tail)
-        self._last_tail = tail
+        self._last_turn = turn
         texts: list[str] = []
         requested: list[tuple[str | None, Any, Any]] = []
         reasoning = 0
