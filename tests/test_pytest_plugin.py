@@ -191,6 +191,34 @@ def test_marked(arh_policy):
     _run(pytester, "--arh-policy", "policy.json").assert_outcomes(passed=2)
 
 
+def test_a_bare_marker_keeps_the_policy_of_the_module_or_class(
+    pytester: pytest.Pytester,
+) -> None:
+    # the closest marker was read even when it named no policy: "no policy for this test"
+    _two_policies(pytester)
+    pytester.makepyfile(
+        test_layers="""
+import pytest
+pytestmark = pytest.mark.agent_eval(policy="policies/strict.json")
+
+def test_module(arh_policy):
+    assert arh_policy.policy_id == "strict"
+
+@pytest.mark.agent_eval
+def test_bare_marker(arh_policy):
+    assert arh_policy.policy_id == "strict"
+
+@pytest.mark.agent_eval("policy.json")
+class TestOwnPolicy:
+    @pytest.mark.agent_eval
+    def test_bare_marker_in_a_class(self, arh_policy):
+        assert arh_policy.policy_id != "strict"
+"""
+    )
+    result = _run(pytester)
+    result.assert_outcomes(passed=3)
+
+
 def test_the_marker_names_the_policy_as_its_one_argument_too(pytester: pytest.Pytester) -> None:
     _two_policies(pytester)
     pytester.makepyfile(

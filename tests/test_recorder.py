@@ -186,6 +186,12 @@ def test_values_become_plain_json() -> None:
     while isinstance(node, list):
         depth, node = depth + 1, node[0]
     assert (depth, node) == (200, "<nested too deeply>")
+    # an integer Python will not write as text (more than 4,300 digits by default) is described;
+    # one it writes stays a number (writing the trace raised ValueError at the end of the run)
+    assert json_value({"n": 10**5000, "m": 10**4000}) == {
+        "n": "an integer of 5001 digits",
+        "m": 10**4000,
+    }
 
 
 def test_bad_values_are_usage_errors_naming_the_step() -> None:
@@ -225,6 +231,31 @@ def test_appends_one_line_per_trace_to_json_lines(tmp_path: Path) -> None:
     assert lines[0] == '{"torn": '
     assert [json.loads(line)["trace_id"] for line in lines[1:3]] == ["run-1", "run-2"]
     assert lines[3] == ""
+
+
+def _append_runs(path: str, worker: int) -> None:
+    for run in range(20):
+        rec = Recorder(f"w{worker}-{run}", clock=None)
+        rec.tool_call("fetch", {"blob": "y" * 200_000})
+        rec.append_jsonl(path)
+
+
+def test_processes_appending_to_one_file_add_no_blank_lines(tmp_path: Path) -> None:
+    # a writer looked at the last byte while another's long write was under way, took that
+    # for a torn line and wrote a line break first: 31 and 37 blank lines in two runs of 8 x 30
+    import multiprocessing
+
+    path = tmp_path / "runs.jsonl"
+    workers = [multiprocessing.Process(target=_append_runs, args=(str(path), k)) for k in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert lines[-1] == ""
+    assert sorted(json.loads(line)["trace_id"] for line in lines[:-1]) == sorted(
+        f"w{k}-{run}" for k in range(6) for run in range(20)
+    )
 
 
 def test_the_trace_is_written_when_the_block_raises(tmp_path: Path) -> None:
@@ -707,3 +738,45 @@ def test_the_guard_checks_overlapping_coroutine_calls_one_at_a_time() -> None:
 
     assert asyncio.run(unguarded()) == ["paid", "paid"]
     assert both == ["start a", "start b", "end a", "end b"]
+
+
+@pytest.mark.parametrize("method", ["write", "write_json", "append_jsonl"])
+@pytest.mark.parametrize("path", [5, None, b"runs.jsonl"])
+def test_every_write_method_checks_its_path(method: str, path: object) -> None:
+    # write checked it; write_json and append_jsonl raised TypeError or wrote a bytes path
+    rec = Recorder("run", clock=None)
+    with pytest.raises(UsageError, match=r"path must be a str or os\.PathLike path"):
+        getattr(rec, method)(path)
+
+
+@pytest.mark.parametrize("value", [0, [], "yes"])
+def test_requires_grounding_takes_only_true_or_false(value: object) -> None:
+    # "requires_grounding or None" stored 0 and [] as False without a word
+    rec = Recorder("run", clock=None)
+    with pytest.raises(UsageError, match="/requires_grounding: must be true or false"):
+        rec.model_response("hi", requires_grounding=value)  # type: ignore[arg-type]
+    assert rec.model_response("hi", requires_grounding=True).requires_grounding is True
+    assert rec.model_response("hi").requires_grounding is False
+
+
+def test_citations_given_as_a_set_are_in_the_order_of_their_json(tmp_path: Path) -> None:
+    # a set has no order of its own; its iteration order changed with PYTHONHASHSEED
+    script = (
+        "from agent_reliability_harness import Recorder\n"
+        "rec = Recorder('run', clock=None)\n"
+        "step = rec.model_response('hi', citations={'b-src', 'https://a.example', 'c', 'a'})\n"
+        "print(step.citations)\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("0", "1", "2", "3")
+    }
+    assert outputs == {
+        "({'source': 'a'}, {'source': 'b-src'}, {'source': 'c'}, {'url': 'https://a.example'})\n"
+    }

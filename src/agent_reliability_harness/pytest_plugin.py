@@ -85,26 +85,28 @@ class _Session:
         return self.policy(path)
 
     def marker_policy(self, item: pytest.Item | None) -> str | None:
-        """The policy named by the test's agent_eval marker (``policy=PATH`` or its one
-        argument), relative to the test's file; fail the test if the marker is misused."""
-        marker = None if item is None else item.get_closest_marker(MARKER)
-        if marker is None or item is None:
+        """The policy named by the closest agent_eval marker of the test that names one
+        (``policy=PATH`` or its one argument; a bare marker on the test leaves its class's or
+        module's in force), relative to the test's file; fail the test if a marker is misused."""
+        if item is None:
             return None
-        args, kwargs = marker.args, marker.kwargs
-        if len(args) + len(kwargs) > 1 or set(kwargs) - {"policy"}:
-            given = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
-            pytest.fail(f"{_BAD_MARKER}, got ({', '.join(given)})", pytrace=False)
-        value = args[0] if args else kwargs.get("policy")
-        if value is None:
-            return None
-        path = os.fspath(value) if isinstance(value, str | os.PathLike) else None
-        if not isinstance(path, str):
-            pytest.fail(
-                f"arh: the policy of @pytest.mark.{MARKER} must be a path (a str or "
-                f"os.PathLike), got {type(value).__name__}",
-                pytrace=False,
-            )
-        return os.path.join(os.path.dirname(str(item.path)), path)
+        for marker in item.iter_markers(MARKER):  # the closest first
+            args, kwargs = marker.args, marker.kwargs
+            if len(args) + len(kwargs) > 1 or set(kwargs) - {"policy"}:
+                given = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+                pytest.fail(f"{_BAD_MARKER}, got ({', '.join(given)})", pytrace=False)
+            value = args[0] if args else kwargs.get("policy")
+            if value is None:
+                continue
+            path = os.fspath(value) if isinstance(value, str | os.PathLike) else None
+            if not isinstance(path, str):
+                pytest.fail(
+                    f"arh: the policy of @pytest.mark.{MARKER} must be a path (a str or "
+                    f"os.PathLike), got {type(value).__name__}",
+                    pytrace=False,
+                )
+            return os.path.join(os.path.dirname(str(item.path)), path)
+        return None
 
     def add(self, policy: Policy, report: TraceReport) -> None:
         if self.report_dir is None:

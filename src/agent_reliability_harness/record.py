@@ -61,10 +61,24 @@ def json_value(value: object) -> Any:
     Mappings become objects (keys that are not strings are written as JSON writes them:
     ``1`` -> ``"1"``, ``None`` -> ``"null"``; other keys by ``str``), lists, tuples and sets
     become arrays (sets sorted by their JSON text), dataclass instances become objects of their
-    fields, NaN and infinities become the strings ``"nan"``, ``"inf"`` and ``"-inf"``, and
+    fields, NaN and infinities become the strings ``"nan"``, ``"inf"`` and ``"-inf"``, an integer
+    with more digits than Python writes as text the string ``"an integer of <n> digits"``, and
     anything else becomes its ``str()``. A container inside itself becomes ``"<cycle>"``.
     """
     return _convert(value, set(), 0)
+
+
+def _integer(value: int) -> int | str:
+    """An integer, or, when it has more digits than Python writes as text
+    (``sys.get_int_max_str_digits()``), the text ``"an integer of <n> digits"``."""
+    if value.bit_length() > 14_000:  # about 4,200 digits: below the default limit of 4,300
+        try:
+            str(value)
+        except ValueError:
+            from agent_reliability_harness.model._checks import number_text
+
+            return number_text(value)
+    return value
 
 
 def _key(key: object) -> str:
@@ -76,12 +90,12 @@ def _key(key: object) -> str:
 
 
 def _convert(value: object, active: set[int], depth: int) -> Any:
-    if value is None or type(value) in (str, bool, int):
+    if value is None or type(value) in (str, bool):
         return value
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
-        return int(value)
+        return _integer(int(value))
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else repr(float(value))
     if isinstance(value, str):
@@ -144,7 +158,10 @@ def _citations(citations: object) -> list[Any]:
             "citations must be a citation (a string or a mapping), an iterable of them, or "
             f"None, got {type(citations).__name__}"
         ) from None
-    return [_citation(c) for c in items]
+    converted = [_citation(c) for c in items]
+    if isinstance(citations, set | frozenset):  # no order of its own: by JSON text, as json_value
+        converted.sort(key=lambda c: json.dumps(c, sort_keys=True))
+    return converted
 
 
 def _citation(value: object) -> Any:
@@ -322,7 +339,8 @@ class Recorder:
                 "type": "model_response",
                 "text": text,
                 "citations": None if citations is None else _citations(citations),
-                "requires_grounding": requires_grounding or None,
+                # False is the default; anything else but True is refused as a file's would be
+                "requires_grounding": None if requires_grounding is False else requires_grounding,
                 "status": status,
                 "error": error,
                 "latency_ms": latency_ms,
@@ -497,13 +515,13 @@ class Recorder:
         from agent_reliability_harness.io import write_atomic
         from agent_reliability_harness.render.traces import render_trace
 
-        write_atomic(os.fspath(path), render_trace(self.trace(), indent=True))
+        write_atomic(_path(path, "path"), render_trace(self.trace(), indent=True))
 
     def append_jsonl(self, path: str | os.PathLike[str]) -> None:
         """Append the trace as one line of JSON Lines, in a single write."""
         from agent_reliability_harness.render.traces import render_trace
 
-        append_line(os.fspath(path), render_trace(self.trace(), indent=False))
+        append_line(_path(path, "path"), render_trace(self.trace(), indent=False))
 
 
 def append_line(path: str, line: str) -> None:
@@ -511,7 +529,9 @@ def append_line(path: str, line: str) -> None:
 
     Appends of one ``write`` each do not interleave, so several processes may append traces to
     one file. If the file does not end with a line break (a writer died mid-line), one is added
-    first, so that the new record stands on its own line.
+    first, so that the new record stands on its own line. Where the system has ``flock``, the
+    look at the last byte and the write are done under an exclusive lock: another process's
+    write in progress is not taken for a torn line (which added blank lines).
     """
     directory = os.path.dirname(path)
     if directory:
@@ -520,6 +540,12 @@ def append_line(path: str, line: str) -> None:
     flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
     fd = os.open(path, flags, 0o644)
     try:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no advisory locks here; appends still do not interleave
+            pass
+        else:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released when the file is closed
         if os.fstat(fd).st_size:
             os.lseek(fd, -1, os.SEEK_END)
             if os.read(fd, 1) != b"\n":
