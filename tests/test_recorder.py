@@ -780,3 +780,33 @@ def test_citations_given_as_a_set_are_in_the_order_of_their_json(tmp_path: Path)
     assert outputs == {
         "({'source': 'a'}, {'source': 'b-src'}, {'source': 'c'}, {'url': 'https://a.example'})\n"
     }
+
+
+def test_a_clock_that_returns_no_time_stops_the_call_before_it_runs() -> None:
+    calls: list[str] = []
+    rec = Recorder("run", clock=lambda: "now")  # type: ignore[arg-type,return-value]
+
+    @rec.tool
+    def pay(to: str) -> str:
+        calls.append(to)
+        return "paid"
+
+    with pytest.raises(UsageError, match="the clock must return a finite number of seconds"):
+        pay("ann")
+    assert (calls, rec.steps) == ([], ())  # nothing ran, nothing to record
+
+
+@pytest.mark.parametrize("later", [math.inf, 1e306])
+def test_a_clock_that_breaks_during_a_call_keeps_the_call_recorded(later: float) -> None:
+    # the call ran; its step was lost (a TypeError, or a latency of inf that no step may hold)
+    readings = iter([0.0, later])
+    rec = Recorder("run", clock=lambda: next(readings))
+
+    @rec.tool
+    def pay(to: str) -> str:
+        return "paid"
+
+    with pytest.raises(UsageError, match="clock"):
+        pay("ann")
+    (step,) = rec.steps
+    assert (step.tool_name, step.output, step.latency_ms) == ("pay", "paid", None)

@@ -458,7 +458,18 @@ class Recorder:
                     }
                 )
                 raise
-        return step_id, None if self.clock is None else self.clock()
+        return step_id, None if self.clock is None else self._now()
+
+    def _now(self) -> float:
+        """The clock's reading; UsageError when it is not a finite number of seconds."""
+        assert self.clock is not None
+        now = self.clock()
+        if type(now) not in (int, float) or not math.isfinite(now):
+            shown = repr(now)[:100]
+            raise UsageError(
+                f"the clock must return a finite number of seconds, got {_what(now)} ({shown})"
+            )
+        return float(now)
 
     def _end(
         self,
@@ -470,8 +481,16 @@ class Recorder:
     ) -> None:
         step_id, start = started
         latency = None
+        bad_clock = None
         if start is not None and self.clock is not None:
-            latency = round(max(0.0, (self.clock() - start) * 1000.0), _LATENCY_DECIMALS)
+            try:
+                latency = round(max(0.0, (self._now() - start) * 1000.0), _LATENCY_DECIMALS)
+                if not math.isfinite(latency):
+                    raise UsageError(
+                        f"the clock jumped from {start!r} to a time too far ahead to measure"
+                    )
+            except UsageError as exc:  # the call ran: record it (without latency), then say so
+                latency, bad_clock = None, exc
         self._add(
             {
                 "step_id": step_id,
@@ -484,6 +503,8 @@ class Recorder:
                 "latency_ms": latency,
             }
         )
+        if bad_clock is not None:
+            raise bad_clock
 
     # -- the trace ------------------------------------------------------------------------
 
