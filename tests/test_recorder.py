@@ -810,3 +810,22 @@ def test_a_clock_that_breaks_during_a_call_keeps_the_call_recorded(later: float)
         pay("ann")
     (step,) = rec.steps
     assert (step.tool_name, step.output, step.latency_ms) == ("pay", "paid", None)
+
+
+def test_string_enum_names_become_plain_strings_that_round_trip() -> None:
+    from enum import StrEnum
+
+    class Run(StrEnum):
+        ID = "run-1"
+        AGENT = "refund-agent"
+        SOURCE = "sdk"
+
+    # a trace holding an enum member as its id did not parse back: "must be a string, got enum"
+    rec = Recorder(Run.ID, Run.AGENT, source=Run.SOURCE, clock=None)
+    rec.model_response("done")
+    monitor = Monitor(Policy.from_dict({"policy_id": "p"}), trace_id=Run.ID, agent_name=Run.AGENT)
+    monitor.observe({"step_id": "s1", "type": "model_response", "text": "done"})
+    for trace in (rec.trace(), monitor.trace()):
+        assert (type(trace.trace_id), type(trace.agent_name)) == (str, str)
+        assert Trace.from_dict(trace.to_dict()) == trace
+    assert type(rec.trace().source) is str

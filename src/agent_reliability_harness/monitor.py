@@ -764,7 +764,7 @@ class Monitor:
         fail_under: float = DEFAULT_FAIL_UNDER,
     ) -> None:
         self._validator = Validator(policy, fail_under)  # a UsageError unless it is a Policy
-        check_identity(trace_id, agent_name, workflow)
+        trace_id, agent_name, workflow = check_identity(trace_id, agent_name, workflow)
         self.trace_id = trace_id
         self.agent_name = agent_name
         self.workflow = workflow

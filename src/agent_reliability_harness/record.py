@@ -203,7 +203,7 @@ class Recorder:
         guard: Policy | Monitor | None = None,
         clock: Callable[[], float] | None = time.perf_counter,
     ) -> None:
-        check_identity(trace_id, agent_name, workflow)
+        trace_id, agent_name, workflow = check_identity(trace_id, agent_name, workflow)
         if source is not None and not isinstance(source, str):
             raise UsageError(f"source must be a string or None, got {type(source).__name__}")
         if clock is not None and not callable(clock):
@@ -215,7 +215,7 @@ class Recorder:
         self.workflow = workflow
         self.path = None if path is None else _path(path, "path")
         self.metadata: dict[str, Any] = _metadata(metadata)
-        self.source = source
+        self.source = None if source is None else str.__str__(source)
         self.clock = clock
         self.monitor: Monitor | None
         if isinstance(guard, Policy):

@@ -299,12 +299,16 @@ def schema_version_for(steps: Iterable[Step]) -> str:
     return "1.1" if any(step.type == "user_message" for step in steps) else "1"
 
 
-def check_identity(trace_id: object, agent_name: object, workflow: object) -> None:
-    """Raise :class:`UsageError` unless the identity given to a trace built in Python (by a
-    recorder or a monitor) is what a trace file must hold: ``trace_id`` a non-empty string,
-    ``agent_name`` and ``workflow`` strings."""
+def check_identity(trace_id: object, agent_name: object, workflow: object) -> tuple[str, str, str]:
+    """The identity given to a trace built in Python (by a recorder or a monitor), as plain
+    strings (a ``StrEnum`` member is taken for its value, which a trace file holds); raise
+    :class:`UsageError` unless ``trace_id`` is a non-empty string and ``agent_name`` and
+    ``workflow`` are strings."""
+    names: list[str] = []
     for name, value in (("agent_name", agent_name), ("workflow", workflow)):
         if not isinstance(value, str):
             raise UsageError(f"{name} must be a string, got {type(value).__name__}")
+        names.append(str.__str__(value))
     if not isinstance(trace_id, str) or not trace_id:
         raise UsageError("trace_id must be a non-empty string")
+    return str.__str__(trace_id), names[0], names[1]
