@@ -1200,3 +1200,18 @@ def test_a_user_turn_that_repeats_the_last_one_is_a_turn_of_its_own() -> None:
         ("02-user0", "yes"),
         ("04-user0", "yes"),
     ]
+
+
+def test_a_gemini_content_without_a_role_is_the_users() -> None:
+    # the API allows leaving role out in a one-turn request; it was unknown_role '<null>' and
+    # the user's words were lost
+    record = {
+        "contents": [{"parts": [{"text": "weather in Oslo?"}]}],
+        "candidates": [{"content": {"parts": [{"text": "Rain."}]}}],
+    }
+    trace = convert(record, "gemini")
+    assert [(s.step_id, s.type, s.text) for s in trace.steps] == [
+        ("m0-user", "user_message", "weather in Oslo?"),
+        ("m1-response", "model_response", "Rain."),
+    ]
+    assert "unknown_role" not in [n["code"] for n in notes(trace)]

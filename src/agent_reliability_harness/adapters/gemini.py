@@ -166,7 +166,9 @@ def _content(builder: Builder, i: int, pointer: str, content: Any) -> bool:
             "non_object_message", f"a content is {json_type(content)}, not an object", pointer
         )
         return False
-    role = content.get("role", "model" if "/candidates/" in pointer else None)
+    role = content.get("role")
+    if role is None:  # optional in the API: a candidate's is the model's, a request's the user's
+        role = "model" if "/candidates/" in pointer else "user"
     parts = content.get("parts")
     parts_pointer = join_pointer(pointer, "parts")
     if parts is None:
