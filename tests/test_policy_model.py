@@ -1052,3 +1052,13 @@ def test_subclasses_of_json_types_are_named_by_their_type(
 ) -> None:
     # the checks test `type(x) is ...`; the message used to name the JSON type they ask for
     check_rejected(doc, pointer, shown)
+
+
+def test_a_policy_does_not_change_when_the_dict_it_was_read_from_does() -> None:
+    data = policy_doc(allowed_tools={"t": {"required_arguments": {"a": {"enum": [[1]]}}}})
+    policy = Policy.from_dict(data)
+    before = (policy.to_dict(), policy.sha256)
+    data["allowed_tools"]["t"]["required_arguments"]["a"]["enum"][0].append(2)
+    data["allowed_tools"]["t"]["required_arguments"]["a"]["enum"].append("x")
+    assert (policy.to_dict(), policy.sha256) == before
+    assert policy.allowed_tools["t"].required_arguments["a"].enum == ([1],)

@@ -487,6 +487,17 @@ _POLICY_KEYS: Final = (
 _EXTENSION_KEYS: Final = _POLICY_KEYS[-5:]
 
 
+def _copy(data: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy, so that changing the caller's dict (an enum list) cannot change the policy;
+    the dict itself when a value cannot be copied (it is refused later, by its pointer)."""
+    import copy
+
+    try:
+        return copy.deepcopy(data)
+    except Exception:  # noqa: BLE001 - any value that deepcopy refuses
+        return data
+
+
 class Policy(Record):
     """A parsed, validated policy. Build it with :meth:`from_dict`."""
 
@@ -517,6 +528,7 @@ class Policy(Record):
             raise bad("", f"a policy must be a JSON object, got {json_type(data)}")
         # JSON has only string keys; a policy built in Python may not: one walk refuses them all
         check_keys_are_strings(data, "")
+        data = _copy(data)
         version = parse_schema_version(data.get("schema_version"), "/schema_version", "policy")
         _check_keys(data, _POLICY_KEYS, "")
         policy_id = req_str(data, "policy_id", "", non_empty=True)
