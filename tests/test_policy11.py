@@ -458,6 +458,16 @@ INVALID: dict[str, tuple[Any, str, str]] = {
         "/conditions/0/when/amount",
         "exceeds max",
     ),
+    "when-empty-exclusive-range": (
+        with_value(BASE_C, (*C, "when"), {"amount": {"exclusive_min": 5, "exclusive_max": 5}}),
+        "/conditions/0/when/amount",
+        "no number is within exclusive_min 5 and exclusive_max 5, so the test never holds",
+    ),
+    "when-empty-half-open-range": (
+        with_value(BASE_C, (*C, "when"), {"amount": {"min": 1, "exclusive_min": 4, "max": 4}}),
+        "/conditions/0/when/amount",
+        "no number is within exclusive_min 4 and max 4",
+    ),
     "when-count-without-wildcard": (
         with_value(BASE_C, (*C, "when"), {"amount": {"min": 1, "min_count": 2}}),
         "/conditions/0/when/amount/min_count",
@@ -584,6 +594,8 @@ GAPS = {
     "condition-prior-match-unknown-argument",
     "when-unknown-argument",
     "when-min-above-max",
+    "when-empty-exclusive-range",
+    "when-empty-half-open-range",
     "when-count-without-wildcard",
     "condition-names-repeat",
     "relation-compare-with-many",

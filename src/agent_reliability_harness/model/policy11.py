@@ -115,6 +115,24 @@ _PREDICATE_KEYS: Final = (
 _BOUNDS: Final = ("min", "max", "exclusive_min", "exclusive_max")
 
 
+def _check_range(bounds: dict[str, int | float | None], pointer: str) -> None:
+    """Refuse bounds that no number meets (exclusive_min 5 with exclusive_max 5): a test that
+    never holds would turn its condition off without a word."""
+    lows = [(v, key) for key in ("min", "exclusive_min") if (v := bounds[key]) is not None]
+    highs = [(v, key) for key in ("max", "exclusive_max") if (v := bounds[key]) is not None]
+    if not lows or not highs:
+        return
+    # the tightest bound on each side; at equal values an exclusive bound is the tighter
+    low, low_key = max(lows, key=lambda b: (b[0], b[1] == "exclusive_min"))
+    high, high_key = min(highs, key=lambda b: (b[0], b[1] != "exclusive_max"))
+    if low > high or (low == high and "exclusive" in low_key + high_key):
+        raise bad(
+            pointer,
+            f"no number is within {low_key} {low!r} and {high_key} {high!r}, so the test "
+            "never holds",
+        )
+
+
 class Predicate(Record):
     """Tests on one value, all of which must hold: equality, membership, a full-match pattern,
     inclusive and exclusive numeric bounds, and the negation of another predicate."""
@@ -191,6 +209,7 @@ class Predicate(Record):
         low, high = bounds["min"], bounds["max"]
         if low is not None and high is not None and low > high:
             raise bad(pointer, f"min ({low!r}) exceeds max ({high!r})")
+        _check_range(bounds, pointer)
         negated = None
         if data.get("not") is not None:
             negated = cls.parse(data["not"], join_pointer(pointer, "not"), patterns)
