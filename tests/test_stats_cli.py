@@ -575,3 +575,16 @@ def test_reports_with_input_errors_are_warned_about(arh: Arh, tmp_path: Path) ->
         f"warning: report {report} records 1 input error: traces from unreadable inputs are "
         "missing from it"
     ) in run.out.splitlines()
+
+
+def test_a_report_named_twice_is_read_once(arh: Arh, tmp_path: Path) -> None:
+    # "arh stats one.json one.json" counted every run twice, without a word
+    report = _one_report(arh, tmp_path, "base", BASELINE)
+    once = tmp_path / "once.json"
+    twice = tmp_path / "twice.json"
+    assert arh("stats", report, "--json-out", once, "--quiet").status == 0
+    alias = tmp_path / "." / report.name  # another spelling of the same file
+    run = arh("stats", report, alias, "--json-out", twice, "--quiet")
+    assert run.status == 0
+    assert run.err == (f"warning: {alias}: this report is named more than once; it is read once\n")
+    assert json.loads(twice.read_text("utf-8")) == json.loads(once.read_text("utf-8"))

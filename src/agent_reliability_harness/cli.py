@@ -695,10 +695,22 @@ def _stat_usage(args: argparse.Namespace, *, baseline: bool = True) -> str | Non
 
 def _read_reports(paths: Sequence[str], label: str) -> list[tuple[str, Any]] | None:
     """Each report with its path, or None after printing why one cannot be read."""
+    from agent_reliability_harness.render._text import terminal_safe
     from agent_reliability_harness.runner import load_report
 
     runs = []
+    seen: set[str] = set()
     for path in paths:
+        # one file named twice (a glob and a name, ./a and a) would count its runs twice
+        same = os.path.realpath(path) if path != "-" else path
+        if same in seen:
+            _print(
+                f"warning: {terminal_safe(path)}: this {label} is named more than once; it is "
+                "read once\n",
+                sys.stderr,
+            )
+            continue
+        seen.add(same)
         try:
             runs.append((path, load_report(path)))
         except InputError as exc:
