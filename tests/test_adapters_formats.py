@@ -1215,3 +1215,24 @@ def test_a_gemini_content_without_a_role_is_the_users() -> None:
         ("m1-response", "model_response", "Rain."),
     ]
     assert "unknown_role" not in [n["code"] for n in notes(trace)]
+
+
+def test_bedrock_usage_without_the_response_message_is_noted() -> None:
+    # a log whose messages already hold the reply, with no 'output': usage and latency vanished
+    record = {
+        "messages": [
+            {"role": "user", "content": [{"text": "hi"}]},
+            {"role": "assistant", "content": [{"text": "hello"}]},
+        ],
+        "usage": {"inputTokens": 5, "outputTokens": 2},
+        "metrics": {"latencyMs": 120},
+    }
+    trace = convert(record, "bedrock-converse")
+    assert [(s.type, s.input_tokens, s.latency_ms) for s in trace.steps] == [
+        ("user_message", None, None),
+        ("model_response", None, None),
+    ]
+    assert [(n["code"], n["pointer"]) for n in notes(trace)] == [
+        ("usage_not_mapped", "/usage"),
+        ("usage_not_mapped", "/metrics"),
+    ]

@@ -122,8 +122,11 @@ def convert(record: Any, options: RecordOptions | None = None) -> Trace:
         else:
             builder.unknown_role(role, pointer)
         builder.unmapped_fields(message, _MESSAGE_KEYS, pointer, "messages")
-    if wrapper is not None and messages and messages[-1][0] == "/output/message":
-        step = builder.first_step_since(first)
+    if wrapper is not None and "usage" in transcript.consumed:  # a Converse record, read here
+        # the response's usage and latency go on its first step; a record without the
+        # response's message ('output') has no step to carry them: noted, not dropped
+        has_response = bool(messages) and messages[-1][0] == "/output/message"
+        step = builder.first_step_since(first) if has_response else None
         _usage(builder, wrapper.get("usage"), step)
         _latency(builder, wrapper.get("metrics"), step)
     return builder.finish(options, AGENT_NAME, WORKFLOW)
