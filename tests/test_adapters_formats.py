@@ -1236,3 +1236,25 @@ def test_bedrock_usage_without_the_response_message_is_noted() -> None:
         ("usage_not_mapped", "/usage"),
         ("usage_not_mapped", "/metrics"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("status", "status_missing"),
+    [
+        ({"code": 1}, False),  # STATUS_CODE_OK: the call did not fail
+        ({"code": "STATUS_CODE_OK"}, False),
+        ({"code": 0}, True),  # unset: says nothing
+        (None, True),
+    ],
+)
+def test_a_tool_span_that_says_ok_records_whether_its_call_failed(
+    status: dict[str, Any] | None, status_missing: bool
+) -> None:
+    # without the opt-in result attribute, a span with status OK still says the call did not
+    # fail; tool_status was listed as missing, so ARH-FLW-001 showed as not applicable
+    span_doc = tool("01", 0, "lookup")
+    if status is not None:
+        span_doc["status"] = status
+    trace = convert(otlp(span_doc), "otel-genai")
+    assert ("tool_status" in missing(trace)) is status_missing
+    assert "tool_output" in missing(trace)

@@ -609,6 +609,10 @@ class Builder:
         if status_known:
             self._status_known.add(step_id)
 
+    def status_recorded(self, step_id: str) -> None:
+        """Record that the source says whether the call ``step_id`` failed, without a result."""
+        self._status_known.add(step_id)
+
     def missing(self) -> list[str]:
         """The canonical fields the source provided for none of the steps they apply to, in the
         order of ``MISSING_FIELDS`` (see TRACE-SPEC.md, "Fidelity of converted traces")."""

@@ -41,6 +41,7 @@ __all__ = [
 _RESOURCE_KEYS: Final = ("resourceSpans", "resource_spans")
 _SCOPE_KEYS: Final = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans")
 _STATUS_ERROR: Final = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR", "error"})
+_STATUS_OK: Final = frozenset({1, "1", "STATUS_CODE_OK", "OK", "ok"})
 
 
 class Span(Record):
@@ -58,6 +59,7 @@ class Span(Record):
     line: int | None
     resource: dict[str, Any]
     problems: list[tuple[str, str]] = field(default_factory=list, compare=False)
+    ok: bool = False  # the status says OK in so many words (an unset status says nothing)
 
     def ref(self) -> dict[str, Any]:
         """How notes name this span: its id, its pointer, and the line of a JSON Lines file."""
@@ -219,9 +221,11 @@ def _span(raw: dict[str, Any], pointer: str, line: int | None, resource: dict[st
     elif raw_events is not None:
         problems.append((join_pointer(pointer, "events"), "events must be an array"))
     error = None
+    ok = False
     status = raw.get("status")
     if type(status) is dict:
         code = status.get("code")
+        ok = type(code) in (int, str) and code in _STATUS_OK
         if type(code) in (int, str) and code in _STATUS_ERROR:
             message = status.get("message")
             kind = attributes.get("error.type")
@@ -247,6 +251,7 @@ def _span(raw: dict[str, Any], pointer: str, line: int | None, resource: dict[st
         line,
         resource,
         problems,
+        ok,
     )
 
 
@@ -512,6 +517,8 @@ class SpanTrace:
             builder.answered(step["step_id"], status_known=True)
         elif span.error is not None:
             builder.answered(step["step_id"], status_known=True)
+        elif span.ok:  # it says it did not fail, though its result was not recorded
+            builder.status_recorded(step["step_id"])
 
     def _arguments(self, raw: Any, span: Span, step_id: str) -> dict[str, Any]:
         if raw is None or type(raw) is dict:
