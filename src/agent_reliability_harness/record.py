@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 
@@ -71,7 +72,8 @@ def json_value(value: object) -> Any:
 def _integer(value: int) -> int | str:
     """An integer, or, when it has more digits than Python writes as text
     (``sys.get_int_max_str_digits()``), the text ``"an integer of <n> digits"``."""
-    if value.bit_length() > 14_000:  # about 4,200 digits: below the default limit of 4,300
+    limit = sys.get_int_max_str_digits()
+    if limit and value.bit_length() > 3 * limit:  # 3 bits make less than one digit: near it
         try:
             str(value)
         except ValueError:
@@ -464,7 +466,7 @@ class Recorder:
         """The clock's reading; UsageError when it is not a finite number of seconds."""
         assert self.clock is not None
         now = self.clock()
-        if type(now) not in (int, float) or not math.isfinite(now):
+        if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
             shown = repr(now)[:100]
             raise UsageError(
                 f"the clock must return a finite number of seconds, got {_what(now)} ({shown})"
