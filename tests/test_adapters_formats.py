@@ -1258,3 +1258,18 @@ def test_a_tool_span_that_says_ok_records_whether_its_call_failed(
     trace = convert(otlp(span_doc), "otel-genai")
     assert ("tool_status" in missing(trace)) is status_missing
     assert "tool_output" in missing(trace)
+
+
+def test_token_usage_never_lands_on_a_user_turn() -> None:
+    # a Response with no output items: its usage went on the user turn before it, where no
+    # budget reads it, and nothing said so
+    record = {
+        "object": "response",
+        "input": [{"role": "user", "content": "hi"}],
+        "output": [],
+        "usage": {"input_tokens": 12, "output_tokens": 0},
+    }
+    trace = convert(record, "openai-responses")
+    assert [(s.type, s.input_tokens) for s in trace.steps] == [("user_message", None)]
+    assert "usage_not_mapped" in [n["code"] for n in notes(trace)]
+    assert "tokens" in missing(trace)

@@ -404,10 +404,11 @@ class Builder:
         input_tokens: int | None,
         output_tokens: int | None,
     ) -> None:
-        """Put a message's token usage on its first step."""
+        """Put a message's token usage on its first step (a user turn does not carry it: no rule
+        reads the metrics of user turns, so it would be lost there without a word)."""
         if input_tokens is None and output_tokens is None:
             return
-        if step is None:
+        if step is None or step.get("type") == "user_message":
             self.notes.add(
                 "usage_not_mapped",
                 "the message has token usage but produced no step to carry it",
