@@ -30,11 +30,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 
 from agent_reliability_harness.errors import InputError, UsageError
+from agent_reliability_harness.model._checks import fits_in_text, number_text
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
 
@@ -72,15 +72,12 @@ def json_value(value: object) -> Any:
 def _integer(value: int) -> int | str:
     """An integer, or, when it has more digits than Python writes as text
     (``sys.get_int_max_str_digits()``), the text ``"an integer of <n> digits"``."""
-    limit = sys.get_int_max_str_digits()
-    if limit and value.bit_length() > 3 * limit:  # 3 bits make less than one digit: near it
-        try:
-            str(value)
-        except ValueError:
-            from agent_reliability_harness.model._checks import number_text
+    return value if fits_in_text(value) else number_text(value)
 
-            return number_text(value)
-    return value
+
+def _json_order(value: Any) -> str:
+    """How the members of a set are ordered: by their JSON text (a set has no order of its own)."""
+    return json.dumps(value, sort_keys=True)
 
 
 def _key(key: object) -> str:
@@ -115,7 +112,7 @@ def _convert(value: object, active: set[int], depth: int) -> Any:
             return [_convert(v, active, depth + 1) for v in value]
         if isinstance(value, set | frozenset):
             items = [_convert(v, active, depth + 1) for v in value]
-            return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+            return sorted(items, key=_json_order)
         if hasattr(type(value), "__dataclass_fields__"):
             import dataclasses  # already loaded: the value is a dataclass instance
 
@@ -161,8 +158,8 @@ def _citations(citations: object) -> list[Any]:
             f"None, got {type(citations).__name__}"
         ) from None
     converted = [_citation(c) for c in items]
-    if isinstance(citations, set | frozenset):  # no order of its own: by JSON text, as json_value
-        converted.sort(key=lambda c: json.dumps(c, sort_keys=True))
+    if isinstance(citations, set | frozenset):
+        converted.sort(key=_json_order)
     return converted
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "check_json_values",
     "check_keys_are_strings",
     "find_non_string_key",
+    "fits_in_text",
     "is_finite",
     "json_type",
     "key_type_error",
@@ -108,6 +109,19 @@ def number_text(value: int | float) -> str:
     return f"an integer of {digits} digits"
 
 
+def fits_in_text(value: int) -> bool:
+    """Whether Python writes ``value`` as text: it refuses integers of more digits than
+    ``sys.get_int_max_str_digits()`` (0: no limit). Any integer a float can hold is short enough,
+    so only the others are tried."""
+    if is_finite(value) or not sys.get_int_max_str_digits():
+        return True
+    try:  # refused quickly beyond the limit; below it, a few thousand digits at most
+        str(value)
+    except ValueError:
+        return False
+    return True
+
+
 def array_index(token: str, length: int, *, from_end: bool = False) -> int | None:
     """The element that a JSON pointer token names in an array of ``length``, or None (the rule
     of every pointer arh resolves). RFC 6901: ``0`` or ASCII digits without a leading zero; with
@@ -179,15 +193,12 @@ def check_json_values(value: object, pointer: str) -> None:
             if not is_finite(node):
                 raise bad(where, f"must be a finite number, got {node!r}")
         elif type(node) is int:
-            if not is_finite(node) and sys.get_int_max_str_digits():
-                try:  # refused quickly beyond the limit; below it, at most a few thousand digits
-                    str(node)
-                except ValueError:
-                    raise bad(
-                        where,
-                        f"{number_text(node)} is more than this Python writes as text "
-                        "(sys.set_int_max_str_digits)",
-                    ) from None
+            if not fits_in_text(node):
+                raise bad(
+                    where,
+                    f"{number_text(node)} is more than this Python writes as text "
+                    "(sys.set_int_max_str_digits)",
+                )
         elif node is not None and type(node) is not str and type(node) is not bool:
             raise bad(where, f"must be a JSON value, got {json_type(node)}")
 

@@ -6,6 +6,7 @@ import json
 import math
 
 from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.model._checks import fits_in_text
 from agent_reliability_harness.model.trace import Step, Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -99,14 +100,10 @@ class TraceFacts:
         # (0.1 + 0.2 is 0.3 here) and reports do not print binary noise.
         self.latency_total = round(_total(latencies, "latency_ms"), LATENCY_DECIMALS)
         self.cost_total = round(_total(costs, "cost_usd"), COST_DECIMALS)
-        if tokens is not None:
-            try:
-                str(tokens)
-            except ValueError:  # beyond the interpreter's limit for turning an int into text
-                raise InputError(
-                    "the steps' token counts add up to a number too long to report",
-                    pointer="/steps",
-                ) from None
+        if tokens is not None and not fits_in_text(tokens):
+            raise InputError(
+                "the steps' token counts add up to a number too long to report", pointer="/steps"
+            )
         self.tokens_total = tokens
         self._argument_keys: dict[int, str] = {}
 
