@@ -16,7 +16,7 @@ from agent_reliability_harness.render._text import BIDI_CONTROLS
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
     from typing import Final
 
 __all__ = [
@@ -124,13 +124,26 @@ def md_size(lines: Sequence[str]) -> int:
     return sum(len(line) + 1 for line in lines)
 
 
-def md_fit(lines: list[str], items: Sequence[str], budget: int, noun: str) -> None:
-    """Append ``items`` to ``lines`` while the whole stays within ``budget`` characters; a line
-    says how many were left out."""
-    size = md_size(lines)
+def md_fit(
+    lines: list[str],
+    items: Sequence[str] | Iterable[list[str]],
+    budget: int,
+    noun: str,
+    *,
+    count: int | None = None,
+    verb: str = "listed",
+    used: int = 0,
+) -> None:
+    """Append ``items`` (lines, or sections of lines) to ``lines`` while ``used`` characters
+    plus ``lines`` stay within ``budget``; a line says how many of them were left out. Sections
+    may come from a generator, made only while they fit: ``count`` says how many there are."""
+    total = len(items) if count is None else count  # type: ignore[arg-type]
+    size = used + md_size(lines)
     for shown, item in enumerate(items):
-        if size + len(item) + 1 > budget:
-            lines += ["", md_left_out(len(items) - shown, noun)]
+        section = [item] if isinstance(item, str) else item
+        item_size = md_size(section)
+        if size + item_size > budget:
+            lines += ["", md_left_out(total - shown, noun, verb)]
             return
-        lines.append(item)
-        size += len(item) + 1
+        lines += section
+        size += item_size

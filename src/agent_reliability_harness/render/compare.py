@@ -15,7 +15,6 @@ from agent_reliability_harness.render._markdown import (
     MESSAGE_CHARS,
     md_code,
     md_fit,
-    md_left_out,
     md_row,
     md_size,
     md_text,
@@ -239,16 +238,11 @@ def render_compare_markdown(
         budget = max(MAX_CHARS // 2, md_size(out) + MAX_CHARS // 8)
         md_fit(out, rows, budget, "changed trace")
         with_findings = [d for d in notable if d.new_findings or d.resolved_findings]
-        size = md_size(out)
-        for index, delta in enumerate(with_findings):
-            section = ["", f"#### {md_text(delta.trace_id)}", "", *_md_findings(delta)]
-            section_size = md_size(section)
-            if size + section_size > MAX_CHARS - 200:
-                left = len(with_findings) - index
-                out += ["", md_left_out(left, "changed trace", "detailed")]
-                break
-            out += section
-            size += section_size
+        sections = (
+            ["", f"#### {md_text(d.trace_id)}", "", *_md_findings(d)] for d in with_findings
+        )
+        md_fit(out, sections, MAX_CHARS - 200, "changed trace", count=len(with_findings),
+               verb="detailed")  # fmt: skip
     return "\n".join(out) + "\n"
 
 

@@ -18,7 +18,6 @@ from agent_reliability_harness.render._markdown import (
     MESSAGE_CHARS,
     md_code,
     md_fit,
-    md_left_out,
     md_row,
     md_size,
     md_text,
@@ -143,14 +142,8 @@ def _document(
             "| Trace | Verdict | Score | Errors | Warnings | Agent / workflow |",
             "|---|---|---|---|---|---|",
         ]
-        size = md_size(head)
-        for shown, r in enumerate(listed):
-            row = _row(r)
-            if size + len(row) > MAX_CHARS // 2:
-                head += ["", md_left_out(listed_count - shown, "trace")]
-                break
-            head.append(row)
-            size += len(row) + 1
+        rows = ([_row(r)] for r in listed)  # made only while they fit
+        md_fit(head, rows, MAX_CHARS // 2 + 1, "trace", count=listed_count)
     if listed_count < total:
         passing = total - failing_count
         head += ["", f"{passing} passing trace{'s are' if passing != 1 else ' is'} not listed."]
@@ -159,17 +152,11 @@ def _document(
     tail = _not_applicable(not_applicable, room)
     tail += _input_errors(summary, room - md_size(tail))
     body: list[str] = []
-    size = md_size(head + tail)
     if failing_count:
         body += ["", "## Findings of the failing traces"]
-    for index, report in enumerate(failing):
-        section = _trace_section(report)
-        section_size = md_size(section)
-        if size + section_size > MAX_CHARS - 200:
-            body += ["", md_left_out(failing_count - index, "failing trace", "shown")]
-            break
-        body += section
-        size += section_size
+    sections = (_trace_section(report) for report in failing)
+    md_fit(body, sections, MAX_CHARS - 200, "failing trace", count=failing_count, verb="shown",
+           used=md_size(head + tail))  # fmt: skip
     return "\n".join(head + body + tail) + "\n"
 
 
