@@ -109,7 +109,7 @@ class Validator:
             source_path=source_path,
             categories=results,
             source_line=source_line,
-            not_applicable=not_applicable(trace, self._fidelity),
+            not_applicable=not_applicable(facts.missing, self._fidelity),
         )
 
 

@@ -24,7 +24,7 @@ __all__ = [
     "NotApplicable",
     "declared_missing",
     "fidelity_plan",
-    "lacks",
+    "missing_fields",
     "not_applicable",
 ]
 
@@ -110,18 +110,17 @@ def _present(trace: Trace) -> set[str]:
     return present
 
 
-def lacks(trace: Trace, field: str) -> bool:
-    """Whether the trace's source did not provide ``field``: declared missing and absent."""
-    return field in declared_missing(trace) and field not in _present(trace)
+def missing_fields(trace: Trace) -> frozenset[str]:
+    """The fields the trace's source did not provide: declared missing, and on no step (a
+    field the trace declares missing but has on a step is not missing)."""
+    declared = declared_missing(trace)
+    return declared - _present(trace) if declared else declared
 
 
-def not_applicable(trace: Trace, plan: tuple[NotApplicable, ...]) -> tuple[NotApplicable, ...]:
-    """The checks of ``plan`` that need a field the trace's source did not provide (a field the
-    trace declares missing but has on a step is not missing)."""
-    if not plan:
-        return ()
-    missing = declared_missing(trace)
+def not_applicable(
+    missing: frozenset[str], plan: tuple[NotApplicable, ...]
+) -> tuple[NotApplicable, ...]:
+    """The checks of ``plan`` that need a field of ``missing`` (see :func:`missing_fields`)."""
     if not missing:
         return ()
-    missing = missing - _present(trace)
     return tuple(check for check in plan if check.field in missing)

@@ -7,6 +7,7 @@ import math
 
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model._checks import fits_in_text
+from agent_reliability_harness.model.fidelity import missing_fields
 from agent_reliability_harness.model.trace import Step, Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -41,6 +42,7 @@ class TraceFacts:
 
     __slots__ = (
         "_argument_keys",
+        "_missing",
         "agent_steps",
         "calls_by_tool",
         "cost_total",
@@ -106,6 +108,15 @@ class TraceFacts:
             )
         self.tokens_total = tokens
         self._argument_keys: dict[int, str] = {}
+        self._missing: frozenset[str] | None = None
+
+    @property
+    def missing(self) -> frozenset[str]:
+        """The fields the trace's source did not provide (``fidelity.missing_fields``), found
+        once for the rules and the report: empty at once for a trace that declares none."""
+        if self._missing is None:
+            self._missing = missing_fields(self.trace)
+        return self._missing
 
     def arguments_key(self, index: int) -> str:
         """:func:`arguments_key` of the step at ``index``, made once for all the rules."""

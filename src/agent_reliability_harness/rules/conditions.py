@@ -25,7 +25,6 @@ from agent_reliability_harness.model._paths import (
     json_key,
     parsed_output,
 )
-from agent_reliability_harness.model.fidelity import lacks
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step
@@ -319,7 +318,7 @@ def _holds(value: Any, op: str, reference: Any) -> bool:
 def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> CategoryResult:
     if plan is None:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
-    if plan.relations and lacks(facts.trace, "tool_output"):
+    if plan.relations and "tool_output" in facts.missing:
         # the source recorded no tool results: no relation has anything to compare with, which
         # is not the agent's doing (the report lists the relations as not applicable)
         plan = replace(plan, relations={})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from agent_reliability_harness._record import Record
-from agent_reliability_harness.model.fidelity import lacks
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
@@ -153,7 +152,7 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
                 failed += 1
                 first = steps[group[first_ok]].step_id
                 if status_known is None:
-                    status_known = not lacks(facts.trace, "tool_status")
+                    status_known = "tool_status" not in facts.missing
                 out.extend(
                     duplicate_side_effect_finding(
                         tool, first, len(group), at, steps[at].step_id, status_known=status_known
