@@ -116,8 +116,8 @@ _BOUNDS: Final = ("min", "max", "exclusive_min", "exclusive_max")
 
 
 def _check_range(bounds: dict[str, int | float | None], pointer: str) -> None:
-    """Refuse bounds that no number meets (exclusive_min 5 with exclusive_max 5): a test that
-    never holds would turn its condition off without a word."""
+    """Refuse bounds that no number meets (min above max, exclusive_min 5 with exclusive_max 5):
+    a test that never holds would turn its condition off without a word."""
     lows = [(v, key) for key in ("min", "exclusive_min") if (v := bounds[key]) is not None]
     highs = [(v, key) for key in ("max", "exclusive_max") if (v := bounds[key]) is not None]
     if not lows or not highs:
@@ -125,6 +125,8 @@ def _check_range(bounds: dict[str, int | float | None], pointer: str) -> None:
     # the tightest bound on each side; at equal values an exclusive bound is the tighter
     low, low_key = max(lows, key=lambda b: (b[0], b[1] == "exclusive_min"))
     high, high_key = min(highs, key=lambda b: (b[0], b[1] != "exclusive_max"))
+    if (low_key, high_key) == ("min", "max") and low > high:
+        raise bad(pointer, f"min ({low!r}) exceeds max ({high!r})")
     if low > high or (low == high and "exclusive" in low_key + high_key):
         raise bad(
             pointer,
@@ -206,9 +208,6 @@ class Predicate(Record):
             key: None if data.get(key) is None else _number(data[key], join_pointer(pointer, key))
             for key in _BOUNDS
         }
-        low, high = bounds["min"], bounds["max"]
-        if low is not None and high is not None and low > high:
-            raise bad(pointer, f"min ({low!r}) exceeds max ({high!r})")
         _check_range(bounds, pointer)
         negated = None
         if data.get("not") is not None:
