@@ -24,11 +24,15 @@ def _non_json(value: object) -> str:
     return f"<non-json:{type(value).__name__}>"
 
 
+# One encoder for every key: ``json.dumps`` with options builds a new one per call.
+_encode: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_non_json
+).encode
+
+
 def arguments_key(arguments: Any) -> str:
     """What makes two calls of one tool identical: their arguments as JSON with keys sorted."""
-    return json.dumps(
-        arguments or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_non_json
-    )
+    return _encode(arguments or {})
 
 
 class TraceFacts:

@@ -135,8 +135,11 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
         if limit is None and not is_side_effect:
             continue
         groups: dict[str, list[int]] = {}
-        for at in positions:
-            groups.setdefault(facts.arguments_key(at), []).append(at)
+        if len(positions) == 1:  # a lone call needs no key to be in a group of its own
+            groups[""] = positions
+        else:
+            for at in positions:
+                groups.setdefault(facts.arguments_key(at), []).append(at)
         for group in groups.values():
             if limit is not None:
                 checks += 1

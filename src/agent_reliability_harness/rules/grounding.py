@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from agent_reliability_harness.model.policy import Grounding, Policy
@@ -12,7 +13,7 @@ from agent_reliability_harness.rules.registry import rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
     from agent_reliability_harness.model.report import Severity
 CATEGORY = "grounding"
@@ -60,18 +61,28 @@ def prepare(policy: Policy) -> Grounding:
     return policy.grounding
 
 
+# URLs of printable ASCII with an http(s) scheme and a host free of brackets: urlsplit takes
+# them without change or error, as valid. Only other URLs need urlsplit itself.
+_PLAIN_HTTP_URL: Final = re.compile(r"(?i:https?)://[^\x00-\x20\x7f-\U0010ffff/?#\[\]]+"
+                                    r"(?:[/?#][\x21-\x7e]*)?")  # fmt: skip
+
+
+def _parsed_url_problem(url: str) -> str:
+    from urllib.parse import urlsplit  # only grounding with URL checks needs it
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "its url cannot be parsed"
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return "its url is not an absolute http(s) URL"
+    return ""
+
+
 def _citation_problem(citation: Mapping[str, Any]) -> str:
     url = citation.get("url")
     if url is not None:
-        from urllib.parse import urlsplit  # only grounding with URL checks needs it
-
-        try:
-            parts = urlsplit(url)
-        except ValueError:
-            return "its url cannot be parsed"
-        if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-            return "its url is not an absolute http(s) URL"
-        return ""
+        return "" if _PLAIN_HTTP_URL.fullmatch(url) else _parsed_url_problem(url)
     source = citation.get("source")
     if source is None or not source.strip():
         return "it has neither a url nor a non-empty source"

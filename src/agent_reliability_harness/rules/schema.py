@@ -171,6 +171,18 @@ def _check_value(call: _Call, arg: str, spec: ArgSpec, value: Any, out: list[Fin
     typed = spec.type == "any" or value_has_type(spec.type, value)
     if typed and spec.enum is None and spec.regex is None and spec.min is None and spec.max is None:
         return True  # the common case, before any message text is made
+    in_enum = pattern_ok = True
+    problem = ""
+    if typed:  # decide first: messages are made only for a value that fails
+        if spec.enum is not None:
+            loose = spec.type == "float"
+            in_enum = any(_same(value, option, loose) for option in spec.enum)
+        if spec.regex is not None:
+            pattern_ok = type(value) is str and spec.regex.fullmatch(value) is not None
+        if spec.min is not None or spec.max is not None:
+            problem = _range_problem(value, spec)
+        if in_enum and pattern_ok and not problem:
+            return True
     at, step_id = call.at, call.step_id
     subject = join_pointer("/arguments", arg)
     where = f"tool {call.tool!r} argument {arg!r}"
@@ -187,61 +199,50 @@ def _check_value(call: _Call, arg: str, spec: ArgSpec, value: Any, out: list[Fin
             )
         )
         return False
-    ok = True
-    if spec.enum is not None:
-        loose = spec.type == "float"
-        if not any(_same(value, option, loose) for option in spec.enum):
-            allowed = show(list(spec.enum))
-            out.append(
-                NOT_IN_ENUM.finding(
-                    f"{where} value {show(value)} is not one of the allowed values {allowed}",
-                    at=at,
-                    step_id=step_id,
-                    subject=subject,
-                    expected=f"one of {allowed}",
-                    observed=show(value),
-                )
+    if not in_enum:
+        allowed = show(list(spec.enum or ()))
+        out.append(
+            NOT_IN_ENUM.finding(
+                f"{where} value {show(value)} is not one of the allowed values {allowed}",
+                at=at,
+                step_id=step_id,
+                subject=subject,
+                expected=f"one of {allowed}",
+                observed=show(value),
             )
-            ok = False
-    if spec.regex is not None:
+        )
+    if not pattern_ok:
         if type(value) is not str:
             message = f"{where} value {show(value)} is a {json_type(value)}, not a string"
-        elif spec.regex.fullmatch(value) is None:
-            message = f"{where} value {show(value)} does not match the pattern /{spec.pattern}/"
         else:
-            message = ""
-        if message:
-            out.append(
-                PATTERN_MISMATCH.finding(
-                    message,
-                    at=at,
-                    step_id=step_id,
-                    subject=subject,
-                    expected=f"a string fully matching /{spec.pattern}/",
-                    observed=show(value),
-                )
+            message = f"{where} value {show(value)} does not match the pattern /{spec.pattern}/"
+        out.append(
+            PATTERN_MISMATCH.finding(
+                message,
+                at=at,
+                step_id=step_id,
+                subject=subject,
+                expected=f"a string fully matching /{spec.pattern}/",
+                observed=show(value),
             )
-            ok = False
-    if spec.min is not None or spec.max is not None:
-        problem = _range_problem(value, spec)
-        if problem:
-            expected = " and ".join(
-                f"{op} {show_number(bound)}"
-                for op, bound in ((">=", spec.min), ("<=", spec.max))
-                if bound is not None
+        )
+    if problem:
+        expected = " and ".join(
+            f"{op} {show_number(bound)}"
+            for op, bound in ((">=", spec.min), ("<=", spec.max))
+            if bound is not None
+        )
+        out.append(
+            OUT_OF_RANGE.finding(
+                f"{where} value {problem}",
+                at=at,
+                step_id=step_id,
+                subject=subject,
+                expected=f"a number {expected}",
+                observed=show(value),
             )
-            out.append(
-                OUT_OF_RANGE.finding(
-                    f"{where} value {problem}",
-                    at=at,
-                    step_id=step_id,
-                    subject=subject,
-                    expected=f"a number {expected}",
-                    observed=show(value),
-                )
-            )
-            ok = False
-    return ok
+        )
+    return False
 
 
 def _range_problem(value: Any, spec: ArgSpec) -> str:
