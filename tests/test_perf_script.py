@@ -203,8 +203,15 @@ def test_phases_lists_every_category_and_adds_up(tmp_path: Path) -> None:
     parts_rows = [row for row in map(_split_row, parts_table.splitlines()) if len(row) == 4]
     names = [row[0] for row in parts_rows if row[0][0] != "-"]
     assert names == [
-        "part", "collect strings", "join and fold", "pattern tests", "search and findings"
+        "part", "collect strings", "join and fold", "pattern tests", "search and findings",
+        "bound: a count per literal",
     ]  # fmt: skip
+    # the bound is the floor plus one count per alternative: 17 alternatives in the 10 patterns
+    bound = float(parts_rows[-1][3])
+    note = re.search(r"\((\d+) for these patterns\).* at (\d+\.\d\d) x the floor", parts_table)
+    assert note is not None, parts_table
+    assert note[1] == "17"
+    assert abs(float(note[2]) - (1 + bound)) <= 0.011
 
 
 def test_taint_search_script_compares_both_strategies() -> None:
