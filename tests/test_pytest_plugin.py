@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from agent_reliability_harness.errors import UsageError
 from agent_reliability_harness.model.report import RunReport
 
 from conftest import ROOT, Run
@@ -257,7 +258,6 @@ def test_misspelled(arh_policy):
 
 
 def test_a_trace_whose_identity_a_report_cannot_hold_is_refused(tmp_path: Path) -> None:
-    from agent_reliability_harness.errors import UsageError
     from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.trace import Trace
     from agent_reliability_harness.pytest_plugin import assert_trace_passes
@@ -369,9 +369,10 @@ def test_assert_trace_passes_takes_every_form_of_trace_and_policy(tmp_path: Path
         for given in (policy, POLICY, policy_file):
             report = assert_trace_passes(trace, given)
             assert (report.trace_id, report.passed, report.policy_id) == ("t1", True, "pay-policy")
-    with pytest.raises(TypeError, match="needs a Trace"):
+    # wrong arguments are a UsageError, as everywhere in the API
+    with pytest.raises(UsageError, match="needs a Trace"):
         assert_trace_passes(42, policy)
-    with pytest.raises(TypeError, match="the policy must be"):
+    with pytest.raises(UsageError, match="the policy must be"):
         assert_trace_passes(data, 42)
     # a failing score without an error: an uncited grounded answer (coverage 0, so the only
     # applicable category, grounding, scores 0) with a warning
@@ -395,6 +396,15 @@ def test_assert_trace_passes_takes_every_form_of_trace_and_policy(tmp_path: Path
         "    + observed: no citations",
     ]
     assert assert_trace_passes(uncited, {"policy_id": "g"}, fail_under=0).score == 0.0
+
+
+def test_assert_trace_passes_outside_pytest_needs_a_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_reliability_harness import pytest_plugin
+
+    monkeypatch.setattr(pytest_plugin, "_SESSIONS", [])  # as in a script: no pytest session
+    trace = {"trace_id": "t1", "agent_name": "", "workflow": "", "steps": []}
+    with pytest.raises(UsageError, match="needs a policy outside a pytest run"):
+        pytest_plugin.assert_trace_passes(trace)
 
 
 def test_the_example_suite_runs_under_the_plugin(pytester: pytest.Pytester) -> None:

@@ -23,6 +23,8 @@ import os
 
 import pytest
 
+from agent_reliability_harness.errors import UsageError
+
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
     from typing import Final
@@ -293,7 +295,7 @@ def _made_trace(trace: object) -> Trace:
             return made
     if isinstance(trace, dict):
         return Trace.from_dict(trace)
-    raise TypeError(
+    raise UsageError(
         "assert_trace_passes needs a Trace, its JSON form (a dict), a Recorder or Monitor, or "
         f"the path of a trace file, got {type(trace).__name__}"
     )
@@ -314,9 +316,9 @@ def _as_policy(policy: object, session: _Session | None) -> Policy:
         return load_policy(os.fspath(policy))
     if policy is None:
         if session is None:
-            raise TypeError("assert_trace_passes needs a policy outside a pytest run")
+            raise UsageError("assert_trace_passes needs a policy outside a pytest run")
         return session.policy_for(session.item)
-    raise TypeError(
+    raise UsageError(
         "the policy must be a Policy, its JSON form (a dict) or the path of a policy file, got "
         f"{type(policy).__name__}"
     )
