@@ -596,6 +596,18 @@ def test_json_out_onto_a_directory(arh: Callable[..., Run], policy: Path, tmp_pa
     assert list(target.iterdir()) == []  # no temporary file is left behind
 
 
+def test_json_out_ending_in_a_separator(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    # the run made a directory of that name, then failed to write into it
+    good = write(tmp_path / "good.json", trace())
+    target = f"{tmp_path / 'report.json'}{os.sep}"
+    run = arh("validate", "--policy", policy, good, "--json-out", target)
+    assert run.status == 1
+    assert_one_error(run, None, f"cannot write {target}: Is a directory")
+    assert not os.path.exists(tmp_path / "report.json")
+
+
 def test_one_bad_file_among_good_ones(
     arh: Callable[..., Run], policy: Path, tmp_path: Path
 ) -> None:

@@ -749,6 +749,24 @@ def test_every_write_method_checks_its_path(method: str, path: object) -> None:
         getattr(rec, method)(path)
 
 
+@pytest.mark.parametrize("method", ["write", "write_json", "append_jsonl"])
+@pytest.mark.parametrize("name", ["existing", "runs.jsonl/", "run.json/"])
+def test_a_directory_is_refused_by_name_and_nothing_is_made(
+    tmp_path: Path, method: str, name: str
+) -> None:
+    # an existing directory raised from the rename, naming the temporary file; a name ending in
+    # a separator first created a directory of that name
+    (tmp_path / "existing").mkdir()
+    target = os.path.join(tmp_path, name)
+    rec = Recorder("run", clock=None)
+    with pytest.raises(IsADirectoryError) as raised:
+        getattr(rec, method)(target)
+    assert raised.value.filename == target
+    assert raised.value.strerror == "Is a directory"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["existing"]
+    assert list((tmp_path / "existing").iterdir()) == []
+
+
 @pytest.mark.parametrize("value", [0, [], "yes"])
 def test_requires_grounding_takes_only_true_or_false(value: object) -> None:
     # "requires_grounding or None" stored 0 and [] as False without a word

@@ -329,6 +329,16 @@ def _new_file_beside(path: str) -> tuple[int, str]:
             continue
 
 
+def refuse_directory(path: str) -> None:
+    """Raise ``IsADirectoryError`` when ``path`` names a directory (one that exists, or any path
+    ending in a separator), before anything is created on the way to it."""
+    if path.endswith(_SEPARATORS) or os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+
+
+_SEPARATORS: Final = tuple(sep for sep in (os.sep, os.altsep) if sep)
+
+
 def write_atomic(path: str, text: str | Sequence[str | Spool]) -> None:
     """Write ``text`` (or its parts in order: strings and spooled bodies) as UTF-8 to ``path``
     through a temporary file and a rename, so a reader never sees a partial report.
@@ -336,11 +346,13 @@ def write_atomic(path: str, text: str | Sequence[str | Spool]) -> None:
     A symbolic link to a regular file is written through (its target is replaced, the link
     kept); anything else that exists and is not a regular file or a directory, such as a pipe, a
     device or a link to one (``/dev/stdout``), or a link to nothing yet, is opened and written
-    directly, since replacing it would destroy it."""
+    directly, since replacing it would destroy it. A directory is refused (see
+    :func:`refuse_directory`)."""
+    refuse_directory(path)
     link = os.path.islink(path)
     if link and os.path.isfile(target := os.path.realpath(path)):
         path = target
-    elif (link or os.path.exists(path)) and not os.path.isfile(path) and not os.path.isdir(path):
+    elif (link or os.path.exists(path)) and not os.path.isfile(path):
         with open(path, "w", encoding="utf-8", newline="") as stream:
             _write_parts(stream, text)
         return

@@ -553,6 +553,9 @@ def append_line(path: str, line: str) -> None:
     look at the last byte and the write are done under an exclusive lock: another process's
     write in progress is not taken for a torn line (which added blank lines).
     """
+    from agent_reliability_harness.io import refuse_directory
+
+    refuse_directory(path)
     directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)
