@@ -103,6 +103,11 @@ def test_sections_need_version_1_1(key: str, version: object) -> None:
     error = rejected(document)
     assert error.pointer == f"/{key}"
     assert 'declare "schema_version": "1.1"' in error.message
+    # it said "this policy declares '1'" of a policy that declares nothing
+    if version is None:
+        assert error.message.endswith("(this policy declares no schema_version, which means '1')")
+    else:
+        assert error.message.endswith(f"(this policy declares {str(version)!r})")
     assert not schema_validator("policy").is_valid(document)
 
 

@@ -394,11 +394,12 @@ def test_enum() -> None:
     assert arg({"type": "float", "enum": [1, 2.5]}).enum == (1, 2.5)  # an int is a float value
     assert arg({"enum": [1, "a", None]}).enum == (1, "a", None)  # any type
     assert arg({"type": "str", "enum": None}).enum is None
-    for value in ([], "email", {"a": 1}, 3):
+    for value, got in (([], "an empty array"), ("email", "string"), ({"a": 1}, "object"),
+                       (3, "number"), (("a", "b"), "tuple")):  # fmt: skip
         check_rejected(
             arg_doc({"type": "str", "enum": value}),
             f"{ARG}/enum",
-            "must be a non-empty array of allowed values",
+            f"must be a non-empty array of allowed values, got {got}",
         )
 
 
@@ -682,7 +683,11 @@ def test_unsafe_patterns_are_compiled_case_insensitively() -> None:
 @pytest.mark.parametrize(
     ("patterns", "pointer", "fragment"),
     [
-        (["ok", ""], "/unsafe_patterns/1", "must be a non-empty regular expression string"),
+        (
+            ["ok", ""],
+            "/unsafe_patterns/1",
+            "must be a non-empty regular expression string, got an empty string",
+        ),
         ([5], "/unsafe_patterns/0", "got number"),
         ([None], "/unsafe_patterns/0", "got null"),
         (["ok", "(unclosed"], "/unsafe_patterns/1", "invalid regular expression '(unclosed'"),

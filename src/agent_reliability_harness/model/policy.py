@@ -171,8 +171,10 @@ class ArgSpec(Record):
         if raw.get("enum") is not None:
             values = raw["enum"]
             if type(values) is not list or not values:
+                got = "an empty array" if type(values) is list else json_type(values)
                 raise bad(
-                    join_pointer(pointer, "enum"), "must be a non-empty array of allowed values"
+                    join_pointer(pointer, "enum"),
+                    f"must be a non-empty array of allowed values, got {got}",
                 )
             for index, value in enumerate(values):
                 if not value_has_type(type_name, value):
@@ -550,7 +552,8 @@ class Policy(Record):
                 if type(pattern) is not str or not pattern:
                     raise bad(
                         pointer,
-                        f"must be a non-empty regular expression string, got {json_type(pattern)}",
+                        "must be a non-empty regular expression string, got "
+                        + ("an empty string" if pattern == "" else json_type(pattern)),
                     )
                 regex = _compile(pattern, re.IGNORECASE, pointer)
                 if regex.search("") is not None:

@@ -876,12 +876,17 @@ def parse_extensions(
     """Parse the 1.1 sections of a policy; return them (``None`` for a policy that declares
     version 1.0) and the warnings for risky patterns accepted on request."""
     if minor_version(version) < 1:
+        declared = (
+            f"declares {version!r}"
+            if data.get("schema_version") is not None
+            else f"declares no schema_version, which means {version!r}"
+        )
         for key in KEYS:
             if data.get(key) is not None:
                 raise bad(
                     f"/{key}",
                     f"the {key} section belongs to policy language 1.1; declare "
-                    f'"schema_version": "1.1" (this policy declares {version!r})',
+                    f'"schema_version": "1.1" (this policy {declared})',
                 )
         return None, ()
     try:
