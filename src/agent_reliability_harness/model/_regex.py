@@ -2,9 +2,12 @@
 time (catastrophic backtracking), and patterns whose shortest match is empty.
 
 Policy regexes are trusted input from the policy's author, but a slow one must not hang CI
-unnoticed. The classic exponential shape is an unbounded repetition inside another unbounded
+unnoticed. The classic exponential shape is a repetition of varying length inside another
 repetition where a stretch of text can be split between iterations in many ways: ``(a+)+``,
-``(.*)*``, ``(\\w+\\s?)+``, ``(x+x+)+``, ``(([a-z])+.)+``. Such a pattern is flagged unless every
+``(.*)*``, ``(\\w+\\s?)+``, ``(x+x+)+``, ``(([a-z])+.)+``, ``(a{1,2})+``. The inner repetition
+counts when it can take runs of two or more lengths, the outer one when it can iterate four times
+or more (an outer bound that high makes the number of splits a polynomial of high degree: still
+too many). Such a pattern is flagged unless every
 split is forced by a *separator*: a mandatory single character of the outer body that the inner
 repetition cannot match, as the ``.`` in ``(\\d+\\.)+`` or the ``\\s`` in ``(\\w+\\s)+``.
 
@@ -34,6 +37,21 @@ _ATOMS: Final = (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY, sre.CATEGORY)
 # Characters used to tell which single-character items can match the same text.
 _PROBES: Final = tuple(chr(c) for c in range(128)) + tuple("\u00a0\u00e9\u00df\u03a9\u4e2d\u2028")
 _MAX_SEQUENCES: Final = 64
+# An outer repetition of at least this many iterations splits text as freely as an unbounded one
+# for practical purposes: (a+){1,30} tries on the order of n**29 splits of n characters.
+_MANY_ITERATIONS: Final = 4
+
+
+def _variable(repeat: Any) -> bool:
+    """Whether a repetition can take text of more than one length, two characters or more
+    (``a+``, ``a{1,2}``; not ``a{3}`` or ``a?``, whose empty iterations ``re`` stops at once)."""
+    low, high = repeat[1][0], repeat[1][1]
+    return bool(high > low and high >= 2)
+
+
+def _many(repeat: Any) -> bool:
+    """Whether an outer repetition can iterate often enough to split text in very many ways."""
+    return bool(repeat[1][1] >= _MANY_ITERATIONS)
 
 
 class _Context:
@@ -92,10 +110,10 @@ def _sequences(items: list[Any]) -> list[list[Any]]:
 
 
 def _ambiguous(body: list[Any], context: _Context) -> bool:
-    """Whether the body of an unbounded repetition can split text between iterations freely."""
+    """Whether the body of an outer repetition can split text between iterations freely."""
     for sequence in _sequences(body):
         for index, item in enumerate(sequence):
-            if item[0] not in _REPEATS or item[1][1] != sre.MAXREPEAT:
+            if item[0] not in _REPEATS or not _variable(item):
                 continue
             inner = context.repeated_chars(item)
             others = sequence[:index] + sequence[index + 1 :]
@@ -126,7 +144,7 @@ def _scan(items: list[Any], context: _Context) -> bool:
     for op, av in items:
         if op in _REPEATS:
             body = list(av[2])
-            if av[1] == sre.MAXREPEAT and _ambiguous(body, context):
+            if _many((op, av)) and _ambiguous(body, context):
                 return True
             if _scan(body, context):
                 return True
@@ -138,7 +156,7 @@ def _scan(items: list[Any], context: _Context) -> bool:
 
 
 def risky_repetition(pattern: str, flags: int = 0) -> bool:
-    """Whether a valid pattern nests unbounded repetitions in an exponential shape."""
+    """Whether a valid pattern nests repetitions in an exponential shape."""
     try:
         tree = parser.parse(pattern, flags)
         return _scan(list(tree), _Context(tree.state, flags))

@@ -457,8 +457,8 @@ def risky_warnings(located: list[tuple[str, str, int]], allow: bool) -> tuple[st
         if not risky_repetition(pattern, flags):
             continue
         message = (
-            f"pattern {pattern!r} nests an unbounded repetition inside another (as in '(a+)+'), "
-            "so matching can take exponential time on some texts"
+            f"pattern {pattern!r} nests a repetition of varying length inside another (as in "
+            "'(a+)+' or '(a{1,2})+'), so matching can take exponential time on some texts"
         )
         if not allow:
             raise bad(pointer, f"{message}; rewrite it, or accept it with --allow-risky-patterns")
