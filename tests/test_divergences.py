@@ -404,6 +404,15 @@ def test_d29_messages_never_print_equal_amounts_for_a_breach() -> None:
     )
     (finding,) = report.findings
     assert finding.message == "step latency 100.5 ms exceeds max_step_latency_ms of 100.0 ms"
+    # a limit with decimals keeps them: "step latency 1 ms exceeds max_step_latency_ms of 0 ms"
+    # said a rounded 0.5 ms budget was 0 ms
+    policy = _policy(budgets={"max_step_latency_ms": 0.5, "max_total_cost_usd": 0.00001})
+    steps = [_say("s1", latency_ms=0.7, cost_usd=0.00002)]
+    report = validate_trace(Trace.from_dict(_trace(*steps)), Policy.from_dict(policy))
+    assert sorted(f.message for f in report.findings) == [
+        "step latency 0.7 ms exceeds max_step_latency_ms of 0.5 ms",
+        "total cost $0.00002 exceeds max_total_cost_usd of $0.00001",
+    ]
 
 
 def test_d30_totals_are_always_floats() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from math import isclose
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -35,9 +36,10 @@ def show_number(value: float) -> str:
 
 def amount(value: float, limit: float, decimals: int) -> tuple[str, str]:
     """Format a measured value and its limit with ``decimals`` places, or more if they would
-    otherwise print the same although they differ (so a message never says "100 exceeds 100")."""
+    otherwise print the same although they differ (so a message never says "100 exceeds 100"),
+    or if the limit needs them (a limit of 0.5 ms is not shown as 0 ms)."""
     for places in range(decimals, 13):
         shown, shown_limit = f"{value:.{places}f}", f"{limit:.{places}f}"
-        if shown != shown_limit or value == limit:
+        if (shown != shown_limit or value == limit) and isclose(float(shown_limit), limit):
             return shown, shown_limit
     return repr(value), repr(limit)
