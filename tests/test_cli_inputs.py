@@ -7,6 +7,7 @@ comments say how); they are 1-based, as editors show them.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -284,6 +285,26 @@ def test_nonexistent_path(arh: Callable[..., Run], policy: Path, tmp_path: Path)
     run = arh("validate", "--policy", policy, missing)
     assert run.status == 1
     assert_one_error(run, missing, "no such file or directory")
+
+
+def test_a_loop_of_links_says_so(arh: Callable[..., Run], policy: Path, tmp_path: Path) -> None:
+    # it said "no such file or directory", as os.path.exists does not tell a loop from nothing
+    if os.name == "nt":
+        pytest.skip("POSIX links and name limits")
+    loop = tmp_path / "loop1.json"
+    try:
+        loop.symlink_to(tmp_path / "loop2.json")
+        (tmp_path / "loop2.json").symlink_to(loop)
+    except OSError as exc:  # Windows without the right to make links
+        pytest.skip(f"cannot make symbolic links here: {exc}")
+    long_name = tmp_path / ("x" * 300 + ".json")
+    run = arh("validate", "--policy", policy, loop, long_name)
+    assert run.status == 1
+    assert_no_traceback(run)
+    assert run.err.splitlines() == [
+        f"error: {loop.as_posix()}: cannot read: {os.strerror(errno.ELOOP)}",
+        f"error: {long_name.as_posix()}: cannot read: {os.strerror(errno.ENAMETOOLONG)}",
+    ]
 
 
 def test_jsonl_bad_line_in_the_middle(

@@ -140,6 +140,10 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                 jsonl = _suffix(arg) in _JSONL_SUFFIXES
                 add(Source(name, arg, jsonl, os.path.basename(name)))
             else:
+                from contextlib import suppress
+
+                with suppress(FileNotFoundError):  # exists() also says False for a loop of links
+                    os.stat(arg)  # or a name too long: raise what it swallowed
                 errors.append(InputError("no such file or directory", pointer=None, source=name))
         except OSError as exc:
             errors.append(
