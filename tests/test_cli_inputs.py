@@ -117,6 +117,25 @@ def test_utf8_bom_is_accepted(arh: Callable[..., Run], policy: Path, tmp_path: P
     assert "PASS  bom" in run.out
 
 
+def test_a_bom_is_read_only_at_the_start_of_a_jsonl_file(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    # a BOM at the start of line 2 (files joined with cat) was dropped silently there too
+    bom = "\ufeff"
+    text = bom + json.dumps(trace("m1")) + "\n" + bom + json.dumps(trace("m2")) + "\n"
+    path = write(tmp_path / "joined.jsonl", text)
+    run = arh("validate", "--policy", policy, path)
+    assert run.status == 1
+    assert "PASS  m1" in run.out
+    assert "m2" not in run.out
+    assert_one_error(
+        run,
+        None,
+        f"error: {path.as_posix()}:2: a byte-order mark (U+FEFF) may only start the file, not a "
+        "later line",
+    )
+
+
 @pytest.mark.parametrize(
     ("encoding", "expected"),
     [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16"), ("utf-16-be", "UTF-16"), ("utf-32", "UTF-32")],

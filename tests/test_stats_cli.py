@@ -238,6 +238,27 @@ def test_bad_gate_files_name_the_file_line_and_key(arh: Arh, tmp_path: Path) -> 
     assert missing.err.startswith("error: invalid gate file: ")
 
 
+def test_gate_files_are_decoded_as_trace_files_are(arh: Arh, tmp_path: Path) -> None:
+    # UTF-16 got "not valid UTF-8: cannot decode byte 0xff at offset 0"; bad bytes had no line
+    base = _one_report(arh, tmp_path, "base", BASELINE)
+    gates = tmp_path / "arh.toml"
+    gates.write_bytes('outcome = "verdict"\n'.encode("utf-16"))
+    run = arh("stats", base, "--gates", gates)
+    assert (run.status, run.err) == (
+        1,
+        f"error: invalid gate file: {gates}: the file is UTF-16 encoded; arh reads UTF-8 TOML\n",
+    )
+    gates.write_bytes(b'outcome = "verdict"\n# caf\xe9\n')
+    run = arh("stats", base, "--gates", gates)
+    message = (
+        f"error: invalid gate file: {gates}:2:6: not valid UTF-8: cannot decode byte 0xe9 at "
+        "offset 25\n"
+    )
+    assert (run.status, run.err) == (1, message)
+    gates.write_bytes(b'\xef\xbb\xbfoutcome = "verdict"\n')  # a UTF-8 BOM is dropped
+    assert arh("stats", base, "--gates", gates).err == ""
+
+
 def test_gate_files_nested_too_deeply_are_invalid(arh: Arh, tmp_path: Path) -> None:
     base = _one_report(arh, tmp_path, "base", BASELINE)
     gates = tmp_path / "deep.toml"

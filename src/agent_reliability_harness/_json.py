@@ -174,13 +174,14 @@ def _long_integer_error(text: str) -> InputError:
     )
 
 
-def decode_bytes(data: bytes) -> str:
-    """Decode file bytes as UTF-8 (an optional UTF-8 byte-order mark is dropped)."""
+def decode_bytes(data: bytes, kind: str = "JSON") -> str:
+    """Decode file bytes as UTF-8 (an optional UTF-8 byte-order mark is dropped); ``kind`` names
+    the language of the file in messages."""
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             if encoding is not None:
                 raise InputError(
-                    f"the file is {encoding} encoded; arh reads UTF-8 JSON", pointer=None
+                    f"the file is {encoding} encoded; arh reads UTF-8 {kind}", pointer=None
                 )
             data = data[len(bom) :]
             break
@@ -189,7 +190,8 @@ def decode_bytes(data: bytes) -> str:
             # JSON text starts with an ASCII character, so a NUL among the first bytes is the
             # zero half of a UTF-16 or UTF-32 code unit (RFC 4627, section 3)
             raise InputError(
-                "the file looks UTF-16 or UTF-32 encoded (it has NUL bytes); arh reads UTF-8 JSON",
+                "the file looks UTF-16 or UTF-32 encoded (it has NUL bytes); arh reads UTF-8 "
+                + kind,
                 pointer=None,
             )
     try:

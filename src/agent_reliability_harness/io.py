@@ -253,6 +253,11 @@ def read_chunk(source: Source, chunk: Chunk, tally: list[int]) -> Iterator[Docum
 
 
 def _decode_line(raw: bytes) -> str:
+    """A line after the first; only the file's start may hold a byte-order mark."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise InputError(
+            "a byte-order mark (U+FEFF) may only start the file, not a later line", pointer=None
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:

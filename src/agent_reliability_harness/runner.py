@@ -71,6 +71,7 @@ def load_policy(path: str, *, allow_risky_patterns: bool = False) -> Policy:
 
 def load_gate_file(path: str) -> GateFile:
     """Read and parse a gate file (``arh.toml``); errors name the file (and line and key)."""
+    from agent_reliability_harness._json import decode_bytes
     from agent_reliability_harness.regression.stat_gates import parse_gate_file
 
     try:
@@ -79,14 +80,10 @@ def load_gate_file(path: str) -> GateFile:
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=path) from None
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"not valid UTF-8: cannot decode byte 0x{data[exc.start]:02x} at offset {exc.start}",
-            pointer=None,
-            source=path,
-        ) from None
-    return parse_gate_file(text.removeprefix("\ufeff"), path)
+        text = decode_bytes(data, "TOML")  # as trace files are: a UTF-8 BOM dropped, UTF-16 named
+    except InputError as exc:
+        raise exc.located(path) from None
+    return parse_gate_file(text, path)
 
 
 def load_report(path: str) -> RunReport:
