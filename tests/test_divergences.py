@@ -577,6 +577,16 @@ def test_d104_report_values_are_held_to_what_validation_writes(
     run = arh("compare", "--baseline", high, "--candidate", base)
     assert run.status == 1
     assert "/reports/0/score: must be a number from 0 to 100, got 250.0" in run.err
+    # compare copies policy.sha256 into its own report, whose schema wants 64 hex digits
+    entry["score"] = entry["unrounded_score"] = 100.0
+    data["policy"]["sha256"] = "not-a-hash"
+    edited = _write(tmp_path / "edited.json", data)
+    run = arh("compare", "--baseline", edited, "--candidate", base)
+    assert run.status == 1
+    assert run.err == (
+        f"error: invalid baseline: {edited}: /policy/sha256: must be a SHA-256 in 64 lower-case "
+        "hex digits, got 'not-a-hash'\n"
+    )
 
 
 def test_d36_reason_lines_count_what_they_list() -> None:

@@ -525,9 +525,24 @@ def _run_report_from_dict(data: object) -> RunReport:
         tuple(reports),
         tuple(_input_error_from_dict(e) for e in errors) if type(errors) is list else (),
         _get_opt_str(policy, "policy_id", "/policy"),
-        _get_opt_str(policy, "sha256", "/policy"),
+        _get_sha256(policy),
         _get_opt_str(harness, "version", "/harness"),
     )
+
+
+_HEX: Final = frozenset("0123456789abcdef")
+
+
+def _get_sha256(policy: Mapping[str, Any]) -> str | None:
+    """``policy.sha256`` as arh writes it: 64 lower-case hex digits (compare copies it into its
+    own report), or null."""
+    value = _get_opt_str(policy, "sha256", "/policy")
+    if value is not None and (len(value) != 64 or not _HEX.issuperset(value)):
+        raise InputError(
+            f"must be a SHA-256 in 64 lower-case hex digits, got {value[:80]!r}",
+            pointer="/policy/sha256",
+        )
+    return value
 
 
 def _get_member(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
