@@ -285,6 +285,85 @@ def test_spans_are_grouped_by_trace_id_and_ordered_by_start_then_span_id() -> No
     assert [s.latency_ms for s in first.steps] == [1, 1, 1]  # 1,000,000 ns each
 
 
+_TIMESTAMP_NOT_WHOLE = "a timestamp must be a whole number of nanoseconds"
+_TIMESTAMP_TOO_LARGE = (
+    "a timestamp must fit in 64 bits (at most 18446744073709551615 nanoseconds), "
+    "got a larger number"
+)
+
+
+@pytest.mark.parametrize(
+    ("end", "problem"),
+    [
+        (10**400, _TIMESTAMP_TOO_LARGE),  # a JSON integer of 401 digits
+        (2**64, _TIMESTAMP_TOO_LARGE),  # one more than a uint64 holds
+        ("1" + "0" * 20, _TIMESTAMP_TOO_LARGE),  # 21 digits: whole, but too large
+        (str(2**64), _TIMESTAMP_TOO_LARGE),  # 20 digits, yet more than 2**64 - 1
+        ("9" * 5000, _TIMESTAMP_TOO_LARGE),  # beyond what int() converts
+        (-1, _TIMESTAMP_NOT_WHOLE + " >= 0"),
+        (1.5e9, _TIMESTAMP_NOT_WHOLE),
+        ("1.5", _TIMESTAMP_NOT_WHOLE),
+    ],
+    ids=["int-401", "int-2**64", "str-21", "str-2**64", "str-5000", "neg", "float", "text"],
+)
+def test_a_timestamp_that_is_no_uint64_is_a_note_and_the_span_has_no_latency(
+    end: Any, problem: str
+) -> None:
+    bad = tool("01", 0, "lookup")
+    bad["endTimeUnixNano"] = end
+    trace = convert(otlp(bad))
+    assert [s.latency_ms for s in trace.steps] == [None]
+    assert notes(trace, "invalid_field") == [
+        {
+            "code": "invalid_field",
+            "message": problem,
+            "pointer": "/resourceSpans/0/scopeSpans/0/spans/0/endTimeUnixNano",
+            "span_id": "01",
+        }
+    ]
+
+
+def test_the_largest_uint64_timestamp_is_read() -> None:
+    # 2**64 - 1 ns after a start of 2**64 - 1 - 5,000,000 ns: 5 ms, given as a string and as an
+    # integer (OTLP/JSON writes a fixed64 as a string; some exporters write a number)
+    for end in (str(2**64 - 1), 2**64 - 1):
+        late = tool("01", 2**64 - 1 - 5_000_000, "lookup")
+        late["endTimeUnixNano"] = end
+        trace = convert(otlp(late))
+        assert [s.latency_ms for s in trace.steps] == [5]
+        assert notes(trace, "invalid_field") == []
+
+
+def test_a_span_that_ends_before_it_starts_is_noted() -> None:
+    # start 2 s, end 1 s: no latency, and a note at the span says why
+    backwards = tool("01", 2_000_000_000, "lookup", end=1_000_000_000)
+    trace = convert(otlp(backwards, tool("02", 3_000_000_000, "refund")))
+    assert [s.latency_ms for s in trace.steps] == [None, 1]
+    assert notes(trace, "invalid_field") == [
+        {
+            "code": "invalid_field",
+            "message": "the span ends before it starts (endTimeUnixNano < startTimeUnixNano), "
+            "so its latency is not counted",
+            "pointer": "/resourceSpans/0/scopeSpans/0/spans/0",
+            "span_id": "01",
+        }
+    ]
+
+
+def test_a_timestamp_too_large_leaves_the_other_files_converted(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    bad = tool("01", 0, "lookup")
+    bad["endTimeUnixNano"] = 10**400
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(otlp(bad)), encoding="utf-8")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(otlp(tool("02", 0, "refund", trace="bb"))), encoding="utf-8")
+    run = arh("convert", big, other)
+    assert (run.status, run.err) == (0, "")
+    assert [json.loads(line)["trace_id"] for line in run.out.splitlines()] == ["aa", "bb"]
+
+
 def test_a_trace_spread_over_lines_is_one_trace(arh: Callable[..., Run], tmp_path: Path) -> None:
     lines = [
         otlp(tool("01", 100, "lookup", trace="T1")),

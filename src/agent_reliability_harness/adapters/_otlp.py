@@ -72,13 +72,31 @@ class Span(Record):
 # -- decoding ------------------------------------------------------------------------------------
 
 
-def _uint(value: Any) -> int | None:
-    """An OTLP 64-bit integer: a JSON integer or a decimal string."""
-    if type(value) is int and value >= 0:
-        return value
-    if type(value) is str and value.isascii() and value.isdigit() and len(value) <= 20:
-        return int(value)
-    return None
+_UINT64_MAX: Final = 2**64 - 1
+
+
+def _timestamp(value: Any) -> tuple[int | None, str]:
+    """An OTLP timestamp (a ``fixed64`` of nanoseconds): a JSON integer or a decimal string.
+    Returns (the value, "") or (None, what is wrong with it)."""
+    if type(value) is str and value.isascii() and value.isdigit():
+        digits = value.lstrip("0")
+        # 20 digits at most: more cannot be a uint64 (and int() refuses 4,300 digits or more)
+        if len(digits) > 20:
+            return None, _TOO_LARGE
+        value = int(digits or "0")
+    elif type(value) is not int:
+        return None, "a timestamp must be a whole number of nanoseconds"
+    if value < 0:
+        return None, "a timestamp must be a whole number of nanoseconds >= 0"
+    if value > _UINT64_MAX:
+        return None, _TOO_LARGE
+    return value, ""
+
+
+_TOO_LARGE: Final = (
+    "a timestamp must fit in 64 bits (at most 18446744073709551615 nanoseconds), "
+    "got a larger number"
+)
 
 
 def _any_value(value: Any) -> tuple[bool, Any]:
@@ -194,12 +212,13 @@ def _span(raw: dict[str, Any], pointer: str, line: int | None, resource: dict[st
     times: list[int | None] = []
     for key in ("startTimeUnixNano", "endTimeUnixNano"):
         value = raw.get(key)
-        parsed = _uint(value)
-        if parsed is None and value is not None:
-            problems.append(
-                (join_pointer(pointer, key), "a timestamp must be a whole number of nanoseconds")
-            )
+        parsed, problem = (None, "") if value is None else _timestamp(value)
+        if problem:
+            problems.append((join_pointer(pointer, key), problem))
         times.append(parsed)
+    if times[0] is not None and times[1] is not None and times[1] < times[0]:
+        backwards = "the span ends before it starts (endTimeUnixNano < startTimeUnixNano)"
+        problems.append((pointer, backwards + ", so its latency is not counted"))
     attributes = _attributes(raw.get("attributes"), join_pointer(pointer, "attributes"), problems)
     events: list[tuple[str, dict[str, Any]]] = []
     raw_events = raw.get("events")
