@@ -1352,3 +1352,106 @@ def test_token_usage_never_lands_on_a_user_turn() -> None:
     assert [(s.type, s.input_tokens) for s in trace.steps] == [("user_message", None)]
     assert "usage_not_mapped" in [n["code"] for n in notes(trace)]
     assert "tokens" in missing(trace)
+
+
+# 4,300 nines is the longest integer Python reads or writes by default (sys.int_info
+# .default_max_str_digits); one more makes 10**4300, 4,301 digits, which it refuses to write.
+NINES = 10**4300 - 1
+TOO_LONG = "the token counts add up to a number too long to write"
+USAGE_SUMS = [
+    (
+        "gemini",
+        {
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "candidates": [{"content": {"role": "model", "parts": [{"text": "done"}]}}],
+            "usageMetadata": {"promptTokenCount": NINES, "toolUsePromptTokenCount": "?"},
+        },
+        "/usageMetadata",
+    ),
+    (
+        "bedrock-converse",
+        {
+            "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+            "output": {"message": {"role": "assistant", "content": [{"text": "done"}]}},
+            "usage": {"inputTokens": NINES, "cacheReadInputTokens": "?"},
+        },
+        "/usage",
+    ),
+    (
+        "anthropic-messages",
+        {
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "done"}],
+                    "usage": {"input_tokens": NINES, "cache_read_input_tokens": "?"},
+                },
+            ]
+        },
+        "/messages/1/usage",
+    ),
+]
+
+
+def _with_second_count(record: dict[str, Any], count: int) -> dict[str, Any]:
+    """``record`` with its second token count ("?") set to ``count``."""
+    return loads(json.dumps(record).replace('"?"', str(count)))
+
+
+@pytest.mark.parametrize(("fmt", "record", "pointer"), USAGE_SUMS, ids=[c[0] for c in USAGE_SUMS])
+def test_token_counts_that_add_up_to_a_number_too_long_to_write_are_an_input_error(
+    fmt: str, record: dict[str, Any], pointer: str
+) -> None:
+    # 4,300 nines plus 0 is still written; plus 1 it is 10**4300, one digit too many
+    fits = convert(_with_second_count(record, 0), fmt)
+    assert [s.input_tokens for s in fits.steps if s.type == "model_response"] == [NINES]
+    results = [r for _, r in to_traces(_with_second_count(record, 1), fmt, RecordOptions())]
+    assert len(results) == 1
+    error = results[0]
+    assert isinstance(error, InputError)
+    assert (error.message, error.pointer) == (TOO_LONG, pointer)
+
+
+def test_span_token_counts_carried_into_a_number_too_long_to_write_are_an_input_error() -> None:
+    # two model calls that only request the tool call: their input counts (4,300 nines and 1)
+    # are carried to the tool step, where they add up to 10**4300
+    def requesting(span_id: str, start: int, tokens: int) -> dict[str, Any]:
+        asked = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "t"}]}]
+        found = span(span_id, start, gen_ai__operation__name="chat", gen_ai__output__messages=asked)
+        found["attributes"].append(
+            {"key": "gen_ai.usage.input_tokens", "value": {"intValue": tokens}}
+        )
+        return found
+
+    spans = [
+        requesting("01", 0, NINES),
+        requesting("02", 10, 1),
+        tool("03", 20, "t", gen_ai__tool__call__id="c1"),
+    ]
+    results = [r for _, r in to_traces(otlp(*spans))]
+    assert len(results) == 1
+    error = results[0]
+    assert isinstance(error, InputError)
+    assert (error.message, error.pointer) == (TOO_LONG, "/resourceSpans/0/scopeSpans/0/spans/2")
+    # with 0 instead of 1 the tool step carries the 4,300 nines
+    spans[1] = requesting("02", 10, 0)
+    trace = convert(otlp(*spans))
+    assert [(s.type, s.input_tokens) for s in trace.steps] == [("tool_call", NINES)]
+
+
+def test_convert_reports_an_unwritable_token_sum_and_writes_the_other_files(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    bad = tmp_path / "gemini.json"
+    bad.write_text(json.dumps(_with_second_count(USAGE_SUMS[0][1], 1)), encoding="utf-8")
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps([{"role": "user", "content": "hi"}]), encoding="utf-8")
+    run = arh("convert", bad, good)
+    assert run.status == 1
+    assert run.err == f"error: {bad}: /usageMetadata: {TOO_LONG}\n"
+    assert json.loads(run.out)["trace_id"] == "good"
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"policy_id": "p", "allow_unlisted_tools": True}), "utf-8")
+    run = arh("validate", "--policy", policy, bad, good)
+    assert f"error: {bad}: /usageMetadata: {TOO_LONG}\n" in run.err

@@ -21,7 +21,7 @@ from agent_reliability_harness.adapters._access import (
 )
 from agent_reliability_harness.adapters._options import MESSAGE_KEYS, RecordOptions
 from agent_reliability_harness.errors import InputError, join_pointer
-from agent_reliability_harness.model._checks import json_type
+from agent_reliability_harness.model._checks import fits_in_text, json_type
 from agent_reliability_harness.model.trace import Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -36,6 +36,7 @@ __all__ = [
     "Transcript",
     "is_empty",
     "locate",
+    "writable_count",
 ]
 
 # Content blocks and parts that carry a model's reasoning; only their number is kept.
@@ -50,6 +51,18 @@ _NO_ID_REASONS: Final = {
     "several_ids": "the result lists several tool-call ids",
     "legacy_function": "legacy function results carry no id",
 }
+
+
+def writable_count(count: int, pointer: str, line: int | None = None) -> int:
+    """A token count an adapter added up from counts of the source, or an InputError at the
+    usage that gave them when the sum has more digits than Python writes as text (each count
+    read from JSON has fewer, but two of them can add up to more): such a trace could not be
+    written by ``arh convert`` nor reported by ``arh validate``."""
+    if not fits_in_text(count):
+        raise InputError(
+            "the token counts add up to a number too long to write", pointer=pointer, line=line
+        )
+    return count
 
 
 class Transcript(Record):
@@ -416,9 +429,9 @@ class Builder:
             )
             return
         if input_tokens is not None:
-            step["input_tokens"] = input_tokens
+            step["input_tokens"] = writable_count(input_tokens, pointer)
         if output_tokens is not None:
-            step["output_tokens"] = output_tokens
+            step["output_tokens"] = writable_count(output_tokens, pointer)
 
     def token_count(self, usage: Mapping[str, Any], key: str, pointer: str) -> int | None:
         value = usage.get(key)

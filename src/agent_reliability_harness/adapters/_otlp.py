@@ -18,7 +18,12 @@ from collections.abc import Callable, Iterable, Iterator
 
 from agent_reliability_harness._json import loads
 from agent_reliability_harness._record import Record, field
-from agent_reliability_harness.adapters._build import Builder, RecordOptions, Transcript
+from agent_reliability_harness.adapters._build import (
+    Builder,
+    RecordOptions,
+    Transcript,
+    writable_count,
+)
 from agent_reliability_harness.errors import InputError, join_pointer
 from agent_reliability_harness.model._checks import is_finite, json_type
 from agent_reliability_harness.model.trace import Trace
@@ -476,7 +481,10 @@ class SpanTrace:
             carried = self._carry[("input_tokens", "output_tokens", "cost_usd").index(key)]
             if value is None and carried is None:
                 continue
-            step[key] = (value or 0) + (carried or 0)
+            total = (value or 0) + (carried or 0)
+            if key != "cost_usd" and type(total) is int:  # a sum of counts of several spans
+                total = writable_count(total, span.pointer, span.line)
+            step[key] = total
         if any(c is not None for c in self._carry):
             for span_id in self._carried_from:
                 self.builder.notes.tally(
