@@ -1455,3 +1455,94 @@ def test_convert_reports_an_unwritable_token_sum_and_writes_the_other_files(
     policy.write_text(json.dumps({"policy_id": "p", "allow_unlisted_tools": True}), "utf-8")
     run = arh("validate", "--policy", policy, bad, good)
     assert f"error: {bad}: /usageMetadata: {TOO_LONG}\n" in run.err
+
+
+NO_SPANS = "the export has no spans"
+
+
+@pytest.mark.parametrize(
+    "export",
+    [
+        {"resourceSpans": []},
+        {"resource_spans": []},
+        {"resourceSpans": [{}]},  # OTLP/JSON leaves out empty arrays: nothing, but not wrong
+        {"resourceSpans": [{"scopeSpans": []}, {"scopeSpans": [{"spans": []}, {}]}]},
+    ],
+)
+def test_an_export_without_any_span_is_an_input_error(export: Any) -> None:
+    results = [r for _, r in to_traces(export)]
+    assert len(results) == 1
+    error = results[0]
+    assert isinstance(error, InputError)
+    assert (error.message, error.pointer) == (NO_SPANS, "")
+    with pytest.raises(InputError, match=NO_SPANS):
+        to_trace(export, "otel-genai")
+
+
+@pytest.mark.parametrize(
+    ("export", "pointer", "message"),
+    [
+        ({"resourceSpans": None}, "/resourceSpans", "resourceSpans must be an array, got null"),
+        (
+            {"resourceSpans": [{"scopeSpans": None}]},
+            "/resourceSpans/0/scopeSpans",
+            "scopeSpans must be an array, got null",
+        ),
+        (
+            {"resourceSpans": [{"scopeSpans": [{"spans": None}]}]},
+            "/resourceSpans/0/scopeSpans/0/spans",
+            "spans must be an array, got null",
+        ),
+    ],
+)
+def test_null_where_an_export_has_an_array_is_an_input_error(
+    export: Any, pointer: str, message: str
+) -> None:
+    results = [r for _, r in to_traces(export)]
+    assert len(results) == 1
+    error = results[0]
+    assert isinstance(error, InputError)
+    assert (error.message, error.pointer) == (message, pointer)
+
+
+def test_a_json_lines_export_without_any_span_is_an_input_error_of_the_file() -> None:
+    parts = [(1, {"resourceSpans": []}), (2, {"resourceSpans": [{"scopeSpans": [{}]}]})]
+    results = list(span_traces(parts))
+    assert len(results) == 1
+    line, error = results[0]
+    assert isinstance(error, InputError)
+    # the file as a whole has no spans: no line, no pointer
+    assert (line, error.line, error.pointer, error.message) == (None, None, None, NO_SPANS)
+    # a line without spans beside lines with spans is no error: nothing in it was lost
+    parts.append((3, otlp(tool("01", 0, "lookup"))))
+    assert [type(r).__name__ for _, r in span_traces(parts)] == ["Trace"]
+
+
+def test_empty_exports_are_reported_not_passed_over(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"resourceSpans": []}', encoding="utf-8")
+    null = tmp_path / "null.json"
+    null.write_text('{"resourceSpans": null}', encoding="utf-8")
+    lines = tmp_path / "collector.jsonl"
+    lines.write_text('{"resourceSpans": []}\n{"resourceSpans": [{}]}\n', encoding="utf-8")
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(otlp(tool("01", 0, "lookup"))), encoding="utf-8")
+    run = arh("convert", empty)
+    assert (run.status, run.out, run.err) == (1, "", f"error: {empty}: {NO_SPANS}\n")
+    run = arh("convert", empty, null, lines, good)
+    assert run.status == 1
+    # files in sorted order: collector.jsonl, empty.json, good.json, null.json
+    assert run.err.splitlines() == [
+        f"error: {lines}: {NO_SPANS}",
+        f"error: {empty}: {NO_SPANS}",
+        f"error: {null}: /resourceSpans: resourceSpans must be an array, got null",
+    ]
+    assert json.loads(run.out)["trace_id"] == "aa"
+    # a CI gate over nothing but empty exports fails instead of passing 0 of 0
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"policy_id": "p", "allow_unlisted_tools": True}), "utf-8")
+    run = arh("validate", "--policy", policy, empty, null)
+    assert run.status == 1
+    assert f"error: {empty}: {NO_SPANS}\n" in run.err

@@ -8,8 +8,9 @@ first appear. :class:`SpanTrace` turns one group into a canonical trace: its spa
 start time (ties by span id), and a *dialect* (``otel_genai`` or ``openinference``) says what each
 span is.
 
-Structural problems (a request that is not an object with a ``resourceSpans`` array, a span
-without a trace id) are input errors; problems inside a span are notes on its trace.
+Structural problems (a request that is not an object with a ``resourceSpans`` array, a null
+where an array belongs, a span without a trace id, requests without any span) are input errors;
+problems inside a span are notes on its trace.
 """
 
 from __future__ import annotations
@@ -178,8 +179,8 @@ def _attributes(raw: Any, pointer: str, problems: list[tuple[str, str]]) -> dict
 
 
 def _list(value: Any, pointer: str, what: str) -> list[Any]:
-    if value is None:
-        return []
+    """An array member; absent members are passed as [] (OTLP/JSON omits empty repeated fields),
+    so a null is an error like any other value that is not an array."""
     if type(value) is not list:
         raise InputError(f"{what} must be an array, got {json_type(value)}", pointer=pointer)
     return value
@@ -289,7 +290,7 @@ def _spans(document: Any, line: int | None) -> Iterator[Span | InputError]:
                 "not an OTLP trace export: expected an object with a 'resourceSpans' array",
                 pointer="",
             )
-        resources = _list(resources, f"/{key}", "resourceSpans")
+        resources = _list(resources, f"/{key}", key)
     except InputError as exc:
         yield _at_line(exc, line)
         return
@@ -304,11 +305,11 @@ def _spans(document: Any, line: int | None) -> Iterator[Span | InputError]:
                 [],
             )
             scope_key, scopes = _member(entry, _SCOPE_KEYS)
-            scopes = _list(scopes, join_pointer(base, scope_key or "scopeSpans"), "scopeSpans")
+            scopes = _list(scopes if scope_key else [], join_pointer(base, scope_key), scope_key)
             for j, raw_scope in enumerate(scopes):
                 where = join_pointer(base, scope_key, j)
                 scope = _object(raw_scope, where, "a scopeSpans entry")
-                spans = _list(scope.get("spans"), join_pointer(where, "spans"), "spans")
+                spans = _list(scope.get("spans", []), join_pointer(where, "spans"), "spans")
                 for k, raw in enumerate(spans):
                     at = join_pointer(where, "spans", k)
                     try:
@@ -766,7 +767,12 @@ def span_traces(
             ),
         )
         return
+    parts = list(parts)
     groups, errors = group(parts)
+    if not groups and not errors:  # like an empty JSON Lines file: nothing to check is an error
+        in_lines = any(line is not None for line, _ in parts)
+        yield None, InputError("the export has no spans", pointer=None if in_lines else "")
+        return
     for spans in groups:
         line = min((s.line for s in spans if s.line is not None), default=None)
         try:
