@@ -823,6 +823,31 @@ def test_a_document_of_records_gives_one_result_per_record() -> None:
     assert third.source is None  # a canonical trace, parsed as it is
 
 
+def test_an_empty_array_of_records_is_an_input_error(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    # with --messages-at an array is records; none means nothing to check, as for an empty
+    # JSON Lines file (convert exited 1 without a word, validate passed 0 of 0)
+    results = list(to_traces([], "auto", RecordOptions(messages_at="/traj")))
+    assert len(results) == 1
+    pointer, error = results[0]
+    assert isinstance(error, InputError)
+    assert (pointer, error.pointer, error.message) == ("", "", "the array of records is empty")
+    empty = tmp_path / "runs.json"
+    empty.write_text("[]", encoding="utf-8")
+    run = arh("convert", empty, "--messages-at", "/traj")
+    assert (run.status, run.out, run.err) == (
+        1,
+        "",
+        f"error: {empty}: the array of records is empty\n",
+    )
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"policy_id": "p", "allow_unlisted_tools": True}), "utf-8")
+    run = arh("validate", "--policy", policy, empty, "--messages-at", "/traj")
+    assert run.status == 1
+    assert run.err == f"error: {empty}: the array of records is empty\n"
+
+
 # ---------------------------------------------------------------------------------------------
 # Fields a transcript cannot carry stay unset
 

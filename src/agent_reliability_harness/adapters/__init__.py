@@ -203,6 +203,9 @@ def to_traces(
             yield "", result
         return
     if type(document) is list and _is_record_array(document, options):
+        if not document:  # only with --messages-at; like an empty JSON Lines file, an error
+            yield "", InputError("the array of records is empty", pointer="")
+            return
         for index, record in enumerate(document):
             named = replace(options, default_id=f"{options.default_id}#{index}")
             try:
