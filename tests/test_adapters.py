@@ -32,7 +32,7 @@ from agent_reliability_harness.adapters import (
 from agent_reliability_harness.adapters._access import parse_pointer, resolve
 from agent_reliability_harness.cli import FORMAT_CHOICES
 from agent_reliability_harness.errors import InputError, UsageError
-from agent_reliability_harness.render.traces import render_traces
+from agent_reliability_harness.render.traces import render_trace, render_traces
 
 from conftest import REFERENCE, ROOT, Run, load_json, require_shared, schema_validator
 from conftest import adapter_notes as notes
@@ -1009,6 +1009,37 @@ def test_convert_many_traces_is_json_lines(arh: Callable[..., Run], tmp_path: Pa
     ]
 
 
+@pytest.mark.parametrize("name", ["runs.jsonl", "runs.NDJSON", "runs.JsonL"])
+def test_convert_to_a_json_lines_name_writes_json_lines_even_for_one_trace(
+    arh: Callable[..., Run], tmp_path: Path, name: str
+) -> None:
+    (tmp_path / "log.json").write_text(json.dumps([{"traj": [user("hi")]}]), encoding="utf-8")
+    out = tmp_path / name
+    run = arh("convert", tmp_path / "log.json", "--messages-at", "/traj", "-o", out)
+    assert (run.status, run.out) == (0, f"1 canonical trace (JSON Lines) written to {out}\n")
+    text = out.read_text(encoding="utf-8")
+    # one line, compact: the trace of one user turn, by hand
+    assert text == (
+        '{"schema_version":"1.1","trace_id":"log#0","agent_name":"openai-chat-agent",'
+        '"workflow":"openai-chat-import","source":"openai-chat","steps":[{"step_id":"m0-user",'
+        '"type":"user_message","text":"hi"}],"metadata":{"adapter":{"missing":["latency_ms",'
+        '"cost_usd","tokens"]}}}\n'
+    )
+    # and validate reads it back as one trace, not as lines of an indented document
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"policy_id": "p", "allow_unlisted_tools": True}), "utf-8")
+    run = arh("validate", "--policy", policy, out)
+    assert (run.status, run.err) == (0, "")
+    # to standard output and to any other name, one trace is still indented JSON
+    shown = arh("convert", tmp_path / "log.json", "--messages-at", "/traj").out
+    assert shown.startswith('{\n  "schema_version": "1.1",\n')
+    assert json.loads(shown) == json.loads(text)
+    other = tmp_path / "one.txt"
+    run = arh("convert", tmp_path / "log.json", "--messages-at", "/traj", "-o", other)
+    assert run.out == f"Canonical trace written to {other}\n"
+    assert other.read_text(encoding="utf-8") == shown
+
+
 def test_convert_reports_bad_inputs_and_still_writes_the_rest(
     arh: Callable[..., Run], tmp_path: Path
 ) -> None:
@@ -1027,7 +1058,10 @@ def test_convert_reports_bad_inputs_and_still_writes_the_rest(
         ),
         f"error: {name}/c.json: /trace_id: duplicate trace_id 'a': already read from {name}/a.json",
     ]
-    assert out.read_text(encoding="utf-8") == render_traces([convert([user("hi")], default_id="a")])
+    # one trace converted, to a .jsonl name: one compact line that validate reads back
+    one = convert([user("hi")], default_id="a")
+    assert out.read_text(encoding="utf-8") == render_trace(one, indent=False)
+    assert out.read_text(encoding="utf-8").count("\n") == 1
 
 
 def test_files_with_the_same_name_in_different_folders_stay_distinct(

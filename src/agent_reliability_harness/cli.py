@@ -911,6 +911,7 @@ def _write(path: str, text: str | Sequence[str | Spool], what: str, quiet: bool)
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
+    from agent_reliability_harness.io import is_jsonl_name
     from agent_reliability_harness.render.traces import render_trace
     from agent_reliability_harness.runner import TraceIds, read_traces
 
@@ -941,10 +942,12 @@ def _cmd_convert(args: argparse.Namespace) -> int:
             continue
         ids.add(read)
         converted.append(read)
+    # one trace is indented JSON, unless it goes to a file named to be read as JSON Lines
+    lines = len(converted) > 1 or (args.output is not None and is_jsonl_name(args.output))
     texts = []
     for read in converted:
         try:
-            texts.append(render_trace(read.trace, indent=len(converted) == 1))
+            texts.append(render_trace(read.trace, indent=not lines))
         except RecursionError:
             fail(
                 InputError(
@@ -958,8 +961,8 @@ def _cmd_convert(args: argparse.Namespace) -> int:
             _print(text, sys.stdout)
         else:
             what = "Canonical trace"
-            if len(converted) > 1:
-                what = f"{len(texts)} canonical traces (JSON Lines)"
+            if lines:
+                what = f"{len(texts)} canonical trace{'s' * (len(texts) != 1)} (JSON Lines)"
             status = _write(args.output, text, what, quiet=False)
             if status:
                 return status
@@ -1030,8 +1033,8 @@ _COMMANDS: Final[dict[str, tuple[str, str, Callable[[_Parser], None], Callable[.
         "convert transcripts to canonical traces",
         (
             "Write the canonical traces the adapters build from the inputs: one trace as JSON, "
-            "several as JSON Lines. Exit status: 0 all converted, 1 an input was bad, 2 usage "
-            "error."
+            "several (or any number, to an -o file named .jsonl or .ndjson) as JSON Lines. Exit "
+            "status: 0 all converted, 1 an input was bad, 2 usage error."
         ),
         _convert_arguments,
         _cmd_convert,

@@ -26,6 +26,7 @@ __all__ = [
     "Source",
     "Spool",
     "expand_inputs",
+    "is_jsonl_name",
     "jsonl_chunks",
     "no_records",
     "read_chunk",
@@ -74,6 +75,12 @@ def _display(path: str) -> str:
 
 def _suffix(name: str) -> str:
     return os.path.splitext(name)[1].lower()
+
+
+def is_jsonl_name(name: str) -> bool:
+    """Is a file of this name read as JSON Lines (a ``.jsonl`` or ``.ndjson`` suffix, in any
+    case)? ``arh convert -o`` writes such a file as JSON Lines, so that it reads back."""
+    return _suffix(name) in _JSONL_SUFFIXES
 
 
 def _walk(root: str) -> list[tuple[str, str]]:
@@ -134,10 +141,10 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                     if not os.path.isfile(file) and os.path.exists(file):  # it may never end
                         errors.append(InputError(_NOT_REGULAR, pointer=None, source=_display(file)))
                         continue
-                    jsonl = _suffix(file) in _JSONL_SUFFIXES
+                    jsonl = is_jsonl_name(file)
                     add(Source(_display(file), file, jsonl, _display(relative)))
             elif os.path.exists(arg):
-                jsonl = _suffix(arg) in _JSONL_SUFFIXES
+                jsonl = is_jsonl_name(arg)
                 add(Source(name, arg, jsonl, os.path.basename(name)))
             else:
                 from contextlib import suppress
