@@ -577,6 +577,40 @@ def test_span_traces_reject_record_options() -> None:
     assert "do not apply" in results[0].message or "apply to transcripts" in results[0].message
 
 
+RECORD_OPTIONS_ON_EXPORTS = (
+    "--messages-at and --trace-id-at apply to transcripts, not to OTLP trace exports "
+    "(their traces are named by their trace ids)"
+)
+
+
+@pytest.mark.parametrize(
+    "option", [("--messages-at", "/traj"), ("--trace-id-at", "/task_id")], ids=lambda o: o[0]
+)
+def test_record_options_on_an_export_are_an_input_error_in_every_file_form(
+    arh: Callable[..., Run], tmp_path: Path, option: tuple[str, str]
+) -> None:
+    # with --format auto, an export stays an export whichever option is given, as one JSON
+    # document, as a JSON Lines file of export requests, or as a record of an array; the
+    # transcript beside them is still converted
+    export = otlp(tool("01", 1, "lookup"))
+    (tmp_path / "a_export.json").write_text(json.dumps(export), encoding="utf-8")
+    (tmp_path / "b_collector.jsonl").write_text(json.dumps(export) + "\n", encoding="utf-8")
+    records = [export, {"task_id": 7, "traj": [{"role": "user", "content": "hi"}]}]
+    (tmp_path / "c_records.json").write_text(json.dumps(records), encoding="utf-8")
+    run = arh("convert", *option, tmp_path)
+    assert run.status == 1
+    name = tmp_path.as_posix()
+    assert run.err.splitlines() == [
+        f"error: {name}/a_export.json: {RECORD_OPTIONS_ON_EXPORTS}",
+        f"error: {name}/b_collector.jsonl: {RECORD_OPTIONS_ON_EXPORTS}",
+        f"error: {name}/c_records.json: /0: {RECORD_OPTIONS_ON_EXPORTS}",
+    ]
+    converted = json.loads(run.out)
+    assert [s["text"] for s in converted["steps"]] == ["hi"]
+    # the id from /task_id, or (--messages-at only) the file's name and the record's index
+    assert converted["trace_id"] == ("7" if option[0] == "--trace-id-at" else "c_records#1")
+
+
 def test_to_trace_needs_an_export_of_one_trace() -> None:
     assert to_trace(otlp(tool("01", 1, "f")), "otel-genai").steps[0].tool_name == "f"
     with pytest.raises(InputError, match="holds 2 traces"):

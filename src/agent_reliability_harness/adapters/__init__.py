@@ -198,7 +198,7 @@ def to_traces(
     id of its own is named ``options.default_id``, followed by ``#<index>`` in an array.
     """
     options = options or RecordOptions()
-    if is_span_export(document, fmt if options.messages_at is None else "arh"):
+    if is_span_export(document, fmt):  # even with --messages-at (span_traces refuses it)
         for _, result in span_traces([(None, document)], fmt, options):
             yield "", result
         return

@@ -1,8 +1,9 @@
 """Telling the input formats apart (``--format auto``).
 
-A canonical trace is an object with ``steps``; an OpenTelemetry export is an object with
-``resourceSpans`` (``openinference`` when a span has ``openinference.span.kind``, else
-``otel-genai``). Some objects name their format by their members:
+A canonical trace is an object with ``steps`` (unless ``--messages-at`` is given); an
+OpenTelemetry export is an object with ``resourceSpans``, with ``--messages-at`` too
+(``openinference`` when a span has ``openinference.span.kind``, else ``otel-genai``). Some
+objects name their format by their members:
 
 * ``contents`` or ``candidates`` (or a ``response`` holding candidates): ``gemini``;
 * ``output`` holding a ``message`` object, or ``messages`` beside ``modelId``, ``toolConfig``,
@@ -130,6 +131,12 @@ def detect_format(record: Any, options: RecordOptions | None = None) -> str:
     """Name the format of one record, or raise InputError when it is neither a canonical trace
     nor a transcript."""
     options = options or RecordOptions()
+    if type(record) is dict and ("resourceSpans" in record or "resource_spans" in record):
+        # an export even with --messages-at: its spans are no transcript, and the span adapters
+        # refuse the record options with an error that says so
+        from agent_reliability_harness.adapters.spans import export_format
+
+        return export_format(record)
     if options.messages_at is None:
         if type(record) is dict and "steps" in record:
             return "arh"
