@@ -387,6 +387,34 @@ def test_jobs_agree_on_values_nested_as_deeply_as_the_stack_allows(
         assert ("nested too deeply" in str(one["err"])) == (depth >= high)
 
 
+def test_jobs_do_again_a_piece_whose_result_a_worker_cannot_send_back(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With --html-out a worker sends the traces back with their reports, and pickling a value
+    # nested 500 deep exceeds the recursion limit (decoding and checking it do not): the result
+    # cannot be sent. That piece of work is done again by this process, as one that meets a
+    # value too deep is, so the reports are those of one process and every trace is in them.
+    text = (SAMPLES / "traces" / "rebook_pass.json").read_text(encoding="utf-8")
+    trace = json.loads(text)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for index in range(2):  # two JSON Lines files: two pieces of work, so workers start
+        trace["trace_id"] = f"deep-{index}"
+        trace["steps"][1]["output"] = "NESTED"
+        line = json.dumps(trace).replace('"NESTED"', "[" * 500 + "]" * 500)
+        (folder / f"t{index}.jsonl").write_text(line + "\n", encoding="utf-8")
+    inputs = [str(folder)]
+    one = _outputs(arh, inputs, tmp_path / "one", "--html-out", str(tmp_path / "one" / "r.html"))
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 2)  # workers, whatever this machine has
+    html = str(tmp_path / "many" / "r.html")
+    many = _outputs(arh, inputs, tmp_path / "many", "--jobs", "2", "--html-out", html)
+    assert one == many
+    assert one["err"] == ""
+    report = json.loads(one["r.json"])  # type: ignore[arg-type]
+    assert [r["trace_id"] for r in report["reports"]] == ["deep-0", "deep-1"]
+    assert b"deep-1" in one["r.html"]  # type: ignore[operator]
+
+
 def test_jobs_start_no_more_workers_than_cpus(
     arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

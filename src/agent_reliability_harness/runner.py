@@ -522,8 +522,15 @@ def _parallel(
                 source = unit.sources[0]
                 yield from _outcomes(local, source, settings)
                 continue
-            outcomes, count = job.get()
-            if any(map(_too_deep, outcomes)):
+            try:
+                outcomes, count = job.get()
+            except Exception:  # noqa: BLE001 - whatever it was, one process has the answer
+                # A result the worker could not send back (pickling a trace that holds a value
+                # nested deeply exceeds the recursion limit), or a failure in the worker: its
+                # unit is done again here, as one process would do it (a failure that is not
+                # the worker's own happens here again, as it would with one process).
+                outcomes = None
+            if outcomes is None or any(map(_too_deep, outcomes)):
                 # How deep a value can be decoded and checked depends on the stack, which is
                 # deeper in a worker: its unit is done again here, at the depth one process
                 # would do it (the same frames as in iter_reports), for the same outcome.
