@@ -694,11 +694,13 @@ def _stat_usage(args: argparse.Namespace, *, baseline: bool = True) -> str | Non
 
 
 def _read_reports(paths: Sequence[str], label: str) -> list[tuple[str, Any]] | None:
-    """Each report with its path, or None after printing why one cannot be read."""
+    """Each report with its path, or None after printing why each one that cannot be read
+    cannot (every report is read: one bad report does not hide the others' problems)."""
     from agent_reliability_harness.render._text import terminal_safe
     from agent_reliability_harness.runner import load_report
 
     runs = []
+    bad = False
     seen: set[str] = set()
     for path in paths:
         # one file named twice (a glob and a name, ./a and a) would count its runs twice
@@ -715,8 +717,8 @@ def _read_reports(paths: Sequence[str], label: str) -> list[tuple[str, Any]] | N
             runs.append((path, load_report(path)))
         except InputError as exc:
             _error(f"invalid {label}: {exc}")
-            return None
-    return runs
+            bad = True
+    return None if bad else runs
 
 
 def _gate_plan(args: argparse.Namespace) -> tuple[Any, str] | None:
@@ -756,18 +758,19 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     statistics = bool(args.gate or args.gates or args.outcome or args.k)
     planned = _gate_plan(args) if statistics else None
-    if statistics and planned is None:
-        return EXIT_FAILED
+    # every report is read even when the gate file or another report is bad: all are reported
     baselines = _read_reports(args.baseline, "baseline")
-    if baselines is None:
+    candidates = None if args.candidate is None else _read_reports(args.candidate, "candidate")
+    if (
+        (statistics and planned is None)
+        or baselines is None
+        or (args.candidate is not None and candidates is None)
+    ):
         return EXIT_FAILED
     baseline, notes = merge_runs(baselines, "baseline")
     input_errors = 0
     keeper = None
-    if args.candidate is not None:
-        candidates = _read_reports(args.candidate, "candidate")
-        if candidates is None:
-            return EXIT_FAILED
+    if candidates is not None:
         candidate, more = merge_runs(candidates, "candidate")
         notes += more
     else:
@@ -870,12 +873,10 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         _print(f"{args.usage}arh stats: error: {problem}\n", sys.stderr)
         return EXIT_USAGE
     planned = _gate_plan(args)
-    if planned is None:
+    runs = _read_reports(args.reports, "report")  # read even when the gate file is bad
+    if planned is None or runs is None:
         return EXIT_FAILED
     plan, outcome = planned
-    runs = _read_reports(args.reports, "report")
-    if runs is None:
-        return EXIT_FAILED
     if not any(run.reports for _, run in runs):
         _error(f"no trace reports in {', '.join(args.reports)}: nothing to summarise")
         return EXIT_FAILED
