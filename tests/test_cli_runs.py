@@ -75,3 +75,71 @@ def test_a_bad_gate_file_does_not_hide_a_bad_report(arh: Arh, tmp_path: Path) ->
     assert len(lines) == 2, run.err
     assert lines[0].startswith(f"error: invalid gate file: {gates}: cannot read")
     assert lines[1] == "error: invalid report: " + _EMPTY.format(empty)
+
+
+def _unwritable(folder: Path, name: str) -> Path:
+    """An output path that is an existing directory: it cannot be written."""
+    path = folder / name
+    path.mkdir(parents=True)
+    return path
+
+
+def test_validate_writes_every_report_it_can(arh: Arh, tmp_path: Path) -> None:
+    clean = tmp_path / "clean"
+    outputs = ("--md-out", "r.md"), ("--sarif-out", "r.sarif"), ("--html-out", "r.html")
+    run = arh(
+        "validate", "--policy", POLICY, TRACE, "--quiet", "--json-out", clean / "r.json",
+        "--junit-out", clean / "r.xml", *[a for o, n in outputs for a in (o, clean / n)],
+    )  # fmt: skip
+    assert run.status == 0
+    out = tmp_path / "out"
+    json_dir, junit_dir = _unwritable(out, "json"), _unwritable(out, "junit")
+    run = arh(
+        "validate", "--policy", POLICY, TRACE, "--quiet", "--json-out", json_dir,
+        "--junit-out", junit_dir, *[a for o, n in outputs for a in (o, out / n)],
+    )  # fmt: skip
+    assert run.status == 1
+    assert run.err == (
+        f"error: cannot write {json_dir}: Is a directory\n"
+        f"error: cannot write {junit_dir}: Is a directory\n"
+    )
+    for _, name in outputs:  # the first output failed, yet the later ones are all there
+        assert (out / name).read_bytes() == (clean / name).read_bytes(), name
+
+
+def test_compare_writes_every_report_it_can(arh: Arh, tmp_path: Path) -> None:
+    base = _report(arh, tmp_path / "base.json")
+    clean = tmp_path / "clean"
+    outputs = ("--md-out", "c.md"), ("--html-out", "c.html")
+    run = arh(
+        "compare", "--baseline", base, "--policy", POLICY, TRACE, "--quiet",
+        "--candidate-json-out", clean / "cand.json", "--json-out", clean / "c.json",
+        *[a for o, n in outputs for a in (o, clean / n)],
+    )  # fmt: skip
+    assert run.status == 0
+    out = tmp_path / "out"
+    cand_dir, json_dir = _unwritable(out, "cand"), _unwritable(out, "json")
+    run = arh(
+        "compare", "--baseline", base, "--policy", POLICY, TRACE, "--quiet",
+        "--candidate-json-out", cand_dir, "--json-out", json_dir,
+        *[a for o, n in outputs for a in (o, out / n)],
+    )  # fmt: skip
+    assert run.status == 1
+    assert run.err == (
+        f"error: cannot write {cand_dir}: Is a directory\n"
+        f"error: cannot write {json_dir}: Is a directory\n"
+    )
+    for _, name in outputs:
+        assert (out / name).read_bytes() == (clean / name).read_bytes(), name
+
+
+def test_stats_writes_every_report_it_can(arh: Arh, tmp_path: Path) -> None:
+    report = _report(arh, tmp_path / "r.json")
+    clean = tmp_path / "clean.md"
+    assert arh("stats", report, "--quiet", "--md-out", clean).status == 0
+    json_dir = _unwritable(tmp_path, "json")
+    run = arh("stats", report, "--json-out", json_dir, "--md-out", tmp_path / "s.md")
+    assert run.status == 1
+    assert run.err == f"error: cannot write {json_dir}: Is a directory\n"
+    assert f"Statistics Markdown written to {tmp_path / 's.md'}" in run.out
+    assert (tmp_path / "s.md").read_bytes() == clean.read_bytes()

@@ -561,6 +561,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         keeper = ValidationTraces()  # the traces the HTML report shows step by step
     totals = SummaryBuilder()
     errors: list[InputError] = []
+    unwritten = 0  # report files that could not be written (the others are written all the same)
 
     def fail(error: InputError) -> None:
         errors.append(error)
@@ -598,9 +599,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                 spool,
                 report_writer.tail(summary),
             ]
-            status = _write(path, parts, what, args.quiet)
-            if status:
-                return status
+            unwritten += _write(path, parts, what, args.quiet)
     finally:
         for _, _, spool, _ in outputs:
             spool.close()
@@ -614,10 +613,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             summary.policy_sha256,
             summary.harness_version,
         )
-        status = _write(args.html_out, render_html(run, keeper.traces), "HTML report", args.quiet)
-        if status:
-            return status
-    return EXIT_OK if summary.passed == summary.total and not errors else EXIT_FAILED
+        unwritten += _write(
+            args.html_out, render_html(run, keeper.traces), "HTML report", args.quiet
+        )
+    passed = summary.passed == summary.total and not errors and not unwritten
+    return EXIT_OK if passed else EXIT_FAILED
 
 
 def _compare_usage(args: argparse.Namespace) -> str | None:
@@ -769,6 +769,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     baseline, notes = merge_runs(baselines, "baseline")
     input_errors = 0
+    unwritten = 0  # report files that could not be written (the others are written all the same)
     keeper = None
     if candidates is not None:
         candidate, more = merge_runs(candidates, "candidate")
@@ -796,11 +797,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         candidates = [(args.candidate_json_out or "(validated now)", candidate)]
         input_errors = len(candidate.input_errors)
         if args.candidate_json_out:
-            status = _write(
+            unwritten += _write(
                 args.candidate_json_out, render_json(candidate), "Candidate report", args.quiet
             )
-            if status:
-                return status
     result = compare_reports(baseline, candidate, any_step=args.any_step)
     if notes:
         result = replace(result, warnings=(*result.warnings, *notes))
@@ -842,22 +841,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             _print(f"exit status 1 all the same: {count} (on standard error)\n", sys.stdout)
     if args.json_out:
         text = render_compare_json(result, gate, statistics=data)
-        status = _write(args.json_out, text, "Comparison JSON", args.quiet)
-        if status:
-            return status
+        unwritten += _write(args.json_out, text, "Comparison JSON", args.quiet)
     if args.md_out:
         text = render_compare_markdown(result, gate, extra=markdown_extra)
-        status = _write(args.md_out, text, "Comparison Markdown", args.quiet)
-        if status:
-            return status
+        unwritten += _write(args.md_out, text, "Comparison Markdown", args.quiet)
     if args.html_out:
         from agent_reliability_harness.render.html import render_compare_html
 
         html = render_compare_html(result, gate, keeper.traces if keeper else None)
-        status = _write(args.html_out, html, "Comparison HTML", args.quiet)
-        if status:
-            return status
-    return EXIT_OK if gate.passed and not input_errors else EXIT_FAILED
+        unwritten += _write(args.html_out, html, "Comparison HTML", args.quiet)
+    return EXIT_OK if gate.passed and not input_errors and not unwritten else EXIT_FAILED
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
@@ -887,18 +880,18 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if not args.quiet:
         _print(render_stats_console(result), sys.stdout)
+    unwritten = 0  # report files that could not be written (the others are written all the same)
     for path, render, what in (
         (args.json_out, render_stats_json, "Statistics JSON"),
         (args.md_out, render_stats_markdown, "Statistics Markdown"),
     ):
         if path:
-            status = _write(path, render(result), what, args.quiet)
-            if status:
-                return status
-    return EXIT_OK if result.passed else EXIT_FAILED
+            unwritten += _write(path, render(result), what, args.quiet)
+    return EXIT_OK if result.passed and not unwritten else EXIT_FAILED
 
 
 def _write(path: str, text: str | Sequence[str | Spool], what: str, quiet: bool) -> int:
+    """Write one report file: 0, or 1 after printing why it could not be written."""
     from agent_reliability_harness.io import write_atomic
 
     try:
