@@ -7,8 +7,11 @@ Each test runs ``arh`` in-process on files written to a temporary directory.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from conftest import SAMPLES, Run
 
@@ -143,3 +146,92 @@ def test_stats_writes_every_report_it_can(arh: Arh, tmp_path: Path) -> None:
     assert run.err == f"error: cannot write {json_dir}: Is a directory\n"
     assert f"Statistics Markdown written to {tmp_path / 's.md'}" in run.out
     assert (tmp_path / "s.md").read_bytes() == clean.read_bytes()
+
+
+def _usage_error(run: Run, command: str, message: str) -> None:
+    assert run.status == 2
+    assert run.out == ""
+    assert run.err.startswith(f"usage: arh {command}")
+    assert run.err.endswith(f"arh {command}: error: {message}\n")
+
+
+def test_two_reports_in_one_file_are_a_usage_error(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    run = arh(
+        "validate", "--policy", POLICY, TRACE, "--json-out", "same.out", "--md-out", "same.out"
+    )
+    _usage_error(
+        run, "validate",
+        "--json-out and --md-out name the same file, same.out: each report needs a file of its own",
+    )  # fmt: skip
+    assert not (tmp_path / "same.out").exists()  # nothing written
+    # spelt differently, the same file: ./same.out and an absolute path
+    run = arh("stats", "x.json", "--json-out", "./s.out", "--md-out", tmp_path / "s.out")
+    _usage_error(
+        run, "stats",
+        f"--json-out and --md-out name the same file, {tmp_path / 's.out'}: each report needs a "
+        "file of its own",
+    )  # fmt: skip
+
+
+def test_a_report_over_an_input_is_a_usage_error(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    policy, trace = tmp_path / "mypol.json", tmp_path / "mytrace.json"
+    policy.write_bytes(POLICY.read_bytes())
+    trace.write_bytes(TRACE.read_bytes())
+    run = arh(
+        "validate", "--policy", "mypol.json", "mytrace.json", "--md-out", "./mytrace.json",
+        "--html-out", "mypol.json",
+    )  # fmt: skip
+    # the outputs are checked against the policy first, then the traces
+    message = "--html-out and --policy name the same file, mypol.json: a report must not "
+    _usage_error(run, "validate", message + "overwrite an input")
+    run = arh("validate", "--policy", "mypol.json", "mytrace.json", "--md-out", "./mytrace.json")
+    message = "--md-out and TRACE name the same file, ./mytrace.json: a report must not "
+    _usage_error(run, "validate", message + "overwrite an input")
+    (tmp_path / "link.json").symlink_to(trace)  # a link to the trace is the trace
+    run = arh("validate", "--policy", "mypol.json", "mytrace.json", "--json-out", "link.json")
+    message = "--json-out and TRACE name the same file, link.json: a report must not "
+    _usage_error(run, "validate", message + "overwrite an input")
+    assert policy.read_bytes() == POLICY.read_bytes()
+    assert trace.read_bytes() == TRACE.read_bytes()
+
+    base = _report(arh, tmp_path / "base.json")
+    before = base.read_bytes()
+    run = arh(
+        "compare", "--baseline", "base.json", "--policy", "mypol.json", "mytrace.json",
+        "--candidate-json-out", "base.json",
+    )  # fmt: skip
+    message = "--candidate-json-out and --baseline name the same file, base.json: a report "
+    _usage_error(run, "compare", message + "must not overwrite an input")
+    run = arh("compare", "--baseline", base, "--candidate", base, "--md-out", base)
+    message = f"--md-out and --baseline name the same file, {base}: a report must not "
+    _usage_error(run, "compare", message + "overwrite an input")
+    (tmp_path / "arh.toml").write_text('[gates]\n"pass rate" = ">= 0.5"\n', encoding="utf-8")
+    run = arh("compare", "--baseline", base, "--candidate", base, "--json-out", "arh.toml",
+              "--gates", "arh.toml")  # fmt: skip
+    message = "--json-out and --gates name the same file, arh.toml: a report must not "
+    _usage_error(run, "compare", message + "overwrite an input")
+    run = arh("stats", "base.json", "--md-out", "base.json")
+    message = "--md-out and REPORT name the same file, base.json: a report must not "
+    _usage_error(run, "stats", message + "overwrite an input")
+    assert base.read_bytes() == before
+    run = arh("convert", "mytrace.json", "-o", "mytrace.json")
+    message = "-o/--output and INPUT name the same file, mytrace.json: a report must not "
+    _usage_error(run, "convert", message + "overwrite an input")
+    assert trace.read_bytes() == TRACE.read_bytes()
+
+
+def test_standard_input_is_not_a_file_named_dash(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A trace input '-' is standard input; an output '-' is a file named '-', as ever.
+    monkeypatch.chdir(tmp_path)
+    run = arh("validate", "--policy", POLICY, "-", "--json-out", "-", "--quiet",
+              stdin=TRACE.read_bytes())  # fmt: skip
+    assert run.status == 0, run.err
+    assert json.loads((tmp_path / "-").read_text(encoding="utf-8"))["summary"]["passed_traces"] == 1

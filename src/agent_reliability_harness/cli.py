@@ -515,6 +515,50 @@ _VALIDATE_OUTPUTS: Final = (
 )
 
 
+def _file_key(path: str) -> tuple[object, ...] | None:
+    """What identifies the file ``path`` names: an existing regular file by its device and inode
+    (a symbolic or hard link to it is the same file), a path that does not exist yet by its
+    absolute form with links resolved; None for anything else (a directory, a pipe, a device
+    such as ``/dev/stdout``), which a report is written into rather than replacing it."""
+    import stat
+
+    try:
+        info = os.stat(path)
+    except OSError:
+        return ("path", os.path.normcase(os.path.realpath(path)))
+    return ("file", info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def _overwrite_usage(
+    outputs: Sequence[tuple[str, str | None]], inputs: Sequence[tuple[str, str | None]]
+) -> str | None:
+    """The problem when two of the ``(option, path)`` outputs are one file, or an output is one
+    of the inputs (``-`` among them is standard input, not a file), else None."""
+    from agent_reliability_harness.render._text import terminal_safe
+
+    written: dict[tuple[object, ...], tuple[str, str]] = {}  # file -> its option and path
+    for option, path in outputs:
+        if path is None or (key := _file_key(path)) is None:
+            continue
+        first, _ = written.setdefault(key, (option, path))
+        if first != option:
+            return (
+                f"{first} and {option} name the same file, {terminal_safe(path)}: each report "
+                "needs a file of its own"
+            )
+    for option, path in inputs:
+        if path is None or (option != "--gates" and path == "-"):
+            continue
+        key = _file_key(path)
+        if key is not None and key in written:
+            output, shown = written[key]
+            return (
+                f"{output} and {option} name the same file, {terminal_safe(shown)}: a report "
+                "must not overwrite an input"
+            )
+    return None
+
+
 def _policy(path: str, allow_risky_patterns: bool) -> Policy | None:
     """Load the policy, printing its error (then None) or its accepted warnings."""
     from agent_reliability_harness.render._text import terminal_safe
@@ -530,6 +574,9 @@ def _policy(path: str, allow_risky_patterns: bool) -> Policy | None:
     return policy
 
 
+_VALIDATE_FILES: Final = tuple(attribute for attribute, _, _ in _VALIDATE_OUTPUTS)
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     from agent_reliability_harness._version import __version__
     from agent_reliability_harness.io import Spool
@@ -538,7 +585,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from agent_reliability_harness.render.console import ConsoleWriter
     from agent_reliability_harness.runner import StepLines, iter_reports, sorted_errors
 
-    problem = _record_usage(args)
+    problem = _record_usage(args) or _overwrite_usage(
+        [(f"--{a.replace('_', '-')}", getattr(args, a)) for a in (*_VALIDATE_FILES, "html_out")],
+        [("--policy", args.policy), *(("TRACE", path) for path in args.traces)],
+    )
     if problem:
         _print(f"{args.usage}arh validate: error: {problem}\n", sys.stderr)
         return EXIT_USAGE
@@ -752,7 +802,21 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from agent_reliability_harness.render.json_report import render_json
     from agent_reliability_harness.runner import run_validation
 
-    problem = _compare_usage(args)
+    problem = _compare_usage(args) or _overwrite_usage(
+        [
+            ("--json-out", args.json_out),
+            ("--md-out", args.md_out),
+            ("--html-out", args.html_out),
+            ("--candidate-json-out", args.candidate_json_out),
+        ],
+        [
+            *(("--baseline", path) for path in args.baseline),
+            *(("--candidate", path) for path in args.candidate or ()),
+            ("--policy", args.policy),
+            *(("TRACE", path) for path in args.traces),
+            ("--gates", args.gates),
+        ],
+    )
     if problem:
         _print(f"{args.usage}arh compare: error: {problem}\n", sys.stderr)
         return EXIT_USAGE
@@ -861,7 +925,10 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         render_stats_markdown,
     )
 
-    problem = _stat_usage(args, baseline=False)
+    problem = _stat_usage(args, baseline=False) or _overwrite_usage(
+        [("--json-out", args.json_out), ("--md-out", args.md_out)],
+        [*(("REPORT", path) for path in args.reports), ("--gates", args.gates)],
+    )
     if problem:
         _print(f"{args.usage}arh stats: error: {problem}\n", sys.stderr)
         return EXIT_USAGE
@@ -909,7 +976,9 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     from agent_reliability_harness.render.traces import render_trace
     from agent_reliability_harness.runner import TraceIds, read_traces
 
-    problem = _record_usage(args)
+    problem = _record_usage(args) or _overwrite_usage(
+        [("-o/--output", args.output)], [("INPUT", path) for path in args.traces]
+    )
     if problem:
         _print(f"{args.usage}arh convert: error: {problem}\n", sys.stderr)
         return EXIT_USAGE
