@@ -235,3 +235,31 @@ def test_standard_input_is_not_a_file_named_dash(
               stdin=TRACE.read_bytes())  # fmt: skip
     assert run.status == 0, run.err
     assert json.loads((tmp_path / "-").read_text(encoding="utf-8"))["summary"]["passed_traces"] == 1
+
+
+def test_compare_reports_say_what_the_exit_status_says(arh: Arh, tmp_path: Path) -> None:
+    base = _report(arh, tmp_path / "base.json")
+    md, html = tmp_path / "c.md", tmp_path / "c.html"
+    # the candidate is the baseline's trace again (the gate passes) and a path that is missing
+    run = arh("compare", "--baseline", base, "--policy", POLICY, TRACE, tmp_path / "nope.json",
+              "--md-out", md, "--html-out", html)  # fmt: skip
+    assert run.status == 1
+    assert "GATE: PASS" in run.out
+    assert "exit status 1 all the same: 1 candidate input error (on standard error)" in run.out
+    lines = md.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "## arh regression gate: PASS, 1 candidate input error"
+    assert lines[4] == (
+        "**Exit status 1 all the same: 1 candidate input error** (listed in the run's log)."
+    )
+    page = html.read_text(encoding="utf-8")
+    assert "<h1>arh regression gate: PASS, 1 candidate input error</h1>" in page
+    assert "<title>arh regression gate: PASS, 1 candidate input error</title>" in page
+    assert "Exit status 1 all the same: 1 candidate input error" in page
+    # without the missing path, nothing of the kind
+    run = arh("compare", "--baseline", base, "--policy", POLICY, TRACE, "--md-out", md,
+              "--html-out", html)  # fmt: skip
+    assert run.status == 0
+    text = md.read_text(encoding="utf-8")
+    assert text.startswith("## arh regression gate: PASS\n")
+    assert "all the same" not in text
+    assert "all the same" not in html.read_text(encoding="utf-8")

@@ -898,21 +898,24 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         data = stats.to_dict()
     if not args.quiet:
         _print(render_compare_console(result, gate, extra=console_extra), sys.stdout)
-        if gate.passed and input_errors:
-            from agent_reliability_harness.render._text import plural
+        from agent_reliability_harness.render._text import exit_status_note
 
-            count = plural(input_errors, "candidate input error")
-            _print(f"exit status 1 all the same: {count} (on standard error)\n", sys.stdout)
+        note = exit_status_note(gate.passed, input_errors)
+        if note is not None:
+            _print(f"{note} (on standard error)\n", sys.stdout)
     if args.json_out:
         text = render_compare_json(result, gate, statistics=data)
         unwritten += _write(args.json_out, text, "Comparison JSON", args.quiet)
     if args.md_out:
-        text = render_compare_markdown(result, gate, extra=markdown_extra)
+        text = render_compare_markdown(
+            result, gate, extra=markdown_extra, input_errors=input_errors
+        )
         unwritten += _write(args.md_out, text, "Comparison Markdown", args.quiet)
     if args.html_out:
         from agent_reliability_harness.render.html import render_compare_html
 
-        html = render_compare_html(result, gate, keeper.traces if keeper else None)
+        traces = keeper.traces if keeper else None
+        html = render_compare_html(result, gate, traces, input_errors=input_errors)
         unwritten += _write(args.html_out, html, "Comparison HTML", args.quiet)
     return EXIT_OK if gate.passed and not input_errors and not unwritten else EXIT_FAILED
 

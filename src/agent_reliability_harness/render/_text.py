@@ -9,7 +9,15 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Final
 
-__all__ = ["BIDI_CONTROLS", "plain_number", "plural", "run_headline", "terminal_safe"]
+__all__ = [
+    "BIDI_CONTROLS",
+    "exit_status_note",
+    "gate_verdict",
+    "plain_number",
+    "plural",
+    "run_headline",
+    "terminal_safe",
+]
 
 # The bidirectional marks, embeddings, overrides and isolates, which can make a viewer show text
 # in a different order than it is stored ("Trojan Source"), as a regex character-class part:
@@ -72,6 +80,23 @@ def run_headline(total: int, failed: int, errors: int, *, grouped: bool = False)
     if errors:
         title += f", {plural(errors, 'input', grouped=grouped)} could not be read"
     return title
+
+
+def gate_verdict(passed: bool, input_errors: int) -> str:
+    """The verdict of arh compare's gate, ``PASS`` or ``FAIL``, with the candidate inputs that
+    could not be read (``input_errors``), which make the exit status 1 whatever the gate says."""
+    verdict = "PASS" if passed else "FAIL"
+    if input_errors:
+        verdict += f", {plural(input_errors, 'candidate input error')}"
+    return verdict
+
+
+def exit_status_note(passed: bool, input_errors: int) -> str | None:
+    """What arh compare's reports add when its gate passed but the exit status is 1 all the
+    same (candidate inputs could not be read), else None."""
+    if not (passed and input_errors):
+        return None
+    return f"exit status 1 all the same: {plural(input_errors, 'candidate input error')}"
 
 
 def plural(count: int, word: str, *, grouped: bool = False) -> str:

@@ -19,7 +19,12 @@ from agent_reliability_harness.render._markdown import (
     md_size,
     md_text,
 )
-from agent_reliability_harness.render._text import plural, terminal_safe
+from agent_reliability_harness.render._text import (
+    exit_status_note,
+    gate_verdict,
+    plural,
+    terminal_safe,
+)
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -171,18 +176,22 @@ def _md_findings(delta: TraceDelta) -> list[str]:
 
 
 def render_compare_markdown(
-    result: CompareResult, gate: GateResult, *, extra: Sequence[str] = ()
+    result: CompareResult,
+    gate: GateResult,
+    *,
+    extra: Sequence[str] = (),
+    input_errors: int = 0,
 ) -> str:
     """The comparison for a pull-request comment or a CI step summary; ``extra`` lines (the
-    statistics) follow the summary table.
+    statistics) follow the summary table. ``input_errors`` counts the candidate inputs that
+    could not be read (when it was validated now), which fail the command whatever the gate.
 
     Like the validation report it keeps within ``MAX_CHARS``: the gate's reasons and the
     warnings may fill an eighth of it each, the statistics a quarter, the table of changed
     traces up to half in all (at least an eighth), the findings the rest; what does not fit is
     left out, and a line says how much."""
     s = result.summary()
-    verdict = "PASS" if gate.passed else "FAIL"
-    out = [f"## arh regression gate: {verdict}", ""]
+    out = [f"## arh regression gate: {gate_verdict(gate.passed, input_errors)}", ""]
     out.append(
         f"Gate mode `{gate.fail_on}`"
         + (
@@ -192,6 +201,9 @@ def render_compare_markdown(
         )
         + "."
     )
+    note = exit_status_note(gate.passed, input_errors)
+    if note is not None:
+        out += ["", f"**{note[0].upper()}{note[1:]}** (listed in the run's log)."]
     if gate.reasons:
         reasons = [f"- {md_text(r, limit=_MD_REASON_CHARS)}" for r in gate.reasons]
         out.append("")

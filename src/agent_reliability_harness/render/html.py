@@ -32,7 +32,14 @@ from agent_reliability_harness.model.report import Finding, RunReport, TraceRepo
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta, trace_delta
 from agent_reliability_harness.regression.gate import GateResult
-from agent_reliability_harness.render._text import BIDI_CONTROLS, plain_number, plural, run_headline
+from agent_reliability_harness.render._text import (
+    BIDI_CONTROLS,
+    exit_status_note,
+    gate_verdict,
+    plain_number,
+    plural,
+    run_headline,
+)
 from agent_reliability_harness.rules import CATEGORIES, RULES
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -1122,7 +1129,7 @@ def _delta_table(deltas: Sequence[TraceDelta], caption: str, anchor: str) -> str
 
 
 def _compare_sections(
-    result: CompareResult, gate: GateResult, traces: Mapping[str, Trace]
+    result: CompareResult, gate: GateResult, traces: Mapping[str, Trace], input_errors: int
 ) -> Iterator[str]:
     notable = sorted((d for d in result.traces if d.notable), key=lambda d: (_rank(d), d.trace_id))
     quiet = [d for d in result.traces if not d.notable]
@@ -1150,6 +1157,10 @@ def _compare_sections(
         '<section aria-labelledby="gate">\n<h2 id="gate">Gate</h2>\n',
         f'<p><strong class="verdict {verdict.lower()}">{verdict}</strong> ({mode})</p>\n',
     ]
+    note = exit_status_note(gate.passed, input_errors)
+    if note is not None:
+        out.append(f'<p class="note"><strong>{_text(note[0].upper() + note[1:])}</strong> '
+                   "(listed in the run's log).</p>\n")  # fmt: skip
     if gate.reasons:
         out.append('<h3>Reasons</h3>\n<ul class="reasons">\n')
         out += [f"<li>{_clipped(reason)}</li>\n" for reason in gate.reasons]
@@ -1181,10 +1192,17 @@ def _compare_sections(
 
 
 def render_compare_html(
-    result: CompareResult, gate: GateResult, traces: Mapping[str, Trace] | None = None
+    result: CompareResult,
+    gate: GateResult,
+    traces: Mapping[str, Trace] | None = None,
+    *,
+    input_errors: int = 0,
 ) -> str:
     """The comparison as one HTML page: the gate and its reasons, then the changed traces, with
-    new and resolved findings marked in their timelines (when ``traces`` has the trace)."""
-    verdict = "PASS" if gate.passed else "FAIL"
-    head = html_start(f"arh regression gate: {verdict}", f"arh regression gate: {verdict}")
-    return "".join(html_document(head, _compare_sections(result, gate, traces or {})))
+    new and resolved findings marked in their timelines (when ``traces`` has the trace).
+    ``input_errors`` counts the candidate inputs that could not be read, which fail the command
+    whatever the gate says."""
+    title = f"arh regression gate: {gate_verdict(gate.passed, input_errors)}"
+    head = html_start(title, title)
+    sections = _compare_sections(result, gate, traces or {}, input_errors)
+    return "".join(html_document(head, sections))
