@@ -263,3 +263,38 @@ def test_compare_reports_say_what_the_exit_status_says(arh: Arh, tmp_path: Path)
     assert text.startswith("## arh regression gate: PASS\n")
     assert "all the same" not in text
     assert "all the same" not in html.read_text(encoding="utf-8")
+
+
+def _empty_report(path: Path) -> Path:
+    """A report of a run that checked no trace (as validation writes one), by hand."""
+    path.write_text(
+        '{"schema_version": "1", "summary": {"total_traces": 0, "passed_traces": 0, '
+        '"failed_traces": 0, "average_score": 0.0, "input_errors": 0}, "reports": []}',
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_statistical_gates_without_runs_fail_closed(arh: Arh, tmp_path: Path) -> None:
+    none = _empty_report(tmp_path / "none.json")
+    gates = ["--gate", "pass rate >= 0.9", "--gate", "pass rate drop significant at 0.05"]
+    run = arh("compare", "--baseline", none, "--candidate", none, *gates)
+    assert run.status == 1
+    assert run.out.endswith(
+        "STATISTICS · outcome verdict\n\nno runs on either side\n\n"
+        "GATE: FAIL (fail-on never)\n"
+        "  - all workflows: insufficient data for min_pass_rate 0.9: no runs on either side "
+        "[--gate 'pass rate >= 0.9']\n"
+        "  - all workflows: insufficient data for significance 0.05: no runs on either side "
+        "[--gate 'pass rate drop significant at 0.05']\n"
+    )
+    # as arh stats, which has nothing to summarise
+    run = arh("stats", none, "--gate", "pass rate >= 0.9")
+    assert run.status == 1
+    assert run.err == f"error: no trace reports in {none}: nothing to summarise\n"
+    # letting insufficient data through lets it through, and says so
+    run = arh("compare", "--baseline", none, "--candidate", none, *gates,
+              "--allow-insufficient-data")  # fmt: skip
+    assert run.status == 0
+    assert "note: all workflows: insufficient data for min_pass_rate 0.9" in run.out
+

@@ -762,6 +762,40 @@ def test_a_workflow_named_in_the_file_without_runs_fails() -> None:
     )
 
 
+def test_gates_without_any_run_fail_closed() -> None:
+    # No workflow at all: nothing can decide a threshold, so each is insufficient data (which
+    # fails), not passed for want of anything to check; --allow-insufficient-data lets it pass.
+    plan = _plan("pass rate >= 0.9", "pass rate drop significant at 0.05")
+    result = check_comparisons(plan, [])
+    assert [(c.key, c.status) for c in result.checks] == [
+        ("min_pass_rate", "insufficient"),
+        ("significance", "insufficient"),
+    ]
+    assert not result.passed
+    assert result.reasons[0] == (
+        "all workflows: insufficient data for min_pass_rate 0.9: no runs on either side "
+        "[--gate 'pass rate >= 0.9']"
+    )
+    # without a baseline, the threshold that needs one is skipped, the other one fails closed
+    alone = check_summaries(plan, [])
+    assert [c.status for c in alone.checks] == ["insufficient", "skipped"]
+    assert not alone.passed
+    allowed = check_comparisons(
+        _plan("pass rate >= 0.9", "pass rate drop significant at 0.05", allow=True), []
+    )
+    assert [c.status for c in allowed.checks] == ["allowed", "allowed"]
+    assert allowed.passed
+    # a gate file's defaults too, and its named workflow still fails as missing
+    parsed = parse_gate_file(
+        "[defaults]\nmin_pass_rate = 0.5\n[workflows.refunds]\nmin_pass_rate = 0.8\n", "arh.toml"
+    )
+    filed = check_comparisons(GatePlan(parsed), [])
+    assert [(c.workflow, c.key, c.status) for c in filed.checks] == [
+        ("", "min_pass_rate", "insufficient"),
+        ("refunds", "workflow", "fail"),
+    ]
+
+
 def test_math_helpers_do_not_use_floats_for_probabilities() -> None:
     # a p-value of 200 paired tasks is far below the smallest float increment near 1 and
     # still exact: 2 / 2^200

@@ -737,19 +737,21 @@ def _missing(plan: GatePlan, present: set[str]) -> list[GateCheck]:
 def check_comparisons(plan: GatePlan, comparisons: Sequence[WorkflowComparison]) -> StatGateResult:
     """Check every threshold that applies to each compared workflow."""
     cases = [(c.workflow, c.baseline, c.candidate, (c.rate_test, c.hat_test)) for c in comparisons]
-    return _check_all(plan, cases)
+    return _check_all(plan, cases, comparing=True)
 
 
 def check_summaries(plan: GatePlan, summaries: Sequence[Summary]) -> StatGateResult:
     """Check the thresholds that need no baseline; the others are ``skipped``."""
-    return _check_all(plan, [(s.workflow or "", None, s, None) for s in summaries])
+    return _check_all(plan, [(s.workflow or "", None, s, None) for s in summaries], comparing=False)
 
 
 _Case = tuple[str, "Summary | None", "Summary", "tuple[PairedTest, PairedTest] | None"]
 
 
-def _check_all(plan: GatePlan, cases: Sequence[_Case]) -> StatGateResult:
-    """Each workflow's thresholds, then the named workflows that are not there."""
+def _check_all(plan: GatePlan, cases: Sequence[_Case], *, comparing: bool) -> StatGateResult:
+    """Each workflow's thresholds, then the named workflows that are not there. Without any
+    workflow (no runs at all) the thresholds that apply to every workflow cannot be decided:
+    they are insufficient data, not passed."""
     checks: list[GateCheck] = []
     for name, baseline, candidate, tests in cases:
         allow = plan.allow_for(name)
@@ -757,5 +759,33 @@ def _check_all(plan: GatePlan, cases: Sequence[_Case]) -> StatGateResult:
             _check(setting, name, baseline=baseline, candidate=candidate, tests=tests, allow=allow)
             for setting in plan.thresholds_for(name)
         ]
+    if not cases:
+        checks += _no_runs(plan, comparing=comparing)
     checks += _missing(plan, {case[0] for case in cases})
     return StatGateResult(tuple(checks))
+
+
+def _no_runs(plan: GatePlan, *, comparing: bool) -> list[GateCheck]:
+    """The checks of the default and ``--gate`` thresholds when no workflow ran at all (the
+    workflows the gate file names are :func:`_missing`)."""
+    merged = {s.key: s for s in (plan.file.defaults if plan.file else ())}
+    chosen = [merged[key] for key in THRESHOLD_KEYS if key in merged] + list(plan.extra)
+    allow = plan.allow_insufficient or any(
+        s.key == "allow_insufficient_data" and s.value
+        for s in (plan.file.defaults if plan.file else ())
+    )
+    checks = []
+    for setting in chosen:
+        if setting.key in BASELINE_KEYS and not comparing:
+            status, reason = "skipped", None
+        else:
+            status = "allowed" if allow else "insufficient"
+            why = "no runs on either side" if comparing else "no runs"
+            reason = (
+                f"all workflows: insufficient data for {setting.key} {setting.shown}: {why} "
+                f"[{setting.origin}]"
+            )
+        checks.append(
+            GateCheck("", setting.key, setting.shown, setting.origin, status, None, reason)
+        )
+    return checks

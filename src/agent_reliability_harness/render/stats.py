@@ -362,6 +362,8 @@ def comparison_console_lines(stats: StatComparison) -> list[str]:
         by_workflow.setdefault(check.workflow, []).append(check)
     for comparison in stats.workflows:
         lines += ["", *_comparison_lines(comparison, by_workflow.get(comparison.workflow, []))]
+    if not stats.workflows:
+        lines += ["", "no runs on either side"]
     for warning in stats.warnings:
         lines.append(f"warning: {terminal_safe(warning)}")
     lines += [  # as arh stats says why a check with too little data was let through
@@ -394,7 +396,28 @@ def comparison_markdown_lines(stats: StatComparison) -> list[str]:
         (
             f"Outcome: {stats.outcome}. Baseline \u2192 candidate; p-values of exact two-sided "
             "paired tests over the tasks both sides ran."
+            if stats.workflows
+            else f"Outcome: {stats.outcome}. No runs on either side."
         ),
+    ]
+    if stats.workflows:
+        out += _md_comparison_table(stats, by_workflow)
+    for warning in stats.warnings:
+        out += ["", f"> Warning: {md_text(warning)}"]
+    checks = stats.gate.checks
+    allowed = [c.reason for c in checks if c.status == "allowed" and c.reason]
+    if allowed:
+        out += [""] + [f"- allowed: {md_text(r)}" for r in allowed]
+    if checks:
+        out += _md_checks(checks)
+    return out
+
+
+def _md_comparison_table(
+    stats: StatComparison, by_workflow: dict[str, list[GateCheck]]
+) -> list[str]:
+    """The table of the workflows compared, after a blank line."""
+    out = [
         "",
         (
             "| Workflow | Tasks | k | pass@1 (95% CI) | pass^k | Flaky tasks | Flips down / up "
@@ -419,12 +442,4 @@ def comparison_markdown_lines(stats: StatComparison) -> list[str]:
                 ]
             )
         )
-    for warning in stats.warnings:
-        out += ["", f"> Warning: {md_text(warning)}"]
-    checks = stats.gate.checks
-    allowed = [c.reason for c in checks if c.status == "allowed" and c.reason]
-    if allowed:
-        out += [""] + [f"- allowed: {md_text(r)}" for r in allowed]
-    if checks:
-        out += _md_checks(checks)
     return out
