@@ -298,3 +298,23 @@ def test_statistical_gates_without_runs_fail_closed(arh: Arh, tmp_path: Path) ->
     assert run.status == 0
     assert "note: all workflows: insufficient data for min_pass_rate 0.9" in run.out
 
+
+def test_a_report_of_another_major_version_is_refused(arh: Arh, tmp_path: Path) -> None:
+    good = _report(arh, tmp_path / "good.json")
+    newer = tmp_path / "v2.json"
+    newer.write_text(
+        _empty_report(newer).read_text(encoding="utf-8").replace('"1"', '"2"'), encoding="utf-8"
+    )
+    message = "/schema_version: report declares unsupported schema_version '2'; this build reads "
+    run = arh("compare", "--baseline", good, "--candidate", newer)
+    assert run.status == 1
+    assert run.err == f"error: invalid candidate: {newer}: {message}major version 1\n"
+    run = arh("stats", newer)
+    assert run.status == 1
+    assert run.err == f"error: invalid report: {newer}: {message}major version 1\n"
+    # a minor version of 1 is read
+    minor = tmp_path / "v1.1.json"
+    minor.write_text(good.read_text(encoding="utf-8").replace(
+        '"schema_version": "1"', '"schema_version": "1.1"', 1), encoding="utf-8")  # fmt: skip
+    run = arh("compare", "--baseline", good, "--candidate", minor)
+    assert run.status == 0, run.err

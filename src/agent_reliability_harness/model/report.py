@@ -12,6 +12,7 @@ from agent_reliability_harness.model._checks import (
     json_type,
     number_text,
     opt_nonneg_int,
+    parse_schema_version,
 )
 from agent_reliability_harness.model.fidelity import NotApplicable
 
@@ -501,6 +502,9 @@ def _input_error_from_dict(data: object) -> InputError:
 def _run_report_from_dict(data: object) -> RunReport:
     if type(data) is not dict or "reports" not in data:
         raise InputError(_NOT_A_REPORT, pointer="")
+    # absent (read as 1, as a trace's) or of major version 1; a report of another major version
+    # may mean something else by the same keys, so it is refused rather than misread
+    parse_schema_version(data.get("schema_version"), "/schema_version", "report")
     entries = data["reports"]
     if type(entries) is not list:
         raise InputError(f"must be an array, got {json_type(entries)}", pointer="/reports")
