@@ -546,6 +546,8 @@ def _overwrite_usage(
                 f"{first} and {option} name the same file, {terminal_safe(path)}: each report "
                 "needs a file of its own"
             )
+    if not written:  # no report file: the inputs (thousands, from a glob) need no look
+        return None
     for option, path in inputs:
         if path is None or (option != "--gates" and path == "-"):
             continue
