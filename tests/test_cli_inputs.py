@@ -898,7 +898,9 @@ def test_the_console_cannot_issue_ci_workflow_commands(
     # a runner reads "##[" anywhere in a line, and "::" at its start after blanks
     assert not [line for line in lines if "##[" in line or line.lstrip().startswith("::")]
     assert "FAIL  \\x23#[error]Security review passed" in run.out
-    assert "\\x3a:error file=README.md,line=1::Approved" in run.out.replace("\n" + " " * 14, " ")
+    assert "\\x3a:error file=README.md,line=1\\x3a:Approved" in run.out.replace(
+        "\n" + " " * 14, " "
+    )
     # a step id too long for the first line: the message starts whole on the next one
     long_id = next(i for i, line in enumerate(lines) if "step-xxx" in line)
     assert lines[long_id].endswith("x" * 85)

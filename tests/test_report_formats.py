@@ -286,6 +286,46 @@ def test_console_escapes_hostile_text() -> None:
     assert "evil|id <b>bold</b> @octocat #12 \\x1b[31mred\\u202e\\ud800" in text
 
 
+def _command_lines(text: str) -> list[str]:
+    """Lines a CI runner would read as a workflow command: "##[" anywhere, or "::" at the start
+    after blanks (GitHub's runner trims them)."""
+    return [line for line in text.splitlines() if "##[" in line or line.lstrip().startswith("::")]
+
+
+def test_console_wrapping_cannot_start_a_workflow_command(arh: Arh, tmp_path: Path) -> None:
+    from agent_reliability_harness.regression import compare_reports, evaluate_gate
+    from agent_reliability_harness.render.compare import render_compare_console
+    from agent_reliability_harness.render.console import render_console
+
+    # The audit's case: the wrapper split the word "'AAAA...::error" just before its "::".
+    policy = tmp_path / "p.json"
+    policy.write_text('{"policy_id": "p", "allowed_tools": {}}', encoding="utf-8")
+    tool = "A" * 64 + "::error title=pwned::injected-annotation"
+    step = {"step_id": "s", "type": "tool_call", "tool_name": tool}
+    trace = tmp_path / "t.json"
+    trace.write_text(
+        json.dumps({"trace_id": "w", "agent_name": "a", "workflow": "w", "steps": [step]}),
+        encoding="utf-8",
+    )
+    run = arh("validate", "--policy", policy, trace)
+    assert run.status == 1
+    assert not _command_lines(run.out), run.out
+    assert "\\x3a:error title=pwned\\x3a:injected-annotation" in run.out.replace(
+        "\n" + " " * 14, ""
+    )
+    # Every place a long word can be split, in both writers: "::" and "##[" after 0 to 120
+    # characters of a word, after a space, and ":::" (whose second and third colons are a pair).
+    for n in range(121):
+        for tail in ("::error x", " ::warning x", ":::add-mask x", "##[group]x"):
+            finding = Finding("ARH-SCH-001", "error", "schema", "B" * n + tail, "s1")
+            report = TraceReport("t", "a", "w", "p", 0.0, False, 0.0, 0.0, None, (finding,))
+            other = TraceReport("t", "a", "w", "p", 100.0, True, 0.0, 0.0, None, ())
+            validate = render_console(RunReport((report,)))
+            result = compare_reports(RunReport((other,)), RunReport((report,)))
+            compare = render_compare_console(result, evaluate_gate(result, "regressions"))
+            assert not _command_lines(validate + compare), (n, tail)
+
+
 # -- Writing -------------------------------------------------------------------------------------
 
 

@@ -41,18 +41,20 @@ def _escape(match: re.Match[str]) -> str:
 
 
 # What a CI runner reads as a workflow command in a log line: "##[" anywhere, "::" at the start
-# of a line (a wrapped line can start wherever the text has a space). The first character is
-# escaped, so that a trace cannot issue one (::error, ::add-mask, ##[group]) from arh's output.
-_COMMAND: Final = r"##\[|(?:^|(?<=\s))::"
+# of a line after blanks. A wrapped line can start anywhere (the wrapper also splits long words),
+# so the first "#" of every "##[" and every ":" followed by another are escaped: no two raw
+# colons are ever adjacent, and a trace cannot issue a command (::error, ::add-mask, ##[group])
+# from arh's output however the text is wrapped.
+_COMMAND: Final = r"##\[|:(?=:)"
 
 
 def _command(match: re.Match[str]) -> str:
-    return "\\x23" + match.group()[1:] if match.group()[0] == "#" else "\\x3a:"
+    return "\\x23#[" if match.group()[0] == "#" else "\\x3a"
 
 
 def terminal_safe(text: str) -> str:
     """Escape control, surrogate and bidi-override characters so text prints as one line, and
-    the start of anything a CI runner would take for a workflow command."""
+    anything a CI runner would take for a workflow command."""
     if not (text.isascii() and text.isprintable()):
         text = re.sub(_UNSAFE, _escape, text)
     if "::" in text or "##[" in text:
