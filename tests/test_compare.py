@@ -816,3 +816,24 @@ def test_comparison_markdown_breaks_gh_references_and_line_start_syntax(
     text = md.read_text(encoding="utf-8")
     assert "#### \\- fixes GH-&#8203;123\n" in text
     assert not re.search(r"(?i)\bgh-\d", re.sub(r"`[^`]*`", "", text))
+
+
+def test_rule_ids_from_report_files_are_escaped_on_the_console(arh: Arh, tmp_path: Path) -> None:
+    base = _baseline(arh, tmp_path, PASS)
+    doc = load_json(base)
+    hostile_rule = "R\x1b[31mRED\u202e\n::error title=x::from-baseline-rule-id"
+    doc["reports"][0]["findings"].append(
+        {"rule_id": hostile_rule, "severity": "warning", "category": "flow",
+         "message": "m", "step_id": "s1"}
+    )  # fmt: skip
+    hostile = _write(tmp_path / "hostile.json", doc)
+    # By hand (docs/reports.md, Escaping): ESC is \x1b, U+202E \u202e, the newline \n, and the
+    # first ":" of each "::" \x3a.
+    shown = "R\\x1b[31mRED\\u202e\\n\\x3a:error title=x\\x3a:from-baseline-rule-id  s1  m"
+    resolved, _ = _compare(arh, hostile, "--policy", POLICY, PASS)  # a finding gone
+    new, _ = _compare(arh, base, "--candidate", hostile)  # a finding added
+    for run, sign in ((resolved, "-"), (new, "+")):
+        assert f"      {sign} warning {shown}\n" in run.out
+        assert "\x1b" not in run.out
+        assert "\u202e" not in run.out
+        assert not [line for line in run.out.splitlines() if line.lstrip().startswith("::")]

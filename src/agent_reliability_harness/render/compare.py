@@ -88,7 +88,7 @@ def _score(delta: TraceDelta) -> str:
 
 def _finding_line(sign: str, finding: Finding) -> list[str]:
     step = "-" if finding.step_id is None else terminal_safe(finding.step_id)
-    rule = finding.rule_id or finding.category
+    rule = terminal_safe(finding.rule_id or finding.category)  # read from a report file
     head = f"      {sign} {finding.severity:<8}{rule}  {step}  "
     return textwrap.wrap(
         terminal_safe(finding.message),
