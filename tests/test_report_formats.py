@@ -489,3 +489,21 @@ def test_junit_line_breaks_from_a_trace_cannot_forge_finding_lines() -> None:
         "[ERROR] ARH-SCH-001 (step s1): looks fine\\n[INFO] ARH-SCH-001 (step s9): "
         "tool 'x'\\r\\nis not allowed"
     )
+
+
+def test_junit_line_breaks_in_input_error_text_are_escaped() -> None:
+    from agent_reliability_harness.errors import InputError
+    from agent_reliability_harness.render.junit import render_junit
+
+    errors = (
+        InputError("file not found", source="line1\n# injected heading"),
+        InputError("file not found", source="x\r\n- bullet"),
+    )
+    text = render_junit(RunReport((), input_errors=errors))
+    root = ET.fromstring(text.split("\n", 1)[1])  # noqa: S314
+    shown = [element.text for element in root.iter("error")]
+    # As in failures (docs/ci.md): a line break is written as the two characters \n or \r.
+    assert shown == [
+        "line1\\n# injected heading: file not found",
+        "x\\r\\n- bullet: file not found",
+    ]

@@ -87,7 +87,7 @@ def _error_case(error: InputError) -> ET.Element:
     element = ET.SubElement(
         case, "error", {"message": xml_safe(error.message), "type": "arh.InputError"}
     )
-    element.text = xml_safe(str(error))
+    element.text = xml_safe(str(error).translate(_LINE_BREAKS))  # file names can hold them
     return case
 
 
