@@ -342,7 +342,7 @@ def test_hostile_trace_ids_are_escaped_in_markdown(arh: Arh, tmp_path: Path) -> 
     heading = next(line for line in text.splitlines() if line.startswith("#### "))
     assert heading == (
         "#### x\\|y &lt;script&gt;alert(1)&lt;/script&gt; @&#8203;octocat \\*\\*bold\\*\\* "
-        "\\[l\\](https:&#8203;//e.test) #"
+        "\\[l\\](https:&#8203;//e.test)\\\\n#"  # the newline shown as \\n, as on the console
     )
 
 

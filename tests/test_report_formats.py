@@ -31,6 +31,7 @@ from conftest import (
     load_json,
     require_shared,
 )
+from conftest import render_markdown as render_markdown_html
 
 GOLDENS = ROOT / "tests" / "goldens"
 HOSTILE = GOLDENS / "inputs" / "hostile"
@@ -286,6 +287,25 @@ def test_console_escapes_hostile_text() -> None:
     assert "evil|id <b>bold</b> @octocat #12 \\x1b[31mred\\u202e\\ud800" in text
 
 
+def test_console_escapes_every_format_character() -> None:
+    import unicodedata
+
+    from agent_reliability_harness.render._text import terminal_safe
+
+    # The Cf characters of the running Python's Unicode database (arh lists those of Unicode
+    # 15.1); each is shown as \xHH, \uHHHH or \U00HHHHHH (docs/reports.md), never as itself.
+    for code in range(0x110000):
+        char = chr(code)
+        if unicodedata.category(char) == "Cf":
+            expected = f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+            expected = f"\\x{code:02x}" if code < 0x100 else expected  # U+00AD
+            assert terminal_safe(f"x{char}y") == f"x{expected}y", hex(code)
+    assert terminal_safe("x\u200by \u00ad\u2060\U000e0041") == "x\\u200by \\xad\\u2060\\U000e0041"
+    assert (
+        terminal_safe("caf\u00e9 \u3000 \U0001f600") == "caf\u00e9 \u3000 \U0001f600"
+    )  # printable
+
+
 def _command_lines(text: str) -> list[str]:
     """Lines a CI runner would read as a workflow command: "##[" anywhere, or "::" at the start
     after blanks (GitHub's runner trims them)."""
@@ -472,6 +492,45 @@ def test_markdown_says_one_more_trace_in_the_singular() -> None:
         text
     )
     assert len(text) <= MAX_CHARS
+
+
+def _heading(markdown: str) -> str:
+    """The text of the one heading in ``markdown`` as GitHub shows it."""
+    from html import unescape
+
+    match = re.search(r"<h3>(.*)</h3>", render_markdown_html(markdown))
+    assert match, markdown
+    return unescape(re.sub(r"</?code>", "`", match.group(1)))
+
+
+@pytest.mark.parametrize(
+    ("trace_id", "shown"),
+    [
+        # CommonMark drops a heading's closing "#"s and its trailing blanks: they are escaped.
+        ("x", "x"), ("x #", "x #"), ("x ##", "x ##"), ("x # ", "x # "), ("x ", "x "),
+        # As on the console (docs/reports.md, Escaping): tabs and line breaks as \t, \r, \n,
+        # format characters such as U+200B as \uHHHH; other spaces stay what they are.
+        ("x\ty", "x\\ty"), ("\r", "\\r"), ("a\nb", "a\\nb"), ("x\u200by", "x\\u200by"),
+        ("\u00adx", "\\xadx"), ("\u3000x", "\u3000x"), (" x", " x"),
+    ],
+)  # fmt: skip
+def test_markdown_headings_show_trace_ids_as_they_are(trace_id: str, shown: str) -> None:
+    from agent_reliability_harness.render._markdown import md_code, md_text
+
+    assert _heading(f"### {md_text(trace_id)}") == shown
+    assert _heading(f"### {md_code(trace_id)}") == f"`{shown}`"
+
+
+def test_markdown_trace_sections_of_ids_differing_in_closing_hashes_differ() -> None:
+    finding = Finding("ARH-SCH-001", "error", "schema", "m", "s1")
+    reports = tuple(
+        TraceReport(i, "a", "w", "p", 0.0, False, 0.0, 0.0, None, (finding,))
+        for i in ("x", "x #", "x ##")
+    )
+    headings = re.findall(
+        r"<h3>(.*)</h3>", render_markdown_html(render_markdown(RunReport(reports)))
+    )
+    assert headings == ["x", "x #", "x ##"]
 
 
 def test_junit_line_breaks_from_a_trace_cannot_forge_finding_lines() -> None:

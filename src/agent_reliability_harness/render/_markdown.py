@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from agent_reliability_harness.render._text import BIDI_CONTROLS
+from agent_reliability_harness.render._text import visible
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -36,11 +36,7 @@ VALUE_CHARS: Final = 300  # a longer quoted value is cut to this many characters
 MESSAGE_CHARS: Final = 600  # the same for a finding's message, expected and observed values
 
 _ZWSP: Final = "&#8203;"  # a zero-width space: invisible, but it breaks mentions and autolinks
-_MARK: Final = "\x00"  # stands for _ZWSP while escaping; _flatten removes real NULs first
-_NEWLINES: Final = re.compile(r"\r\n|[\r\n\u2028\u2029\x85]")
-_CONTROL: Final = re.compile(
-    f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff{BIDI_CONTROLS}\ufffe\uffff]"
-)
+_MARK: Final = "\x00"  # stands for _ZWSP while escaping; _flatten has escaped real NULs first
 _PUNCTUATION: Final = re.compile(r"([\\`*_\[\]|~])")
 _MENTION: Final = re.compile(r"([@#])(?=\w)|\b((?i:gh)-)(?=[0-9])")  # GH-26 is #26 too
 # Block syntax a line (or a list item) could start with: an ATX heading, a bullet, an ordered list
@@ -49,16 +45,18 @@ _BLOCK_START: Final = re.compile(
     r"\A(?:#{1,6}(?= |\Z)|[-+](?= |\Z)|-+ *\Z|=+ *\Z|[0-9]{1,9}(?=[.)](?: |\Z)))"
 )
 _AUTOLINK: Final = re.compile(r"(?i)(www)(?=\.)|(?<=:)(?=//)")
-
-
-def _escape_control(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+# A closing sequence of an ATX heading: "#"s after a space at the end, which a heading drops.
+_CLOSING: Final = re.compile(r"(?<= )#+ *\Z")
 
 
 def _flatten(text: str) -> str:
-    text = _NEWLINES.sub(" ", text).replace("\t", " ")
-    return _CONTROL.sub(_escape_control, text)
+    """One line, as the console shows it: line breaks and tabs as ``\\n``, ``\\r``, ``\\t``,
+    other control, surrogate and format characters (U+200B, bidi controls) as escapes."""
+    return visible(text)
+
+
+def _reference(char: str) -> str:
+    return f"&#{ord(char)};"
 
 
 def _clip(text: str, limit: int | None) -> str:
@@ -82,8 +80,11 @@ def md_text(text: str, *, limit: int | None = VALUE_CHARS) -> str:
     text = _MENTION.sub(lambda m: (m.group(1) or m.group(2)) + _MARK, text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _PUNCTUATION.sub(r"\\\1", text)
+    text = _CLOSING.sub(lambda m: "\\" + m.group(), text)  # "x #" is not the heading "x"
+    if text[-1:].isspace():  # a heading or a table cell would drop it
+        text = text[:-1] + _reference(text[-1])
     if text[:1].isspace():  # leading spaces would let block syntax follow (or indent code)
-        text = "&#32;" + text[1:]
+        text = _reference(text[0]) + text[1:]
     else:
         text = _BLOCK_START.sub(_block_start, text, count=1)
     return text.replace(_MARK, _ZWSP)

@@ -11,33 +11,57 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BIDI_CONTROLS",
+    "FORMAT_CHARS",
+    "escape_char",
     "exit_status_note",
     "gate_verdict",
     "plain_number",
     "plural",
     "run_headline",
     "terminal_safe",
+    "visible",
 ]
 
 # The bidirectional marks, embeddings, overrides and isolates, which can make a viewer show text
 # in a different order than it is stored ("Trojan Source"), as a regex character-class part:
 # every writer shows them as escapes.
 BIDI_CONTROLS: Final = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# The format characters (Unicode category Cf, as of Unicode 15.1), a superset of the bidi
+# controls: invisible characters such as U+200B ZERO WIDTH SPACE, U+00AD SOFT HYPHEN, U+2060 WORD
+# JOINER, U+FEFF and the tag characters, which make two different ids look the same.
+FORMAT_CHARS: Final = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+)
 # C0 and C1 controls, DEL, lone surrogates, noncharacters, the line and paragraph separators
-# (line breaks to some terminals and log viewers), and the bidi controls.
+# (line breaks to some terminals and log viewers), and the format characters.
 _UNSAFE: Final = (  # compiled on first use, by the re module's cache
-    f"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029{BIDI_CONTROLS}\ufeff\ufffe\uffff]"
+    f"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029{FORMAT_CHARS}\ufffe\uffff]"
 )
 _NAMED: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+def escape_char(char: str) -> str:
+    """A character as a visible escape: ``\\x1b``, ``\\u202e``, ``\\U000e0041``."""
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
-    named = _NAMED.get(char)
-    if named:
-        return named
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return _NAMED.get(char) or escape_char(char)
+
+
+def visible(text: str) -> str:
+    """Text with control, surrogate, line-separator and format characters as visible escapes
+    (``\\n``, ``\\x1b``, ``\\u202e``), so that it shows as one line, as stored."""
+    if text.isascii() and text.isprintable():
+        return text
+    return re.sub(_UNSAFE, _escape, text)
 
 
 # What a CI runner reads as a workflow command in a log line: "##[" anywhere, "::" at the start
@@ -53,10 +77,9 @@ def _command(match: re.Match[str]) -> str:
 
 
 def terminal_safe(text: str) -> str:
-    """Escape control, surrogate and bidi-override characters so text prints as one line, and
-    anything a CI runner would take for a workflow command."""
-    if not (text.isascii() and text.isprintable()):
-        text = re.sub(_UNSAFE, _escape, text)
+    """Escape control, surrogate, bidi and other format characters so text prints as one line
+    (:func:`visible`), and anything a CI runner would take for a workflow command."""
+    text = visible(text)
     if "::" in text or "##[" in text:
         text = re.sub(_COMMAND, _command, text)
     return text
