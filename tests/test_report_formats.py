@@ -533,6 +533,17 @@ def test_markdown_trace_sections_of_ids_differing_in_closing_hashes_differ() -> 
     assert headings == ["x", "x #", "x ##"]
 
 
+def test_markdown_escapes_dollar_signs_github_renders_as_math() -> None:
+    from agent_reliability_harness.render._markdown import md_code, md_text
+
+    assert md_text("$$x$$ costs $5") == "\\$\\$x\\$\\$ costs \\$5"
+    assert md_code("$$x$$") == "`$$x$$`"  # no math inside code
+    report = TraceReport("t", "$$x$$", "$y$", "p", 0.0, False, 0.0, 0.0, None, ())
+    text = render_markdown(RunReport((report,)))
+    assert "\\$\\$x\\$\\$ / \\$y\\$" in text
+    assert not re.search(r"(?<!\\)\$", text)  # every "$" of the report is escaped
+
+
 def test_junit_line_breaks_from_a_trace_cannot_forge_finding_lines() -> None:
     from agent_reliability_harness.render.junit import render_junit
 

@@ -37,7 +37,8 @@ MESSAGE_CHARS: Final = 600  # the same for a finding's message, expected and obs
 
 _ZWSP: Final = "&#8203;"  # a zero-width space: invisible, but it breaks mentions and autolinks
 _MARK: Final = "\x00"  # stands for _ZWSP while escaping; _flatten has escaped real NULs first
-_PUNCTUATION: Final = re.compile(r"([\\`*_\[\]|~])")
+# "$" too: GitHub renders $...$ and $$...$$ as math.
+_PUNCTUATION: Final = re.compile(r"([\\`*_\[\]|~$])")
 _MENTION: Final = re.compile(r"([@#])(?=\w)|\b((?i:gh)-)(?=[0-9])")  # GH-26 is #26 too
 # Block syntax a line (or a list item) could start with: an ATX heading, a bullet, an ordered list
 # marker, a setext underline or thematic break; ``>`` and ``|`` are escaped everywhere already.
