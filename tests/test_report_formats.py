@@ -119,6 +119,87 @@ def test_sarif_rules_results_and_fingerprints(case: str) -> None:
     assert len(run["results"]) <= MAX_RESULTS
 
 
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _valid_sarif(text: str) -> dict:  # type: ignore[type-arg]
+    from jsonschema import Draft7Validator
+
+    doc = json.loads(text)
+    schema = load_json(require_shared(SARIF_SCHEMA))
+    errors = sorted(e.message for e in Draft7Validator(schema).iter_errors(doc))
+    assert not errors, errors[:5]
+    return doc  # type: ignore[no-any-return]
+
+
+def test_sarif_shows_hostile_text_as_escapes_and_makes_no_link() -> None:
+    import unicodedata
+
+    from agent_reliability_harness.errors import InputError
+
+    step = "s\x1b[31m\x00\u2028[click](https://evil.example)"
+    finding = Finding("ARH-SCH-001", "error", "schema", "tool 'x' is not allowed", step)
+    report = TraceReport(
+        "t\u202eevil", "a", "w", "p", 0.0, False, 0.0, 0.0, None, (finding,), source_path="t.json"
+    )
+    errors = (InputError("invalid JSON", source="b\u202e[x](https://e.test).json"),)
+    run = RunReport((report,), input_errors=errors, policy_id="p\x1b\u202e")
+    doc = _valid_sarif(render_sarif(run))
+    sarif_run = doc["runs"][0]
+    hidden = {"Cc", "Cf", "Cs", "Zl", "Zp"}
+    ours = {k: v for k, v in sarif_run.items() if k != "tool"}  # rules' help has line breaks
+    assert not [s for s in _strings(ours) if any(unicodedata.category(c) in hidden for c in s)]
+    result = sarif_run["results"][0]
+    # By hand: ESC \x1b, NUL \x00, U+2028 \u2028, U+202E \u202e (docs/reports.md); the message
+    # holds "](", so each of its "[" and "]" gets a backslash (SARIF 2.1.0 §3.11.6).
+    assert result["message"]["text"] == (
+        "tool 'x' is not allowed (trace 't\\u202eevil', "
+        "step 's\\x1b\\[31m\\x00\\u2028\\[click\\](https://evil.example)')"
+    )
+    shown_step = "s\\x1b[31m\\x00\\u2028[click](https://evil.example)"
+    assert result["locations"][0]["logicalLocations"] == [
+        {"name": shown_step, "fullyQualifiedName": f"t\\u202eevil/{shown_step}", "kind": "member"}
+    ]
+    assert result["properties"]["trace_id"] == "t\\u202eevil"
+    assert sarif_run["automationDetails"]["id"] == "arh/p\\x1b\\u202e/"
+    assert sarif_run["properties"]["policy_id"] == "p\\x1b\\u202e"
+    notification = sarif_run["invocations"][0]["toolExecutionNotifications"][0]
+    assert notification["message"]["text"] == (
+        "input error: b\\u202e\\[x\\](https://e.test).json: invalid JSON"
+    )
+    # No embedded link where the text has no "](": brackets and backslashes are left alone.
+    plain = Finding("ARH-SCH-001", "error", "schema", "tool '[a]\\b' is not allowed", "s1")
+    report = TraceReport("t", "a", "w", "p", 0.0, False, 0.0, 0.0, None, (plain,))
+    doc = _valid_sarif(render_sarif(RunReport((report,))))
+    text = doc["runs"][0]["results"][0]["message"]["text"]
+    assert text == "tool '[a]\\b' is not allowed (trace 't', step 's1')"
+
+
+def test_sarif_results_of_standard_input_have_no_file(arh: Arh, tmp_path: Path) -> None:
+    policy = tmp_path / "p.json"
+    policy.write_text('{"policy_id": "p", "allowed_tools": {}}', encoding="utf-8")
+    step = {"step_id": "s1", "type": "tool_call", "tool_name": "bad"}
+    trace = {"trace_id": "t", "agent_name": "a", "workflow": "w", "steps": [step]}
+    out = tmp_path / "st.sarif"
+    run = arh(
+        "validate", "--policy", policy, "-", "--sarif-out", out,
+        stdin=json.dumps(trace).encode(),
+    )  # fmt: skip
+    assert run.status == 1
+    doc = _valid_sarif(out.read_text(encoding="ascii"))
+    (result,) = doc["runs"][0]["results"]
+    assert result["locations"] == [
+        {"logicalLocations": [{"name": "s1", "fullyQualifiedName": "t/s1", "kind": "member"}]}
+    ]
+
+
 def test_sarif_points_at_the_line_of_the_step() -> None:
     run = _sarif("samples")["runs"][0]
     by_step = {

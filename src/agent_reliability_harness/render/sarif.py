@@ -2,10 +2,12 @@
 
 Rules come from the registry (all of them, in ID order, so a rule's index never changes). Each
 finding is one result with a physical location (the trace file, relative to the repository root,
-and the line of the step when it is known) and a logical one (trace / step). Results are
-identified across runs by ``partialFingerprints``: a hash of the finding's fingerprint (trace,
-rule, category, step, subject) plus an occurrence number, so they are unique within a run and
-stable between runs. GitHub's upload limits are respected: at most 25,000 results per run.
+and the line of the step when it is known; none for a trace read from standard input) and a
+logical one (trace / step). Results are identified across runs by ``partialFingerprints``: a hash
+of the finding's fingerprint (trace, rule, category, step, subject) plus an occurrence number, so
+they are unique within a run and stable between runs. GitHub's upload limits are respected: at
+most 25,000 results per run. Text from inputs is shown with visible escapes (``\\x1b``), and
+cannot form an embedded link in a message; fingerprints hash the values as they are.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from urllib.parse import quote
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
+from agent_reliability_harness.render._text import visible
 from agent_reliability_harness.rules import RULES, Rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -82,14 +85,35 @@ def _uri(path: str) -> tuple[str, str | None]:
     return _quote(path.replace("\\", "/")), ROOT_BASE
 
 
+_LINK_CHARS: Final = re.compile(r"([\\\[\]])")
+
+
+def _message(text: str) -> str:
+    """A plain text message (SARIF 2.1.0 §3.11.3): text from inputs cannot form an embedded
+    link (``[text](uri)``, §3.11.6), since in a text with a ``](`` every ``\\``, ``[`` and ``]``
+    gets the backslash that escapes it in link text; then :func:`visible` escapes."""
+    if "](" in text:
+        text = _LINK_CHARS.sub(r"\\\1", text)
+    return visible(text)
+
+
 def _location(
     report: TraceReport, finding: Finding, step_lines: Sequence[int] | None
 ) -> dict[str, Any]:
-    if report.source_path is None:
-        artifact: dict[str, Any] = {"uri": "stdin"}
+    trace_id = visible(report.trace_id)
+    if finding.step_id is None:
+        logical = {"name": trace_id, "fullyQualifiedName": trace_id, "kind": "module"}
     else:
-        uri, base = _uri(report.source_path)
-        artifact = {"uri": uri} if base is None else {"uri": uri, "uriBaseId": base}
+        step_id = visible(finding.step_id)
+        logical = {
+            "name": step_id,
+            "fullyQualifiedName": f"{trace_id}/{step_id}",
+            "kind": "member",
+        }
+    if report.source_path is None:  # standard input: no file to point at
+        return {"logicalLocations": [logical]}
+    uri, base = _uri(report.source_path)
+    artifact = {"uri": uri} if base is None else {"uri": uri, "uriBaseId": base}
     physical: dict[str, Any] = {"artifactLocation": artifact}
     line = report.source_line
     index = finding.step_index
@@ -97,14 +121,6 @@ def _location(
         line = step_lines[index]
     if line is not None:
         physical["region"] = {"startLine": line}
-    if finding.step_id is None:
-        logical = {"name": report.trace_id, "fullyQualifiedName": report.trace_id, "kind": "module"}
-    else:
-        logical = {
-            "name": finding.step_id,
-            "fullyQualifiedName": f"{report.trace_id}/{finding.step_id}",
-            "kind": "member",
-        }
     return {"physicalLocation": physical, "logicalLocations": [logical]}
 
 
@@ -138,13 +154,13 @@ def _result(
         result["ruleIndex"] = index[finding.rule_id]
     result |= {
         "level": _level(finding.severity),
-        "message": {"text": f"{finding.message} ({where})"},
+        "message": {"text": _message(f"{finding.message} ({where})")},
         "locations": [_location(report, finding, lines)],
         "partialFingerprints": {_FINGERPRINT_KEY: _fingerprint(report, finding, seen)},
-        "properties": {"trace_id": report.trace_id, "category": finding.category},
+        "properties": {"trace_id": visible(report.trace_id), "category": finding.category},
     }
     if finding.subject is not None:
-        result["properties"]["subject"] = finding.subject
+        result["properties"]["subject"] = visible(finding.subject)
     return result
 
 
@@ -187,7 +203,7 @@ class SarifWriter:
 
     def _split(self, summary: RunSummary) -> tuple[str, str]:
         notifications: list[dict[str, Any]] = [
-            {"level": "error", "message": {"text": f"input error: {error}"}}
+            {"level": "error", "message": {"text": _message(f"input error: {error}")}}
             for error in summary.input_errors
         ]
         total = self._findings
@@ -211,7 +227,7 @@ class SarifWriter:
         }
         sarif_run: dict[str, Any] = {
             "tool": {"driver": driver},
-            "automationDetails": {"id": f"arh/{summary.policy_id or 'policy'}/"},
+            "automationDetails": {"id": f"arh/{visible(summary.policy_id or 'policy')}/"},
             "invocations": [
                 {
                     "executionSuccessful": not summary.input_errors,
@@ -223,7 +239,7 @@ class SarifWriter:
         }
         if summary.policy_id is not None:
             sarif_run["properties"] = {
-                "policy_id": summary.policy_id,
+                "policy_id": visible(summary.policy_id),
                 "policy_sha256": summary.policy_sha256,
             }
         document = {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [sarif_run]}
