@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -837,3 +838,37 @@ def test_rule_ids_from_report_files_are_escaped_on_the_console(arh: Arh, tmp_pat
         assert "\x1b" not in run.out
         assert "\u202e" not in run.out
         assert not [line for line in run.out.splitlines() if line.lstrip().startswith("::")]
+
+
+def test_comparison_markdown_cuts_a_big_section_and_still_details_the_next_trace() -> None:
+    from agent_reliability_harness.render._markdown import MAX_CHARS
+    from agent_reliability_harness.render.compare import render_compare_markdown
+
+    def finding(i: int) -> Finding:
+        return Finding("ARH-SCH-001", "error", "schema", "tool 'bad' is not allowed", f"s{i}")
+
+    def report(trace_id: str, findings: tuple[Finding, ...]) -> TraceReport:
+        return TraceReport(trace_id, "a", "w", "p", 100.0, not findings, 0.0, 0.0, None, findings)
+
+    base = RunReport((report("a-big", ()), report("b-small", ())))
+    big = tuple(finding(i) for i in range(1000))
+    cand = RunReport((report("a-big", big), report("b-small", (finding(0),))))
+    result = compare_reports(base, cand)
+    text = render_compare_markdown(result, evaluate_gate(result, "regressions"))
+    assert MAX_CHARS - 2_000 < len(text) <= MAX_CHARS
+    assert "changed traces are not detailed" not in text
+    section = text.split("#### a-big\n", 1)[1].split("\n#### b-small\n", 1)
+    assert len(section) == 2  # both traces are detailed
+    steps = re.findall(
+        r"^\| new \| [a-z]+ \| `ARH-SCH-001` \| `(s\d+)` \|", section[0], re.MULTILINE
+    )
+    more = re.search(
+        r"^(\d+) more findings are not detailed here to keep", section[0], re.MULTILINE
+    )
+    assert more is not None
+    # its first new findings, in the comparison's order, then a line for the others
+    assert steps == [f.step_id for f in result.traces[0].new_findings][: len(steps)]
+    assert len(steps) > 100
+    assert len(steps) + int(more.group(1)) == 1000
+    assert "| new | error | `ARH-SCH-001` | `s0` |" in section[1]
+    assert_markdown_is_inert(text)

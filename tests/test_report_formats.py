@@ -625,6 +625,46 @@ def test_markdown_escapes_dollar_signs_github_renders_as_math() -> None:
     assert not re.search(r"(?<!\\)\$", text)  # every "$" of the report is escaped
 
 
+def _big_and_small(count: int) -> tuple[TraceReport, TraceReport]:
+    """A trace with ``count`` findings (one a step, s0, s1, ...) and one with a single finding."""
+
+    def finding(i: int) -> Finding:
+        return Finding("ARH-SCH-001", "error", "schema", "tool 'bad' is not allowed", f"s{i}")
+
+    big = tuple(finding(i) for i in range(count))
+    return (
+        TraceReport("a-big", "a", "w", "p", 0.0, False, 0.0, 0.0, None, big),
+        TraceReport("b-small", "a", "w", "p", 0.0, False, 0.0, 0.0, None, (finding(0),)),
+    )
+
+
+def _cut_section(text: str, heading: str, verb: str) -> tuple[list[str], int]:
+    """The steps of the rows under ``heading`` and the number its left-out line gives."""
+    section = text.split(heading + "\n", 1)[1].split("\n#", 1)[0]
+    steps = re.findall(r"^\| [a-z]+ \| `ARH-SCH-001` \| `(s\d+)` \|", section, re.MULTILINE)
+    more = re.search(
+        rf"^(\d+) more findings are not {verb} here to keep this report", section, re.MULTILINE
+    )
+    return steps, int(more.group(1)) if more else 0
+
+
+def test_markdown_cuts_a_big_section_and_still_shows_the_next_trace() -> None:
+    text = render_markdown(RunReport(_big_and_small(1000)))
+    assert len(text) <= MAX_CHARS
+    assert len(text) > MAX_CHARS - 2_000  # the room is used, not left empty
+    assert "failing traces are not shown" not in text
+    steps, more = _cut_section(text, "### a-big", "shown")
+    # its first findings, in order, then a line for the others: 1000 in all
+    assert steps == [f"s{i}" for i in range(len(steps))]
+    assert len(steps) > 100
+    assert len(steps) + more == 1000
+    assert _cut_section(text, "### b-small", "shown") == (["s0"], 0)
+    assert_markdown_is_inert(text)
+    for line in text.splitlines():
+        if line.startswith("|"):
+            assert len(line.replace("\\|", "").strip("|").split("|")) == 6, line
+
+
 def test_junit_line_breaks_from_a_trace_cannot_forge_finding_lines() -> None:
     from agent_reliability_harness.render.junit import render_junit
 

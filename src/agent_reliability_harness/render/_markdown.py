@@ -16,7 +16,7 @@ from agent_reliability_harness.render._text import visible
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import Final
 
 __all__ = [
@@ -126,6 +126,28 @@ def md_size(lines: Sequence[str]) -> int:
     return sum(len(line) + 1 for line in lines)
 
 
+def _cut(section: list[str], room: int, rows: str, verb: str) -> list[str] | None:
+    """``section`` (lines up to a table's ``|---`` delimiter, then its rows) cut to its first
+    rows that fit in ``room`` characters with a line saying how many ``rows`` were left out, or
+    None when not even one row fits."""
+    start = next((i for i, line in enumerate(section) if line.startswith("|---")), None)
+    if start is None:
+        return None
+    kept = section[: start + 1]
+    body = section[start + 1 :]
+    size = md_size(kept)
+    for index, row in enumerate(body):
+        left_out = ["", md_left_out(len(body) - index - 1, rows, verb)]
+        if size + len(row) + 1 + md_size(left_out) > room:
+            break
+        kept.append(row)
+        size += len(row) + 1
+    shown = len(kept) - start - 1
+    if not shown:
+        return None
+    return [*kept, "", md_left_out(len(body) - shown, rows, verb)] if shown < len(body) else kept
+
+
 def md_fit(
     lines: list[str],
     items: Sequence[str] | Iterable[list[str]],
@@ -135,17 +157,41 @@ def md_fit(
     count: int | None = None,
     verb: str = "listed",
     used: int = 0,
+    rows: str | None = None,
 ) -> None:
     """Append ``items`` (lines, or sections of lines) to ``lines`` while ``used`` characters
     plus ``lines`` stay within ``budget``; a line says how many of them were left out. Sections
-    may come from a generator, made only while they fit: ``count`` says how many there are."""
+    may come from a generator, made only while they fit: ``count`` says how many there are.
+
+    With ``rows`` (what a section's table rows are, such as ``"finding"``), a section too big for
+    the room left is cut to its first rows, with a line saying how many more rows it has: it
+    leaves the sections after it the room they need whole, up to half the room (all of it if
+    not one row fits otherwise), and they still get what is left."""
     total = len(items) if count is None else count  # type: ignore[arg-type]
     size = used + md_size(lines)
-    for shown, item in enumerate(items):
-        section = [item] if isinstance(item, str) else item
+    pending: Iterator[str | list[str]] = iter(items)
+    ahead: list[str | list[str]] = []  # sections made early, to know the room they need
+    shown = 0
+    while (item := ahead.pop(0) if ahead else next(pending, None)) is not None:
+        section: list[str] = [item] if isinstance(item, str) else item
         item_size = md_size(section)
         if size + item_size > budget:
-            lines += ["", md_left_out(total - shown, noun, verb)]
-            return
+            room = budget - size
+            cut = None
+            if rows is not None and not isinstance(item, str):
+                need = sum(md_size([x] if isinstance(x, str) else x) for x in ahead)
+                while need <= room // 2 and shown + 1 + len(ahead) < total:
+                    following = next(pending, None)
+                    if following is None:
+                        break
+                    ahead.append(following)
+                    need += md_size([following] if isinstance(following, str) else following)
+                cut = _cut(section, room - min(need, room // 2), rows, verb)
+                cut = cut or _cut(section, room, rows, verb)
+            if cut is None:
+                lines += ["", md_left_out(total - shown, noun, verb)]
+                return
+            section, item_size = cut, md_size(cut)
         lines += section
         size += item_size
+        shown += 1

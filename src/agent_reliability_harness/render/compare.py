@@ -254,7 +254,7 @@ def render_compare_markdown(
             ["", f"#### {md_text(d.trace_id)}", "", *_md_findings(d)] for d in with_findings
         )
         md_fit(out, sections, MAX_CHARS - 200, "changed trace", count=len(with_findings),
-               verb="detailed")  # fmt: skip
+               verb="detailed", rows="finding")  # fmt: skip
     return "\n".join(out) + "\n"
 
 

@@ -156,7 +156,7 @@ def _document(
         body += ["", "## Findings of the failing traces"]
     sections = (_trace_section(report) for report in failing)
     md_fit(body, sections, MAX_CHARS - 200, "failing trace", count=failing_count, verb="shown",
-           used=md_size(head + tail))  # fmt: skip
+           used=md_size(head + tail), rows="finding")  # fmt: skip
     return "\n".join(head + body + tail) + "\n"
 
 
