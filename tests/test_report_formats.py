@@ -182,7 +182,8 @@ def test_sarif_shows_hostile_text_as_escapes_and_makes_no_link() -> None:
     assert text == "tool '[a]\\b' is not allowed (trace 't', step 's1')"
 
 
-def test_sarif_results_of_standard_input_have_no_file(arh: Arh, tmp_path: Path) -> None:
+def test_sarif_results_of_standard_input_name_stdin(arh: Arh, tmp_path: Path) -> None:
+    # GitHub code scanning refuses a whole upload with a result that names no file
     policy = tmp_path / "p.json"
     policy.write_text('{"policy_id": "p", "allowed_tools": {}}', encoding="utf-8")
     step = {"step_id": "s1", "type": "tool_call", "tool_name": "bad"}
@@ -195,8 +196,10 @@ def test_sarif_results_of_standard_input_have_no_file(arh: Arh, tmp_path: Path) 
     assert run.status == 1
     doc = _valid_sarif(out.read_text(encoding="ascii"))
     (result,) = doc["runs"][0]["results"]
-    assert result["locations"] == [
-        {"logicalLocations": [{"name": "s1", "fullyQualifiedName": "t/s1", "kind": "member"}]}
+    (location,) = result["locations"]
+    assert location["physicalLocation"]["artifactLocation"] == {"uri": "stdin"}
+    assert location["logicalLocations"] == [
+        {"name": "s1", "fullyQualifiedName": "t/s1", "kind": "member"}
     ]
 
 

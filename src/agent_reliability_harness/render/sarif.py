@@ -110,10 +110,13 @@ def _location(
             "fullyQualifiedName": f"{trace_id}/{step_id}",
             "kind": "member",
         }
-    if report.source_path is None:  # standard input: no file to point at
-        return {"logicalLocations": [logical]}
-    uri, base = _uri(report.source_path)
-    artifact = {"uri": uri} if base is None else {"uri": uri, "uriBaseId": base}
+    if report.source_path is None:
+        # standard input has no file; GitHub code scanning refuses a whole upload in which a
+        # result has no artifact location, so the results name "stdin"
+        artifact: dict[str, Any] = {"uri": "stdin"}
+    else:
+        uri, base = _uri(report.source_path)
+        artifact = {"uri": uri} if base is None else {"uri": uri, "uriBaseId": base}
     physical: dict[str, Any] = {"artifactLocation": artifact}
     line = report.source_line
     index = finding.step_index
