@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -31,7 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent_reliability_harness import Finding, RunReport, Trace, TraceReport
@@ -529,12 +530,15 @@ def _decode(fragment: str) -> tuple[str, str]:
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(), st.booleans())
+@example("x\u200by\u00ad\U000e0041", False)
 def test_text_is_lossless_and_inert(value: str, block: bool) -> None:
     out = page._text(value, block=block)
     original, visible = _decode(out)
     assert original == value
     assert "<" not in visible or "<" in value  # markup only from the value, as text
     assert not BIDI.search(out)
+    # no invisible format character either (U+200B, U+00AD, tags): each is shown as an escape
+    assert not any(unicodedata.category(char) == "Cf" for char in out)
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]", out)
     if not block:
         assert "\n" not in out

@@ -290,6 +290,10 @@ def test_junit_replaces_characters_xml_forbids() -> None:
     for escape in ("\\x1b", "\\ud800", "\\x00", "\\ufffe", "\\u202e"):
         assert escape in text
     assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]", text)
+    # invisible format characters are shown too, as on the console (U+200B passed through)
+    from agent_reliability_harness.render.junit import xml_safe
+
+    assert xml_safe("x\u200by\u00ad\U000e0041") == "x\\u200by\\xad\\U000e0041"
 
 
 def test_junit_time_of_totals_that_add_up_past_a_float() -> None:

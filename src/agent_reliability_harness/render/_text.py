@@ -10,7 +10,6 @@ if TYPE_CHECKING:
     from typing import Final
 
 __all__ = [
-    "BIDI_CONTROLS",
     "FORMAT_CHARS",
     "escape_char",
     "exit_status_note",
@@ -22,13 +21,12 @@ __all__ = [
     "visible",
 ]
 
-# The bidirectional marks, embeddings, overrides and isolates, which can make a viewer show text
-# in a different order than it is stored ("Trojan Source"), as a regex character-class part:
-# every writer shows them as escapes.
-BIDI_CONTROLS: Final = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-# The format characters (Unicode category Cf, as of Unicode 15.1), a superset of the bidi
-# controls: invisible characters such as U+200B ZERO WIDTH SPACE, U+00AD SOFT HYPHEN, U+2060 WORD
-# JOINER, U+FEFF and the tag characters, which make two different ids look the same.
+# The format characters (Unicode category Cf, as of Unicode 15.1), as a regex character-class
+# part; every writer shows them as escapes. Among them are the bidirectional marks, embeddings,
+# overrides and isolates, which can make a viewer show text in a different order than it is
+# stored ("Trojan Source"), and invisible characters such as U+200B ZERO WIDTH SPACE, U+00AD
+# SOFT HYPHEN, U+2060 WORD JOINER, U+FEFF and the tag characters, which make two different ids
+# look the same.
 FORMAT_CHARS: Final = (
     "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
     "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"

@@ -33,7 +33,8 @@ from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta, trace_delta
 from agent_reliability_harness.regression.gate import GateResult
 from agent_reliability_harness.render._text import (
-    BIDI_CONTROLS,
+    FORMAT_CHARS,
+    escape_char,
     exit_status_note,
     gate_verdict,
     plain_number,
@@ -103,11 +104,12 @@ _RULE_ROWS: Final = 200  # rows of the findings-per-rule table
 _SHORT_JSON: Final = 100  # JSON values up to this long are written on one line
 
 # Characters shown as visible escapes instead of being written: C0 and C1 controls, DEL, lone
-# surrogates (not encodable), bidi marks, embeddings, overrides and isolates (they can reorder
-# what the reader sees), the byte-order mark and the noncharacters. Tab and newline are kept in
-# blocks of text and escaped in names.
+# surrogates (not encodable), the format characters (bidi marks, embeddings, overrides and
+# isolates, which can reorder what the reader sees, and invisible ones such as U+200B and the
+# byte-order mark) and the noncharacters. Tab and newline are kept in blocks of text and escaped
+# in names.
 _HIDDEN: Final = (
-    f"\x0b-\x1f\x7f-\x9f\ud800-\udfff{BIDI_CONTROLS}\ufeff"
+    f"\x0b-\x1f\x7f-\x9f\ud800-\udfff{FORMAT_CHARS}"
     "\ufdd0-\ufdef\ufffe\uffff"
     + "".join(f"{chr(plane << 16 | 0xFFFE)}{chr(plane << 16 | 0xFFFF)}" for plane in range(1, 17))
 )
@@ -119,11 +121,7 @@ _DOT: Final = " \u00b7 "
 
 def _visible(match: re.Match[str]) -> str:
     char = match.group()
-    code = ord(char)
-    shown = _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-    if code > 0xFFFF:
-        shown = f"\\U{code:08x}"
-    return f'<span class="esc">{shown}</span>'
+    return f'<span class="esc">{_NAMED.get(char) or escape_char(char)}</span>'
 
 
 def _text(value: str, *, block: bool = False) -> str:

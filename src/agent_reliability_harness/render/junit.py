@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
-from agent_reliability_harness.render._text import BIDI_CONTROLS, plural
+from agent_reliability_harness.render._text import FORMAT_CHARS, escape_char, plural
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -21,20 +21,16 @@ if TYPE_CHECKING:
 __all__ = ["JunitWriter", "render_junit", "xml_safe"]
 
 # Everything outside XML 1.0's Char production (C0 controls but TAB/LF/CR, lone surrogates,
-# U+FFFE and U+FFFF), and the bidi controls that make viewers show text reordered.
+# U+FFFE and U+FFFF), and the format characters (bidi controls that make viewers show text
+# reordered, invisible ones such as U+200B), shown as escapes as on the console.
 _NOT_XML: Final = re.compile(
-    f"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff{BIDI_CONTROLS}]"
+    f"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff{FORMAT_CHARS}]"
 )
 
 
 def xml_safe(text: str) -> str:
     """Replace characters XML 1.0 forbids with a visible escape such as ``\\x1b``."""
-    return _NOT_XML.sub(
-        lambda m: (
-            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
-        ),
-        text,
-    )
+    return _NOT_XML.sub(lambda match: escape_char(match.group()), text)
 
 
 _LINE_BREAKS: Final = str.maketrans({"\n": "\\n", "\r": "\\r"})
