@@ -1064,6 +1064,21 @@ def test_convert_reports_bad_inputs_and_still_writes_the_rest(
     assert out.read_text(encoding="utf-8").count("\n") == 1
 
 
+def test_convert_of_nothing_says_its_output_file_was_not_written(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    # a stale file at the -o path was left without a word: only the exit status told
+    (tmp_path / "bad.json").write_text("42", encoding="utf-8")
+    out = tmp_path / "out.json"
+    out.write_text('{"stale": true}', encoding="utf-8")
+    run = arh("convert", tmp_path / "bad.json", "-o", out)
+    assert run.status == 1
+    assert run.err.splitlines()[-1] == (
+        f"warning: nothing was converted, so {out.as_posix()} was not written"
+    )
+    assert out.read_text(encoding="utf-8") == '{"stale": true}'
+
+
 def test_files_with_the_same_name_in_different_folders_stay_distinct(
     arh: Callable[..., Run], tmp_path: Path
 ) -> None:

@@ -1034,6 +1034,11 @@ def _cmd_convert(args: argparse.Namespace) -> int:
             status = _write(args.output, text, what, quiet=False)
             if status:
                 return status
+    elif args.output is not None:  # a file left as it was must not pass for this run's output
+        from agent_reliability_harness.render._text import terminal_safe
+
+        shown = terminal_safe(args.output)
+        _print(f"warning: nothing was converted, so {shown} was not written\n", sys.stderr)
     return EXIT_FAILED if errors or not texts else EXIT_OK
 
 

@@ -23,9 +23,7 @@ __all__ = ["JunitWriter", "render_junit", "xml_safe"]
 # Everything outside XML 1.0's Char production (C0 controls but TAB/LF/CR, lone surrogates,
 # U+FFFE and U+FFFF), and the format characters (bidi controls that make viewers show text
 # reordered, invisible ones such as U+200B), shown as escapes as on the console.
-_NOT_XML: Final = re.compile(
-    f"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff{FORMAT_CHARS}]"
-)
+_NOT_XML: Final = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff{FORMAT_CHARS}]")
 
 
 def xml_safe(text: str) -> str:
