@@ -181,12 +181,16 @@ def _fold_items(items: list[Any]) -> list[Any] | None:
             body = _fold_items(list(av[2]))
             if body is None:
                 return None
-            if av[0] == av[1] <= _MAX_UNROLL and op != sre.POSSESSIVE_REPEAT:
+            if av[0] == av[1] <= _MAX_UNROLL:
                 # spelt out, so that a literal prefix stays visible to the regex compiler
                 for _ in range(av[0]):
                     out.extend(_plain(body))
             else:
-                out.append((op, (av[0], av[1], body)))
+                # A possessive repetition never gives back what it took; on folded text it may
+                # take more (a placeholder is \w and \s, every digit is 0) and then fail where
+                # the pattern matches, so it becomes a greedy one, which matches wherever it does.
+                kind = sre.MAX_REPEAT if op == sre.POSSESSIVE_REPEAT else op
+                out.append((kind, (av[0], av[1], body)))
         elif op == sre.SUBPATTERN:
             group, add, remove, body = av
             inner = _fold_items(list(body))
@@ -197,7 +201,7 @@ def _fold_items(items: list[Any]) -> list[Any] | None:
             inner = _fold_items(list(av))
             if inner is None:
                 return None
-            out.append((op, inner))
+            out.append((sre.SUBPATTERN, (None, 0, 0, inner)))  # it may backtrack: as possessive
         elif op == sre.BRANCH:
             alternatives = [_fold_items(list(alt)) for alt in av[1]]
             if any(alt is None for alt in alternatives):
