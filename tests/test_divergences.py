@@ -66,6 +66,8 @@ def test_d1_ids_must_be_strings() -> None:
     assert (
         _trace_error(_trace({"step_id": None, "type": "tool_call"})).pointer == "/steps/0/step_id"
     )
+    for policy_id in (42, None, ""):
+        assert _policy_error({"policy_id": policy_id}).pointer == "/policy_id"
 
 
 def test_d2_flags_must_be_booleans() -> None:
@@ -101,6 +103,10 @@ def test_d6_duplicate_keys_and_nan_are_rejected() -> None:
     with pytest.raises(InputError) as caught:
         loads('{\n  "x": NaN\n}')
     assert (caught.value.line, caught.value.column) == (2, 8)
+    with pytest.raises(InputError) as caught:  # 0.2.x read infinity
+        loads('{"arguments": {"p": 1e400}}')
+    assert (caught.value.line, caught.value.column) == (1, 21)
+    assert "1e400" in caught.value.message
 
 
 def test_d7_unknown_policy_keys_are_rejected_with_a_suggestion() -> None:
@@ -318,6 +324,11 @@ def test_d23_budget_totals_are_exact_decimal_sums() -> None:
     report = validate_trace(Trace.from_dict(trace), Policy.from_dict(policy))
     assert report.findings == ()
     assert (report.total_cost_usd, report.total_latency_ms) == (0.3, 0.3)
+    # a sum past the largest float is an input error, with a budget or without (0.2.x: inf)
+    huge = _trace(_say("s1", latency_ms=1e308), _say("s2", latency_ms=1e308))
+    with pytest.raises(InputError) as caught:
+        validate_trace(Trace.from_dict(huge), Policy.from_dict(_policy()))
+    assert caught.value.pointer == "/steps"
 
 
 def test_d24_a_perfect_trace_scores_exactly_100() -> None:
