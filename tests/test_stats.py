@@ -345,6 +345,20 @@ def test_summary_of_an_outcome_table() -> None:
     assert [r.latency_p50_ms for r in summary.per_run] == [100.0, 200.0, 300.0, 400.0]
 
 
+def test_the_curve_stops_at_32_but_any_k_is_computed() -> None:
+    # a task of 16,000 runs took minutes: every k up to 16,000, each with binomials of 16,000
+    trials = collect_trials(_runs({"a": "P" * 39 + "F"}))
+    summary = summarize(trials, "w", 40)
+    curve = summary.curve()
+    assert [k for k, *_ in curve] == list(range(1, 33))
+    # by hand: pass^k = C(39, k) / C(40, k) = (40 - k) / 40; pass@k = 1 - C(1, k) / C(40, k),
+    # 39/40 for k = 1 and 1 beyond
+    assert all(hat == Fraction(40 - k, 40) for k, hat, _, _ in curve)
+    assert [at for _, _, at, _ in curve] == [Fraction(39, 40)] + [Fraction(1)] * 31
+    assert summary.pass_hat() == 0  # k = 40 itself: C(39, 40) = 0
+    assert len(summary.to_dict()["by_k"]) == 32
+
+
 def test_tasks_with_fewer_runs_are_not_evaluable() -> None:
     trials = collect_trials(_runs({"a": "PPPP", "b": "PP"}))
     assert summarize(trials, "w").k == 2  # the default: the fewest runs of any task

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from agent_reliability_harness.regression.stats import TaskClass
 
 __all__ = [
+    "CURVE_MAX_K",
     "OUTCOMES",
     "PairedTest",
     "Summary",
@@ -62,6 +63,9 @@ __all__ = [
 OUTCOMES: Final = ("verdict", "label", "both")
 # A numeric label counts as success when it is 1 within this tolerance (tau-bench's rule).
 LABEL_TOLERANCE: Final = 1e-6
+# The pass^k and pass@k curve goes from k = 1 to the most runs of any task, but no further than
+# this: each point costs binomials of the run count, so a task of 16,000 runs took minutes.
+CURVE_MAX_K: Final = 32
 RUN_WORDS: Final = ("run", "trial", "try", "attempt", "rep", "repeat", "seed", "sample")
 _RUN: Final = "(?:" + "|".join(sorted(RUN_WORDS, key=lambda w: (-len(w), w))) + ")"
 # Compiled on first use by re's cache; only the statistics commands need them.
@@ -385,10 +389,11 @@ class Summary(Record):
         return _mean([v for t in self.tasks if (v := t.pass_at(k)) is not None])
 
     def curve(self) -> list[tuple[int, Fraction | None, Fraction | None, int]]:
-        """(k, pass^k, pass@k, evaluable tasks) for k from 1 to the most runs of any task."""
+        """(k, pass^k, pass@k, evaluable tasks) for k from 1 to the most runs of any task, at
+        most :data:`CURVE_MAX_K`."""
         return [
             (k, self.pass_hat(k), self.pass_at(k), len(self.evaluable(k)))
-            for k in range(1, self.max_runs + 1)
+            for k in range(1, min(self.max_runs, CURVE_MAX_K) + 1)
         ]
 
     def classes(self) -> dict[str, int]:

@@ -10,7 +10,12 @@ from fractions import Fraction
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness.regression.stat_gates import GateCheck, p_text, rate_text
 from agent_reliability_harness.regression.stat_report import StatComparison, StatsResult
-from agent_reliability_harness.regression.trials import PairedTest, Summary, WorkflowComparison
+from agent_reliability_harness.regression.trials import (
+    CURVE_MAX_K,
+    PairedTest,
+    Summary,
+    WorkflowComparison,
+)
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
 from agent_reliability_harness.render._text import plain_number, plural, terminal_safe
 
@@ -270,7 +275,7 @@ def render_stats_markdown(result: StatsResult) -> str:
                 ]
             )
         )
-    most = max((s.max_runs for s in blocks), default=0)
+    most = min(max((s.max_runs for s in blocks), default=0), CURVE_MAX_K)
     if most > 1:
         out += [
             "",
