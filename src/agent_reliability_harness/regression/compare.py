@@ -13,6 +13,7 @@ three passes, each only over what the previous left unmatched:
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 
 from agent_reliability_harness._record import Record
@@ -42,27 +43,36 @@ def _match(
     new: list[Finding],
     gone: list[Finding],
     key: Callable[[Finding], Hashable],
-    allowed: Callable[[Finding, Finding], bool],
+    loose: Callable[[Finding], bool] | None = None,
 ) -> None:
-    """Remove matched pairs from ``new`` and ``gone`` (greedy, in list order)."""
-    waiting: dict[Hashable, list[int]] = {}
+    """Remove matched pairs from ``new`` and ``gone``: each new finding takes the first
+    unmatched finding of ``gone`` with its key, in list order. With ``loose``, two findings of
+    one key match only when either of them is loose (one side lacks what the key leaves out).
+
+    Each side keeps, per key, a queue of what is still unmatched (all of them, and the loose
+    ones), so the matching is linear however many findings share a key."""
+    everyone: dict[Hashable, deque[int]] = {}
+    loose_ones: dict[Hashable, deque[int]] = {}
     for index, finding in enumerate(gone):
-        waiting.setdefault(key(finding), []).append(index)
+        found = key(finding)
+        everyone.setdefault(found, deque()).append(index)
+        if loose is not None and loose(finding):
+            loose_ones.setdefault(found, deque()).append(index)
     used: set[int] = set()
     kept: list[Finding] = []
     for finding in new:
-        candidates = waiting.get(key(finding), [])
-        pick = next((i for i in candidates if i not in used and allowed(finding, gone[i])), None)
-        if pick is None:
-            kept.append(finding)
+        found = key(finding)
+        # a loose finding (or any, without ``loose``) may take any finding of its key
+        queue = everyone if loose is None or loose(finding) else loose_ones
+        waiting = queue.get(found)
+        while waiting and waiting[0] in used:  # taken through the other queue
+            waiting.popleft()
+        if waiting:
+            used.add(waiting.popleft())
         else:
-            used.add(pick)
+            kept.append(finding)
     new[:] = kept
     gone[:] = [f for i, f in enumerate(gone) if i not in used]
-
-
-def _always(_new: Finding, _old: Finding) -> bool:
-    return True
 
 
 def diff_findings(
@@ -77,23 +87,18 @@ def diff_findings(
     def exact(f: Finding) -> Hashable:
         return (f.rule_id, f.category, f.step_id or "", f.subject or "")
 
-    _match(new, gone, exact, _always)
+    _match(new, gone, exact)
     if new and gone:
         _match(
             new,
             gone,
             lambda f: (f.rule_id, f.category, f.step_id or ""),
-            lambda a, b: a.subject is None or b.subject is None,
+            lambda f: f.subject is None,
         )
     if new and gone:
-        _match(
-            new,
-            gone,
-            lambda f: (f.category, f.step_id or ""),
-            lambda a, b: not a.rule_id or not b.rule_id,
-        )
+        _match(new, gone, lambda f: (f.category, f.step_id or ""), lambda f: not f.rule_id)
     if any_step and new and gone:
-        _match(new, gone, lambda f: (f.rule_id, f.category, f.subject or ""), _always)
+        _match(new, gone, lambda f: (f.rule_id, f.category, f.subject or ""))
     return tuple(new), tuple(gone)
 
 
