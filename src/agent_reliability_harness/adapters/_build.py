@@ -192,6 +192,12 @@ class Builder:
         self._calls_by_id: dict[str, list[str]] = {}
         self._calls: dict[str, dict[str, Any]] = {}  # step id -> tool_call step
         self._pending: dict[str, str] = {}  # step id -> pointer of calls still without a result
+        # The same calls by tool name, in order (a dict as an ordered set); for each provider id,
+        # the index in _calls_by_id before which no call waits; for each generated id, the next
+        # suffix to try. Each keeps pairing and naming linear in the number of calls.
+        self._pending_named: dict[str, dict[str, None]] = {}
+        self._waiting_from: dict[str, int] = {}
+        self._suffixes: dict[str, int] = {}
         self._has_user = False
         # What the source provided, for metadata.adapter.missing (see ``missing``): the calls
         # that got a result, those whose outcome the source states, those with a provider id.
@@ -211,10 +217,11 @@ class Builder:
         if preferred is not None and preferred not in self._ids:
             self._ids.add(preferred)
             return preferred
-        candidate, number = generated, 2
-        while candidate in self._ids:
-            candidate = f"{generated}-{number}"
-            number += 1
+        candidate, number = generated, self._suffixes.get(generated, 2)
+        if candidate in self._ids:  # the suffixes below ``number`` were taken already
+            while (candidate := f"{generated}-{number}") in self._ids:
+                number += 1
+            self._suffixes[generated] = number + 1
         self._ids.add(candidate)
         return candidate
 
@@ -369,6 +376,8 @@ class Builder:
             self._with_id.add(step_id)
         self._calls[step_id] = step
         self._pending[step_id] = pointer
+        if name:
+            self._pending_named.setdefault(name, {})[step_id] = None
         return step
 
     def arguments(self, raw: Any, pointer: str, step_id: str) -> dict[str, Any]:
@@ -555,8 +564,11 @@ class Builder:
                     tool_call_id=call_id,
                 )
                 return
-            waiting = [c for c in calls if c in self._pending]
-            if not waiting:
+            first = self._waiting_from.get(call_id, 0)
+            while first < len(calls) and calls[first] not in self._pending:
+                first += 1  # settled calls never wait again: the next search starts here
+            self._waiting_from[call_id] = first
+            if first == len(calls):
                 self.notes.add(
                     "duplicate_tool_result",
                     f"the call with id {call_id!r} already has a result; this one is not attached",
@@ -565,7 +577,7 @@ class Builder:
                     step_id=calls[-1],
                 )
                 return
-            target = waiting[0]
+            target = calls[first]
             if len(calls) > 1:
                 self.notes.tally(
                     "tool_result_paired_by_order",
@@ -584,15 +596,16 @@ class Builder:
                 )
                 return
             steps = self._calls
-            named = [s for s in self._pending if name and steps[s]["tool_name"] == name]
-            target = next(
-                (
-                    s
-                    for s in named
-                    if arguments is not None and _same(steps[s]["arguments"], arguments)
-                ),
-                named[0] if named else next(iter(self._pending)),
-            )
+            named = self._pending_named.get(name) if name else None
+            if not named:
+                target = next(iter(self._pending))
+            elif arguments is None:
+                target = next(iter(named))
+            else:
+                target = next(
+                    (s for s in named if _same(steps[s]["arguments"], arguments)),
+                    next(iter(named)),
+                )
             self.notes.tally(
                 "tool_result_paired_by_order",
                 "tool results attached to the earliest waiting call because "
@@ -601,7 +614,6 @@ class Builder:
                 key=why_no_id,
                 reason=why_no_id,
             )
-        del self._pending[target]
         self.answered(target, status_known=status_known)
         step = self._calls[target]
         called = step["tool_name"]
@@ -617,7 +629,10 @@ class Builder:
     def answered(self, step_id: str, *, status_known: bool, output: bool = True) -> None:
         """Record that the call ``step_id`` is settled: the source gave it a result (``output``),
         and says whether it failed (``status_known``); it no longer waits for a result."""
-        self._pending.pop(step_id, None)
+        if self._pending.pop(step_id, None) is not None:
+            name = self._calls[step_id]["tool_name"]
+            if name:
+                self._pending_named[name].pop(step_id, None)
         if output:
             self._answered.add(step_id)
         if status_known:
