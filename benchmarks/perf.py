@@ -880,6 +880,46 @@ def _identical(count: int, per_trace: int) -> Iterator[dict[str, Any]]:
         }
 
 
+def _idless_results(count: int, per_trace: int) -> Iterator[tuple[dict[str, Any], int]]:
+    """OpenAI chat transcripts whose tool results carry no call id (paired by tool name and
+    position), with the number of steps each becomes: the calls and the final answer."""
+    for t in range(count // per_trace):
+        calls = [
+            {"type": "function", "function": {"name": "lookup", "arguments": f'{{"q": {i}}}'}}
+            for i in range(per_trace)
+        ]
+        results = [{"role": "tool", "name": "lookup", "content": f"r{i}"} for i in range(per_trace)]
+        messages = [
+            {"role": "user", "content": "look these up"},
+            {"role": "assistant", "content": None, "tool_calls": calls},
+            *results,
+            {"role": "assistant", "content": "done"},
+        ]
+        yield {"trace_id": f"idless-{t:05d}", "messages": messages}, per_trace + 1
+
+
+def _shared_span_ids(count: int, per_trace: int) -> Iterator[tuple[dict[str, Any], int]]:
+    """OpenTelemetry export requests, one trace each, whose tool spans all share one spanId
+    (each step then needs an id of its own), with the number of steps each becomes."""
+    start = 1_718_000_000_000_000_000
+    for t in range(count // per_trace):
+        spans = [
+            {
+                "traceId": f"{t:032x}",
+                "spanId": "aaaaaaaaaaaaaaaa",
+                "name": "execute_tool lookup",
+                "startTimeUnixNano": str(start + i * 1000),
+                "endTimeUnixNano": str(start + i * 1000 + 500),
+                "attributes": [
+                    {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                    {"key": "gen_ai.tool.name", "value": {"stringValue": "lookup"}},
+                ],
+            }
+            for i in range(per_trace)
+        ]
+        yield {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}, per_trace
+
+
 def _long_text(text: str, piece: int) -> Iterator[dict[str, Any]]:
     """One trace: the text in one model response, or cut into responses of ``piece`` chars."""
     chunks = (
@@ -926,14 +966,19 @@ def _deep(total_levels: int, depth: int, texts: Texts) -> Iterator[dict[str, Any
     }
 
 
-def _write_jsonl(path: Path, traces: Iterator[dict[str, Any]]) -> tuple[int, int, int]:
+def _write_jsonl(
+    path: Path, traces: Iterator[dict[str, Any]] | Iterator[tuple[dict[str, Any], int]]
+) -> tuple[int, int, int]:
+    """Write canonical traces, or (transcript, steps it becomes) pairs, as JSON Lines; return
+    the traces, steps and bytes written."""
     count = steps = size = 0
     with path.open("wb") as stream:
-        for trace in traces:
+        for item in traces:
+            trace, made = item if isinstance(item, tuple) else (item, len(item["steps"]))
             data = dumps(trace) + b"\n"
             stream.write(data)
             count += 1
-            steps += len(trace["steps"])
+            steps += made
             size += len(data)
     return count, steps, size
 
@@ -973,6 +1018,20 @@ def generate_shapes(workdir: Path, seed: int, quick: bool, pool: Callable[[], st
             n,
         ),
         Shape(
+            "idless-results",
+            f"{n:,} tool calls of an OpenAI chat transcript whose results carry no call id",
+            "policy_unlisted_retry.json",
+            "step",
+            n,
+        ),
+        Shape(
+            "shared-span-id",
+            f"{n:,} tool spans of an OpenTelemetry export sharing one spanId",
+            "policy_unlisted_retry.json",
+            "step",
+            n,
+        ),
+        Shape(
             "long-text",
             f"a {text_chars / MB:g} MB model response vs the same text in 2 KB responses",
             "policy.json",
@@ -997,9 +1056,11 @@ def generate_shapes(workdir: Path, seed: int, quick: bool, pool: Callable[[], st
         texts = Texts(random.Random(f"{seed}:shapes"), pool(), unsafe_rate=0.0)
         long_text = texts(text_chars - 200)
         long_text += " " + texts(150) + " card 4111 1111 1111 1111 on file"
-        builders: dict[str, tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]]] = {
+        builders: dict[str, tuple[Iterator[Any], Iterator[Any]]] = {
             "failed-distinct": (_failed_distinct(n, 20), _failed_distinct(n, n)),
             "identical-calls": (_identical(n, 20), _identical(n, n)),
+            "idless-results": (_idless_results(n, 20), _idless_results(n, n)),
+            "shared-span-id": (_shared_span_ids(n, 20), _shared_span_ids(n, n)),
             "long-text": (_long_text(long_text, 2000), _long_text(long_text, len(long_text))),
             "deep-nesting": (_deep(levels, 50, texts), _deep(levels, 500, texts)),
         }
