@@ -740,6 +740,71 @@ def test_the_guard_checks_overlapping_coroutine_calls_one_at_a_time() -> None:
     assert both == ["start a", "start b", "end a", "end b"]
 
 
+def test_guarded_coroutine_calls_inside_a_guarded_call_take_turns_among_themselves() -> None:
+    # a guarded async tool that awaited another waited forever for the lock the outer call held
+    policy = Policy.from_dict(
+        {
+            "policy_id": "payments",
+            "allow_unlisted_tools": True,
+            "allowed_tools": {
+                "pay": {"required_arguments": {"to": "str"}, "side_effect": True, "max_calls": 1}
+            },
+        }
+    )
+    rec = Recorder("run", guard=policy, clock=None)
+    events: list[str] = []
+
+    @rec.tool
+    async def pay(to: str) -> str:
+        events.append(f"start {to}")
+        await asyncio.sleep(0.01)
+        events.append(f"end {to}")
+        return "paid"
+
+    @rec.tool
+    async def lookup(x: int) -> int:
+        return x + 1
+
+    @rec.tool
+    async def checkout(to: str) -> list[Any]:
+        assert await lookup(x=1) == 2  # awaited inside: ran in checkout's turn
+        # two payments started inside take turns: the second is refused (max_calls 1)
+        return await asyncio.gather(pay(to), pay(to), return_exceptions=True)
+
+    first, second = asyncio.run(asyncio.wait_for(checkout(to="ann"), timeout=5))
+    assert first == "paid"
+    assert isinstance(second, BlockedCallError)
+    assert events == ["start ann", "end ann"]
+    # the steps are numbered in the order the calls began, and recorded as they ended
+    assert [(s.step_id, s.tool_name) for s in rec.trace().steps] == [
+        ("s2", "lookup"),
+        ("s3", "pay"),
+        ("s1", "checkout"),
+    ]
+
+
+def test_a_call_is_recorded_with_its_arguments_as_they_were_passed() -> None:
+    # a tool that added a key to its argument was recorded with it, after the call, so the
+    # same payment made again never matched the recorded one and the guard let it through
+    pay_spec = {"required_arguments": {"order": "dict"}, "side_effect": True}
+    policy = Policy.from_dict({"policy_id": "p", "allowed_tools": {"pay": pay_spec}})
+    rec = Recorder("run", guard=policy, clock=None)
+    paid: list[dict[str, Any]] = []
+
+    @rec.tool
+    def pay(order: dict[str, Any]) -> str:
+        order.setdefault("currency", "EUR")
+        paid.append(dict(order))
+        return "ok"
+
+    pay(order={"id": "A1", "amount": 5})
+    with pytest.raises(BlockedCallError):
+        pay(order={"id": "A1", "amount": 5})
+    assert len(paid) == 1
+    (step,) = rec.trace().steps
+    assert step.arguments == {"order": {"id": "A1", "amount": 5}}
+
+
 @pytest.mark.parametrize("method", ["write", "write_json", "append_jsonl"])
 @pytest.mark.parametrize("path", [5, None, b"runs.jsonl"])
 def test_every_write_method_checks_its_path(method: str, path: object) -> None:

@@ -32,6 +32,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 
 from agent_reliability_harness.errors import InputError, UsageError
 from agent_reliability_harness.model._checks import fits_in_text, number_text
@@ -423,23 +424,36 @@ class Recorder:
             raise UsageError(f"the tool must be callable, got {type(fn).__name__}")
         return _wrap(self, fn, name or getattr(fn, "__name__", None) or "tool")
 
-    def _guard_lock(self) -> Any:
-        """The lock that makes guarded coroutine calls take turns, one per event loop (a lock
-        belongs to the loop it is first used in)."""
+    def _guard_locks(self) -> tuple[Any, tuple[Recorder, Any]]:
+        """The lock a guarded coroutine call takes, so that overlapping calls take turns, and
+        what it passes on to the guarded calls made inside it.
+
+        A call at the top takes the lock of its event loop (a lock belongs to the loop it is
+        first used in). A call made inside another guarded call of this recorder (awaited by
+        it, or in tasks it starts) takes the lock that call made for its own calls instead: the
+        outer call holds its lock until they are done, so taking that one would never end."""
         import asyncio
-        import weakref
 
-        loop = asyncio.get_running_loop()
-        if self._locks is None:
-            self._locks = weakref.WeakKeyDictionary()
-        lock = self._locks.get(loop)
-        if lock is None:
-            lock = self._locks[loop] = asyncio.Lock()
-        return lock
+        held = _INNER_LOCK.get()
+        if held is not None and held[0] is self:
+            lock = held[1]
+        else:
+            import weakref
 
-    def _begin(self, name: str, arguments: dict[str, Any]) -> tuple[str, float | None]:
-        """Check the call with the guard (raising if it is refused); start its clock."""
+            loop = asyncio.get_running_loop()
+            if self._locks is None:
+                self._locks = weakref.WeakKeyDictionary()
+            lock = self._locks.get(loop)
+            if lock is None:
+                lock = self._locks[loop] = asyncio.Lock()
+        return lock, (self, asyncio.Lock())
+
+    def _begin(self, name: str, arguments: dict[str, Any]) -> _Started:
+        """Take the call's arguments as they are before it runs (a tool may change the objects
+        it was given), check the call with the guard (raising if it is refused), and start its
+        clock."""
         step_id = self._next_id(None)
+        recorded = json_value(arguments)
         if self.monitor is not None:
             from agent_reliability_harness.monitor import BlockedCallError
 
@@ -457,7 +471,7 @@ class Recorder:
                     }
                 )
                 raise
-        return step_id, None if self.clock is None else self._now()
+        return step_id, None if self.clock is None else self._now(), recorded
 
     def _now(self) -> float:
         """The clock's reading; UsageError when it is not a finite number of seconds."""
@@ -473,12 +487,11 @@ class Recorder:
     def _end(
         self,
         name: str,
-        arguments: dict[str, Any],
-        started: tuple[str, float | None],
+        started: _Started,
         output: Any = None,
         error: BaseException | None = None,
     ) -> None:
-        step_id, start = started
+        step_id, start, arguments = started
         latency = None
         bad_clock = None
         if start is not None and self.clock is not None:
@@ -495,7 +508,7 @@ class Recorder:
                 "step_id": step_id,
                 "type": "tool_call",
                 "tool_name": name,
-                "arguments": json_value(arguments),
+                "arguments": arguments,
                 "output": None if error is not None else json_value(output),
                 "status": "error" if error is not None else "ok",
                 "error": None if error is None else _error_text(error),
@@ -615,6 +628,13 @@ def _arguments(signature: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     return out
 
 
+if TYPE_CHECKING:
+    # A started call: its step id, its clock reading, its arguments as recorded before it ran.
+    _Started = tuple[str, float | None, Any]
+# Within a guarded coroutine call: its recorder, and the lock the calls made inside it share.
+_INNER_LOCK: ContextVar[tuple[Recorder, Any] | None] = ContextVar("arh_inner_lock", default=None)
+
+
 def _wrap(recorder: Recorder, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     import functools
     import inspect
@@ -627,68 +647,71 @@ def _wrap(recorder: Recorder, fn: Callable[..., Any], name: str) -> Callable[...
     if inspect.iscoroutinefunction(fn):
 
         async def call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            arguments = _arguments(signature, args, kwargs)
-            started = recorder._begin(name, arguments)
+            started = recorder._begin(name, _arguments(signature, args, kwargs))
             try:
                 result = await fn(*args, **kwargs)
             except BaseException as exc:
-                recorder._end(name, arguments, started, error=exc)
+                recorder._end(name, started, error=exc)
                 raise
-            recorder._end(name, arguments, started, output=result)
+            recorder._end(name, started, output=result)
             return result
 
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
             if recorder.monitor is None:
                 return await call(args, kwargs)
-            async with recorder._guard_lock():  # checked against every call recorded before it
-                return await call(args, kwargs)
+            # checked against every call recorded before it; a guarded call made inside
+            # another takes turns with its siblings, under a lock of its own level
+            lock, inner = recorder._guard_locks()
+            async with lock:
+                token = _INNER_LOCK.set(inner)
+                try:
+                    return await call(args, kwargs)
+                finally:
+                    _INNER_LOCK.reset(token)
 
         return run_async
 
-    async def finish(
-        awaitable: Any, arguments: dict[str, Any], started: tuple[str, float | None]
-    ) -> Any:
+    async def finish(awaitable: Any, started: _Started) -> Any:
         """Await what a call returned and record that, as a coroutine function's call is."""
         try:
             result = await awaitable
         except BaseException as exc:
-            recorder._end(name, arguments, started, error=exc)
+            recorder._end(name, started, error=exc)
             raise
-        recorder._end(name, arguments, started, output=result)
+        recorder._end(name, started, output=result)
         return result
 
-    def settle(awaitable: Any, arguments: dict[str, Any], started: tuple[str, float | None]) -> Any:
+    def settle(awaitable: Any, started: _Started) -> Any:
         """Record a call that returned an awaitable once it completes. A future (an asyncio
         task) is returned itself, so that it can still be cancelled or waited for."""
         import asyncio
 
         if not asyncio.isfuture(awaitable):
-            return finish(awaitable, arguments, started)
+            return finish(awaitable, started)
 
         def done(future: Any) -> None:
             try:
                 result = future.result()
             except BaseException as exc:  # noqa: BLE001 - recorded; the awaiter gets it too
-                recorder._end(name, arguments, started, error=exc)
+                recorder._end(name, started, error=exc)
             else:
-                recorder._end(name, arguments, started, output=result)
+                recorder._end(name, started, output=result)
 
         awaitable.add_done_callback(done)
         return awaitable
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        arguments = _arguments(signature, args, kwargs)
-        started = recorder._begin(name, arguments)
+        started = recorder._begin(name, _arguments(signature, args, kwargs))
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
-            recorder._end(name, arguments, started, error=exc)
+            recorder._end(name, started, error=exc)
             raise
         if inspect.isawaitable(result):  # recorded when it completes, as a coroutine's call
-            return settle(result, arguments, started)
-        recorder._end(name, arguments, started, output=result)
+            return settle(result, started)
+        recorder._end(name, started, output=result)
         return result
 
     return run
