@@ -892,6 +892,20 @@ CONFIRMED = _policy_11(
 )
 
 
+def test_guard_lets_through_the_user_turn_that_reveals_earlier_calls() -> None:
+    # before any user turn a guarded call passes (no turn yet to confirm it); the first turn
+    # then reports its ARH-CFM-001. guard() refused that turn for the earlier call, so a loop
+    # that skips what is refused never recorded a user turn
+    monitor = Monitor(CONFIRMED)
+    call = {"step_id": "s1", "type": "tool_call", "tool_name": "pay"}
+    assert monitor.guard(call) == []
+    monitor.observe(call)
+    found = monitor.guard(_user("u1", "no"))
+    assert [(f.rule_id, f.severity, f.step_id) for f in found] == [("ARH-CFM-001", "error", "s1")]
+    assert monitor.observe(_user("u1", "no")) == []  # check() returned it already
+    assert [f.rule_id for f in monitor.finish()] == ["ARH-CFM-001"]
+
+
 def test_guard_blocks_an_unconfirmed_side_effect_before_it_runs() -> None:
     # ARH-CFM-001: a guarded call needs a user message matching /\byes\b/ since the previous
     # successful guarded call; a failed call does not use the confirmation up

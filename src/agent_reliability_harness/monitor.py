@@ -834,10 +834,13 @@ class Monitor:
         return found
 
     def guard(self, step: Step | Mapping[str, Any]) -> list[Finding]:
-        """:meth:`check` the step and raise :class:`BlockedCallError` if an error was found;
-        otherwise return the findings (warnings and info)."""
+        """:meth:`check` the step and raise :class:`BlockedCallError` if an error was found at
+        it (or at no step); otherwise return the findings. An error at an earlier step, which
+        only this one reveals (a call made without the confirmation the first user turn turns
+        out not to give), cannot be undone by refusing this step, and does not block it."""
         found = self.check(step)
-        if any(f.severity == "error" for f in found):
+        here = len(self._state.steps)
+        if any(f.severity == "error" and f.step_index in (None, here) for f in found):
             assert self._checked is not None
             raise BlockedCallError(self._checked[0], found)
         return found
@@ -850,7 +853,8 @@ class Monitor:
         found = self._look(probe)
         checked = self._checked
         if checked is not None and _same_call(checked[0], probe.step):
-            found = [f for f in found if f not in checked[1]]
+            returned = set(checked[1])  # a set: a user turn can bring thousands of findings
+            found = [f for f in found if f not in returned]
         self._checked = None
         for watch in self._watches:
             watch.commit(probe)
