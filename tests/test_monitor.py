@@ -1184,3 +1184,46 @@ def test_a_step_built_in_code_is_checked_as_one_read_from_a_file(
             method(step)
         assert caught.value.pointer == pointer
     assert monitor.steps == ()
+
+
+def test_a_step_that_makes_a_total_too_large_to_report_is_an_input_error_at_it() -> None:
+    # without budgets the monitor kept no totals: it took both steps, and finish() then failed
+    # with the error of offline validation; a token total too long to write, and an argument
+    # integer too long to compare, raised ValueError
+    monitor = Monitor(Policy.from_dict({"policy_id": "p", "allow_unlisted_tools": True}))
+    slow = {"step_id": "s0", "type": "tool_call", "tool_name": "x", "latency_ms": 1.7e308}
+    monitor.observe(slow)
+    with pytest.raises(InputError) as caught:
+        monitor.check({**slow, "step_id": "s1"})
+    assert caught.value.pointer == "/steps/1/latency_ms"
+    assert "add up to more than the largest number a report can hold" in caught.value.message
+    assert monitor.finish() == []  # the run recorded so far can still be reported
+
+    budgeted = Policy.from_dict(
+        {"policy_id": "p", "allow_unlisted_tools": True, "budgets": {"max_total_tokens": 5}}
+    )
+    monitor = Monitor(budgeted)
+    nines = int("9" * 4300)  # the longest integer Python writes; twice it has 4,301 digits
+    many = {"step_id": "s0", "type": "model_response", "text": "x", "input_tokens": nines}
+    assert [f.rule_id for f in monitor.observe(many)] == ["ARH-BUD-004"]  # 4,300 digits: fine
+    with pytest.raises(InputError) as caught:  # 4,301 digits: too long to write
+        monitor.observe({**many, "step_id": "s1"})
+    assert (caught.value.pointer, caught.value.message) == (
+        "/steps/1",
+        "the steps' token counts add up to a number too long to report",
+    )
+
+    attempts = Policy.from_dict(
+        {"policy_id": "p", "allow_unlisted_tools": True, "error_handling": {"max_attempts": 2}}
+    )
+    call = {"step_id": "s0", "type": "tool_call", "tool_name": "t", "arguments": {"n": 10**5000}}
+    with pytest.raises(InputError) as caught:
+        Monitor(attempts).check(call)
+    assert caught.value.pointer == "/steps/0/arguments"
+    assert "integer too long to compare" in caught.value.message
+    # offline, the arguments of a tool called once are not compared: it takes a second call
+    steps = [call, {**call, "step_id": "s1"}]
+    trace = Trace.from_dict({"trace_id": "t", "agent_name": "", "workflow": "", "steps": steps})
+    with pytest.raises(InputError) as caught:
+        Validator(attempts).validate(trace)
+    assert caught.value.pointer == "/steps/0/arguments"

@@ -64,6 +64,7 @@ from collections.abc import Mapping
 from agent_reliability_harness._record import replace
 from agent_reliability_harness.engine import NESTED_TRACE, Validator
 from agent_reliability_harness.errors import ArhError, InputError, UsageError
+from agent_reliability_harness.model._checks import fits_in_text
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding, TraceReport
 from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
@@ -139,7 +140,7 @@ class _Probe:
     def key(self) -> str:
         """The identity of the call's arguments (see ``_facts.arguments_key``)."""
         if self._key is None:
-            self._key = arguments_key(self.step.arguments)
+            self._key = arguments_key(self.step.arguments, self.at)
         return self._key
 
 
@@ -318,14 +319,15 @@ def _units(value: float) -> int:
     return numerator * (_UNIT // denominator)
 
 
-def _total(units: int, key: str) -> float:
-    """The float nearest an exact sum, as ``math.fsum`` gives it, or TraceFacts' error."""
+def _total(units: int, key: str, at: int) -> float:
+    """The float nearest an exact sum, as ``math.fsum`` gives it, or TraceFacts' error (at the
+    step that makes the sum too large)."""
     try:
         return units / _UNIT
     except OverflowError:
         raise InputError(
             f"the steps' {key} values add up to more than the largest number a report can hold",
-            pointer="/steps",
+            pointer=f"/steps/{at}/{key}",
         ) from None
 
 
@@ -333,7 +335,9 @@ class _Totals(_Watch):
     """Total latency, cost and token budgets already exceeded (ARH-BUD-002, -003, -004).
 
     Sums are kept exactly (in whole units of 2**-1074), so each total is the correctly rounded
-    sum that ``math.fsum`` gives offline, at O(1) per step.
+    sum that ``math.fsum`` gives offline, at O(1) per step. They are kept without budgets too:
+    a step that makes a total too large for a report is refused as offline validation refuses
+    the trace, instead of a run that can no longer be reported.
     """
 
     __slots__ = ("_cost", "_cost_limit", "_latency", "_latency_limit", "_token_limit", "_tokens")
@@ -349,9 +353,7 @@ class _Totals(_Watch):
 
     @classmethod
     def create(cls, policy: Policy, plans: Plans) -> _Watch | None:  # noqa: ARG003
-        watch = cls(policy)
-        limits = (watch._latency_limit, watch._cost_limit, watch._token_limit)
-        return watch if any(limit is not None for limit in limits) else None
+        return cls(policy)
 
     def _tokens_after(self, step: Step) -> int | None:
         if step.input_tokens is None and step.output_tokens is None:
@@ -361,24 +363,29 @@ class _Totals(_Watch):
     def look(self, probe: _Probe, out: list[Finding]) -> None:
         if not probe.is_agent:
             return
-        step = probe.step
+        step, at = probe.step, probe.at
         limit = self._latency_limit
-        if limit is not None:
+        if step.latency_ms is not None or limit is not None:
             units = self._latency + (0 if step.latency_ms is None else _units(step.latency_ms))
-            total = round(_total(units, "latency_ms"), LATENCY_DECIMALS)
-            if total > limit:
+            total = round(_total(units, "latency_ms", at), LATENCY_DECIMALS)
+            if limit is not None and total > limit:
                 out.append(budget.total_latency_finding(total, limit))
         limit = self._cost_limit
-        if limit is not None:
+        if step.cost_usd is not None or limit is not None:
             units = self._cost + (0 if step.cost_usd is None else _units(step.cost_usd))
-            total = round(_total(units, "cost_usd"), COST_DECIMALS)
-            if total > limit:
+            total = round(_total(units, "cost_usd", at), COST_DECIMALS)
+            if limit is not None and total > limit:
                 out.append(budget.total_cost_finding(total, limit))
+        tokens = self._tokens_after(step)
+        # checked when this step adds tokens (a sum that long is tried by writing it out)
+        if tokens is not self._tokens and tokens is not None and not fits_in_text(tokens):
+            raise InputError(
+                "the steps' token counts add up to a number too long to report",
+                pointer=f"/steps/{at}",
+            )
         token_limit = self._token_limit
-        if token_limit is not None:
-            tokens = self._tokens_after(step)
-            if tokens is not None and tokens > token_limit:
-                out.append(budget.total_tokens_finding(tokens, token_limit))
+        if token_limit is not None and tokens is not None and tokens > token_limit:
+            out.append(budget.total_tokens_finding(tokens, token_limit))
 
     def commit(self, probe: _Probe) -> None:
         if not probe.is_agent:

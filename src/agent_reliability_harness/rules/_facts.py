@@ -30,9 +30,18 @@ _encode: Final = json.JSONEncoder(
 ).encode
 
 
-def arguments_key(arguments: Any) -> str:
-    """What makes two calls of one tool identical: their arguments as JSON with keys sorted."""
-    return _encode(arguments or {})
+def arguments_key(arguments: Any, at: int = 0) -> str:
+    """What makes two calls of one tool identical: their arguments as JSON with keys sorted.
+    An integer too long for Python to write (a step built in code; JSON files cannot hold one)
+    is an InputError at the arguments of the step at ``at``."""
+    try:
+        return _encode(arguments or {})
+    except ValueError:
+        raise InputError(
+            "an argument holds an integer too long to compare with other calls' (over 4,300 "
+            "digits)",
+            pointer=f"/steps/{at}/arguments",
+        ) from None
 
 
 class TraceFacts:
@@ -126,7 +135,7 @@ class TraceFacts:
         """:func:`arguments_key` of the step at ``index``, made once for all the rules."""
         key = self._argument_keys.get(index)
         if key is None:
-            key = self._argument_keys[index] = arguments_key(self.steps[index].arguments)
+            key = self._argument_keys[index] = arguments_key(self.steps[index].arguments, index)
         return key
 
     def step_id(self, index: int) -> str:
