@@ -129,9 +129,11 @@ def sink_values(step: Step, sink: Sink, minimum: int) -> tuple[Value, ...]:
     )
     for pointer, text, _ in leaves:
         parts = [text] if regex is None else [m.group(0) for m in regex.finditer(text)]
+        seen: set[str] = set()  # a value found twice in one string is one value
         for part in parts:
             key = normalise(part)
-            if len(key) >= minimum:
+            if len(key) >= minimum and key not in seen:
+                seen.add(key)
                 values.append(Value(pointer, part, key))
     return tuple(values)
 
