@@ -489,6 +489,62 @@ def test_resolved_findings_are_placed_at_their_step() -> None:
     assert placed_findings(sections(doc)["rebook-1001"]) == {"s2": [("ARH-FLW-001", "resolved")]}
 
 
+ADAPTED = ROOT / "docs" / "examples" / "adapters"
+
+
+def _table(node: Node, css: str) -> list[list[str]]:
+    """The body rows of the first table with this class, as cell texts."""
+    table = next(t for t in node.iter("table") if css in t.classes())
+    body = next(table.iter("tbody"))
+    return [
+        [cell.text() for cell in row.children if isinstance(cell, Node)] for row in body.iter("tr")
+    ]
+
+
+def test_checks_not_applicable_are_shown() -> None:
+    # docs/examples/adapters/policy_budgets.json sets max_total_latency_ms (ARH-BUD-002),
+    # max_total_cost_usd (ARH-BUD-003), max_total_tokens (ARH-BUD-004) and
+    # require_retry_on_error (ARH-FLW-001); an OpenAI Responses document records token usage but
+    # no latency, no cost and no tool status (TRACE-SPEC.md, fidelity), so three of them cannot
+    # apply: two budget checks and one flow check
+    from agent_reliability_harness.runner import load_policy, run_validation
+
+    traces: dict[str, Trace] = {}
+    run = run_validation(
+        load_policy(str(ADAPTED / "policy_budgets.json")),
+        [str(ADAPTED / "formats" / "responses_weather.json")],
+        on_trace=lambda trace, _report: traces.__setitem__(trace.trace_id, trace),
+    )
+    why = "not applicable: the trace's source provides no "
+    expected = [
+        ["ARH-BUD-002", "budgets.max_total_latency_ms", why + "latency_ms"],
+        ["ARH-BUD-003", "budgets.max_total_cost_usd", why + "cost_usd"],
+        ["ARH-FLW-001", "error_handling.require_retry_on_error", why + "tool_status"],
+    ]
+    doc = parse(render_html(run, traces))
+    section = sections(doc)["responses_weather"]
+    assert _table(section, "not-applicable") == expected
+    # the score table counts them per category, so a budget score of 100 is not taken for a pass
+    score = next(t for t in section.iter("table") if "score" in t.classes())
+    header = [th.text() for th in next(score.iter("thead")).iter("th")]
+    unchecked = next(r for r in _table(section, "score") if r[0] == "Checks not applicable")
+    counts = dict(zip(header, unchecked[1:], strict=True))
+    assert (counts["budget"], counts["flow"], counts["schema"]) == ("2", "1", "0")
+    # the overview lists them for the whole run, as the Markdown report does
+    overview = next(s for s in doc.iter("section") if s.attrs.get("aria-labelledby") == "overview")
+    rows = _table(overview, "not-applicable")
+    assert [row[:4] for row in rows] == [
+        ["ARH-BUD-002", "budgets.max_total_latency_ms", "latency_ms", "1"],
+        ["ARH-BUD-003", "budgets.max_total_cost_usd", "cost_usd", "1"],
+        ["ARH-FLW-001", "error_handling.require_retry_on_error", "tool_status", "1"],
+    ]
+    # and a comparison page shows them in the trace's section too
+    (report,) = run.reports
+    result = compare_reports(RunReport((replace(report, findings=()),)), run)
+    doc = parse(render_compare_html(result, evaluate_gate(result), traces))
+    assert _table(sections(doc)["responses_weather"], "not-applicable") == expected
+
+
 # -- escaping, clipping and links ----------------------------------------------------------------
 
 

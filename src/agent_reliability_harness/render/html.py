@@ -67,6 +67,7 @@ __all__ = [
     "TRACE_CHARS",
     "VALUE_CHARS",
     "CompareTraces",
+    "NotApplicableCount",
     "RuleCount",
     "RunTotals",
     "ValidationTraces",
@@ -101,6 +102,8 @@ NAME_CHARS: Final = 300  # a trace id, agent name, step id, tool name or path
 FINDING_CHARS: Final = 2_000  # each of a finding's message, expected, observed, remediation
 _INPUT_ERRORS: Final = 100  # input errors listed in the overview
 _RULE_ROWS: Final = 200  # rows of the findings-per-rule table
+_NOT_APPLICABLE_ROWS: Final = 20  # checks not applicable listed per trace
+_NAMED_TRACES: Final = 3  # trace ids named per check not applicable in the overview
 _SHORT_JSON: Final = 100  # JSON values up to this long are written on one line
 
 # Characters shown as visible escapes instead of being written: C0 and C1 controls, DEL, lone
@@ -314,6 +317,18 @@ class RuleCount(Record):
     traces: int
 
 
+class NotApplicableCount(Record):
+    """A check that was not applicable to some traces of a run: ``rule_id`` would report it,
+    ``check`` is the policy setting, ``field`` the missing field; ``traces`` counts the traces and
+    ``named`` holds the first few of their ids."""
+
+    rule_id: str
+    check: str
+    field: str
+    traces: int
+    named: tuple[str, ...]
+
+
 class RunTotals(Record):
     """What the overview shows: counts only, so that it can be filled while traces stream by."""
 
@@ -327,13 +342,19 @@ class RunTotals(Record):
     policy_sha256: str | None = None
     harness_version: str | None = None
     categories: tuple[str, ...] = ()  # the categories that applied to at least one trace
+    not_applicable: tuple[NotApplicableCount, ...] = ()  # sorted by rule, check and field
 
     @classmethod
     def of(cls, run: RunReport) -> RunTotals:
         findings: Counter[tuple[str, str, str]] = Counter()
         traces: Counter[tuple[str, str, str]] = Counter()
         applied: dict[str, None] = {}
+        unchecked: dict[tuple[str, str, str], list[str]] = {}
         for report in run.reports:
+            for check in report.not_applicable:
+                unchecked.setdefault((check.rule_id, check.check, check.field), []).append(
+                    report.trace_id
+                )
             keys = [(f.rule_id, f.category, f.severity) for f in report.findings]
             findings.update(keys)
             traces.update(set(keys))
@@ -356,6 +377,10 @@ class RunTotals(Record):
             run.policy_sha256,
             run.harness_version,
             tuple(applied),
+            tuple(
+                NotApplicableCount(*key, len(ids), tuple(ids[:_NAMED_TRACES]))
+                for key, ids in sorted(unchecked.items())
+            ),
         )
 
 
@@ -453,6 +478,8 @@ def html_overview(totals: RunTotals) -> str:
         out.append("</tbody>\n</table>\n")
     else:
         out.append("<p>No findings.</p>\n")
+    if totals.not_applicable:
+        out.append(_not_applicable_table(totals.not_applicable))
     if totals.input_error_count:
         out.append('<h3 id="input-errors">Input errors</h3>\n<ul>\n')
         out += [f"<li><code>{_clipped(line)}</code></li>\n" for line in totals.input_errors]
@@ -464,6 +491,39 @@ def html_overview(totals: RunTotals) -> str:
             )
     out.append("</section>\n")
     return "".join(out)
+
+
+def _not_applicable_table(counts: Sequence[NotApplicableCount]) -> str:
+    """The overview's table of the checks not applicable, one row per check (as in Markdown)."""
+    rows = []
+    for count in counts[:_RULE_ROWS]:
+        named = ", ".join(_code(trace_id) for trace_id in count.named)
+        more = ", \u2026" if count.traces > len(count.named) else ""
+        rows.append(
+            f'<tr><th scope="row">{_rule_link(count.rule_id)}</th><td>{_code(count.check)}</td>'
+            f'<td>{_code(count.field)}</td><td class="n">{count.traces:,}</td>'
+            f"<td>{named}{more}</td></tr>\n"
+        )
+    return (
+        '<h3 id="not-applicable">Checks not applicable</h3>\n<p class="note">The sources of '
+        "these traces do not provide a field the check needs (listed in the trace's "
+        "<code>metadata.adapter.missing</code>), so the check could not fail on them: it did not "
+        'pass either.</p>\n<table class="not-applicable">\n<caption>Checks not applicable'
+        '</caption>\n<thead><tr><th scope="col">Rule</th><th scope="col">Policy setting</th>'
+        '<th scope="col">Missing field</th><th scope="col" class="n">Traces</th>'
+        f'<th scope="col">First traces</th></tr></thead>\n<tbody>\n{"".join(rows)}</tbody>\n'
+        f"</table>\n{_rows_note(len(counts), 'check')}"
+    )
+
+
+def _rows_note(rows: int, word: str) -> str:
+    """The note under an overview table cut at _RULE_ROWS rows."""
+    if rows <= _RULE_ROWS:
+        return ""
+    return (
+        f'<p class="note">{_plural(rows - _RULE_ROWS, f"more {word}")} not listed: see the JSON '
+        "report.</p>\n"
+    )
 
 
 # -- one trace -------------------------------------------------------------------------------------
@@ -650,7 +710,9 @@ def _meta(report: TraceReport, *, score: bool = True) -> str:
 
 
 def _categories(report: TraceReport) -> str:
-    """The score's breakdown: one column per category."""
+    """The score's breakdown: one column per category, and a row counting the checks of each
+    category that were not applicable (when there are some), so that a score of 100 is not taken
+    for a pass of a check that could not fail."""
     if not report.categories:
         return ""
     names = "".join(
@@ -662,11 +724,50 @@ def _categories(report: TraceReport) -> str:
         for c in report.categories
     )
     checks = "".join(f'<td class="n">{c.checks:,} / {c.failed:,}</td>' for c in report.categories)
+    caption = "Score by category (n/a: does not apply)"
+    unchecked = ""
+    if report.not_applicable:
+        per = Counter(_rule_category(check.rule_id) for check in report.not_applicable)
+        caption = (
+            "Score by category (n/a: does not apply; the checks not applicable, listed below, "
+            "are not in the score)"
+        )
+        cells = "".join(
+            f'<td class="n{" warning" if per[c.category] else ""}">{per[c.category]:,}</td>'
+            for c in report.categories
+        )
+        unchecked = f'<tr><th scope="row">Checks not applicable</th>{cells}</tr>'
     return (
-        '<table class="score">\n<caption>Score by category (n/a: does not apply)</caption>\n'
+        f'<table class="score">\n<caption>{caption}</caption>\n'
         f"<thead><tr><td></td>{names}</tr></thead>\n<tbody>"
         f'<tr><th scope="row">Score</th>{scores}</tr>'
-        f'<tr><th scope="row">Checks / failed</th>{checks}</tr></tbody>\n</table>\n'
+        f'<tr><th scope="row">Checks / failed</th>{checks}</tr>{unchecked}</tbody>\n</table>\n'
+    )
+
+
+def _rule_category(rule_id: str) -> str | None:
+    rule = RULES.get(rule_id)
+    return None if rule is None else rule.category
+
+
+def _not_applicable(report: TraceReport) -> str:
+    """The checks the trace could not be held to, because its source lacks a field they need."""
+    if not report.not_applicable:
+        return ""
+    rows = "".join(
+        f'<tr><th scope="row">{_rule_link(check.rule_id)}</th><td>{_code(check.check)}</td>'
+        f"<td>not applicable: the trace's source provides no {_code(check.field)}</td></tr>\n"
+        for check in report.not_applicable[:_NOT_APPLICABLE_ROWS]
+    )
+    left = len(report.not_applicable) - _NOT_APPLICABLE_ROWS
+    more = f'<p class="note">{_plural(left, "more check")} not shown.</p>\n' if left > 0 else ""
+    return (
+        '<h4>Checks not applicable</h4>\n<p class="note">The trace\'s source does not provide a '
+        "field these checks need (listed in the trace's <code>metadata.adapter.missing</code>), "
+        "so they could not fail on it: they did not pass either.</p>\n"
+        '<table class="not-applicable">\n<caption>Checks not applicable</caption>\n<thead><tr>'
+        '<th scope="col">Rule</th><th scope="col">Policy setting</th><th scope="col">Why</th>'
+        f"</tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n{more}"
     )
 
 
@@ -724,6 +825,7 @@ def html_trace_section(
         out.append(_delta_line(delta))
     out.append(_meta(report, score=delta is None or delta.score_delta is None))
     out.append(_categories(report))
+    out.append(_not_applicable(report))
     entries = _entries(report, delta)
     hidden = max(0, len(entries) - MAX_FINDINGS)
     entries = entries[:MAX_FINDINGS]
