@@ -772,6 +772,34 @@ def test_steps_and_findings_beyond_the_caps(monkeypatch: pytest.MonkeyPatch) -> 
     assert len([li for li in section.iter("li") if "step" in li.classes()]) == 5
 
 
+def test_new_and_resolved_findings_are_not_crowded_out() -> None:
+    # 250 warnings the baseline had too (s1..s250), a resolved error at s260 and a new warning at
+    # s299: 252 findings for 200 places. The new and the resolved ones are kept, then the first
+    # 198 unchanged ones (s1..s198); 52 unchanged ones are left out, and the note says where the
+    # comparison's reports hold what
+    steps = [{"step_id": f"s{i}", "type": "tool_call", "tool_name": "t"} for i in range(1, 301)]
+    same = tuple(
+        Finding("ARH-SCH-003", "warning", "schema", "m", step_id=f"s{i}", step_index=i - 1)
+        for i in range(1, 251)
+    )
+    gone = Finding("ARH-SCH-001", "error", "schema", "gone", step_id="s260", step_index=259)
+    late = Finding("ARH-FLW-002", "warning", "flow", "late", step_id="s299", step_index=298)
+    baseline = RunReport((_report("x", False, (gone, *same)),))
+    candidate = RunReport((_report("x", False, (*same, late)),))
+    result = compare_reports(baseline, candidate)
+    doc = parse(render_compare_html(result, evaluate_gate(result), {"x": _trace("x", steps)}))
+    section = sections(doc)["x"]
+    placed = placed_findings(section)
+    assert placed.pop("s260") == [("ARH-SCH-001", "resolved")]
+    assert placed.pop("s299") == [("ARH-FLW-002", "new")]
+    assert placed == {f"s{i}": [("ARH-SCH-003", None)] for i in range(1, 199)}
+    note = next(p for p in section.iter("p") if "more findings not shown" in p.text())
+    assert note.text().startswith(
+        "52 more findings not shown (0 new or resolved, 52 that the baseline had too): the JSON "
+        "comparison (--json-out) holds the new and resolved findings"
+    )
+
+
 def test_page_budget_moves_sections_to_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(page, "PAGE_CHARS", 30_000)
     steps = [{"step_id": "s1", "type": "tool_call", "tool_name": "t", "output": "z" * 7_000}]

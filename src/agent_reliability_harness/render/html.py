@@ -787,6 +787,48 @@ def _entries(report: TraceReport | None, delta: TraceDelta | None) -> list[tuple
     return entries
 
 
+_SEVERITY_RANK: Final = {"error": 0, "warning": 1}
+_MARK_RANK: Final = {"new": 0, "resolved": 1}
+
+
+def _shown_entries(
+    entries: list[tuple[Finding, Mark]],
+) -> tuple[list[tuple[Finding, Mark]], list[tuple[Finding, Mark]]]:
+    """The first MAX_FINDINGS entries to show, in their order, and the ones left out. On a
+    comparison page the new findings are kept first, then the resolved ones, then the ones the
+    baseline had too (so no unchanged finding crowds out a change), errors first within each."""
+    if len(entries) <= MAX_FINDINGS:
+        return entries, []
+    order = sorted(
+        range(len(entries)),
+        key=lambda i: (
+            _MARK_RANK.get(entries[i][1] or "", 2),
+            _SEVERITY_RANK.get(entries[i][0].severity, 2),
+            i,
+        ),
+    )
+    kept = set(order[:MAX_FINDINGS])
+    return (
+        [entry for i, entry in enumerate(entries) if i in kept],
+        [entry for i, entry in enumerate(entries) if i not in kept],
+    )
+
+
+def _hidden_note(hidden: Sequence[tuple[Finding, Mark]], delta: TraceDelta | None) -> str:
+    """What the page says about the findings it leaves out of a trace, and where they are."""
+    count = _plural(len(hidden), "more finding")
+    if delta is None:
+        return f'<p class="note">{count} not shown: see the JSON report.</p>\n'
+    changed = sum(1 for _, mark in hidden if mark is not None)
+    return (
+        f'<p class="note">{count} not shown ({changed:,} new or resolved, '
+        f"{len(hidden) - changed:,} that the baseline had too): the JSON comparison "
+        "(<code>--json-out</code>) holds the new and resolved findings, the candidate's JSON "
+        "report (given as <code>--candidate</code>, or written by "
+        "<code>--candidate-json-out</code>) all of the candidate's findings.</p>\n"
+    )
+
+
 def _step_of(finding: Finding, steps: Sequence[Step], first: Mapping[str, int]) -> int | None:
     index = finding.step_index
     if index is not None and 0 <= index < len(steps) and steps[index].step_id == finding.step_id:
@@ -826,9 +868,7 @@ def html_trace_section(
     out.append(_meta(report, score=delta is None or delta.score_delta is None))
     out.append(_categories(report))
     out.append(_not_applicable(report))
-    entries = _entries(report, delta)
-    hidden = max(0, len(entries) - MAX_FINDINGS)
-    entries = entries[:MAX_FINDINGS]
+    entries, hidden = _shown_entries(_entries(report, delta))
     steps = trace.steps if trace is not None else ()
     first: dict[str, int] = {}
     for position, step in enumerate(steps):
@@ -865,10 +905,7 @@ def html_trace_section(
     elif not entries:
         out.append("<p>No findings.</p>\n")
     if hidden:
-        out.append(
-            f'<p class="note">{_plural(hidden, "more finding")} not shown: see the JSON '
-            "report.</p>\n"
-        )
+        out.append(_hidden_note(hidden, delta))
     if trace is None:
         out.append(
             '<p class="note">The steps are not shown: this report was made from a JSON report, '
