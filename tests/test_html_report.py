@@ -753,6 +753,40 @@ def test_long_values_are_clipped_collapsed_and_budgeted() -> None:
     assert items[1:25] == full
 
 
+def test_citations_count_in_the_trace_budget_and_long_urls_are_not_links() -> None:
+    # 25 outputs of 8,000 letters use up the 200,000 characters of the trace (TRACE_CHARS), so
+    # the 3 citations of the step after them are not shown; the step before them has a URL of
+    # 2,000 characters (a link) and one of 5,000,023 (cut to 300 characters with "…", no link)
+    fine = "https://example.com/?q=" + "a" * (2_000 - 23)
+    huge = "https://example.com/?q=" + "a" * 5_000_000
+    steps: list[dict[str, Any]] = [
+        {
+            "step_id": "cited",
+            "type": "model_response",
+            "text": "t",
+            "citations": [{"source": "kb", "url": fine}, {"source": "s" * 400, "url": huge}],
+        }
+    ]
+    steps += [
+        {"step_id": f"s{i}", "type": "tool_call", "tool_name": "t", "output": "y" * 8_000}
+        for i in range(25)
+    ]
+    cites = [{"source": f"kb{i}", "url": f"https://example.com/{i}"} for i in range(3)]
+    steps.append({"step_id": "late", "type": "model_response", "text": "u", "citations": cites})
+    text = render_html(RunReport((_report("c", False),)), {"c": _trace("c", steps)})
+    assert len(text) < 300_000  # the 5 MB URL is in it neither as a link nor as text
+    doc = parse(text)
+    items = {_step_id(li): li for li in doc.iter("li") if "step" in li.classes()}
+    links = [a.attrs["href"] for a in items["cited"].iter("a")]
+    assert links == [fine]
+    codes = [c.text() for c in items["cited"].iter("code")]
+    assert "s" * 300 + "\u2026" in items["cited"].text()
+    assert "https://example.com/?q=" + "a" * (300 - 23) + "\u2026" in codes
+    assert "(not linked: 5,000,023 characters)" in items["cited"].text()
+    assert [a.attrs["href"] for a in items["late"].iter("a")] == []
+    assert "3 more citations not shown: this trace has used up the 200,000" in items["late"].text()
+
+
 def test_steps_and_findings_beyond_the_caps(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(page, "MAX_STEPS", 5)
     monkeypatch.setattr(page, "MAX_FINDINGS", 2)
@@ -813,6 +847,22 @@ def test_page_budget_moves_sections_to_the_table(monkeypatch: pytest.MonkeyPatch
     expanded = re.findall(r'<section class="trace.*?</section>\n', text, re.DOTALL)
     assert len(expanded) == len(shown)
     assert sum(map(len, expanded)) <= 30_000
+
+
+def test_a_section_too_large_does_not_stop_smaller_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    # b0..b3 need more than the 30,000 characters of the page each (5 outputs of 7,000 letters);
+    # the small traces after b0 are still shown, until 3 sections have not fit (MISFITS): s3,
+    # after b1, b2 and b3, goes to the table
+    monkeypatch.setattr(page, "PAGE_CHARS", 30_000)
+    big = [{"step_id": f"s{i}", "type": "tool_call", "tool_name": "t", "output": "z" * 7_000}
+           for i in range(5)]  # fmt: skip
+    small = [{"step_id": "s1", "type": "tool_call", "tool_name": "t"}]
+    order = ["s0", "b0", "s1", "b1", "s2", "b2", "b3", "s3"]
+    reports = [_report(trace_id, False) for trace_id in order]
+    traces = {t: _trace(t, big if t[0] == "b" else small) for t in order}
+    doc = parse(render_html(RunReport(tuple(reports)), traces))
+    assert list(sections(doc)) == ["s0", "s1", "s2"]
+    assert _table_rows(doc, "more-failing") == ["b0", "b1", "b2", "b3", "s3"]
 
 
 def test_renderer_map_and_sections_without_traces() -> None:

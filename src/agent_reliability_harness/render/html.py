@@ -59,12 +59,15 @@ __all__ = [
     "EXPANDED_PASSING",
     "FINDING_CHARS",
     "HTML_END",
+    "MAX_CITATIONS",
     "MAX_FINDINGS",
     "MAX_ROWS",
     "MAX_STEPS",
+    "MISFITS",
     "NAME_CHARS",
     "PAGE_CHARS",
     "TRACE_CHARS",
+    "URL_CHARS",
     "VALUE_CHARS",
     "CompareTraces",
     "NotApplicableCount",
@@ -82,15 +85,17 @@ __all__ = [
 
 # Size bounds, all counted in characters of the HTML written (escapes included). A validation
 # page expands the first EXPANDED_FAILING failing traces (in input order), then the first
-# EXPANDED_PASSING passing ones (collapsed), as long as the expanded sections stay within
-# PAGE_CHARS; every other trace gets a table row, up to MAX_ROWS rows per table. An expanded trace
-# shows at most MAX_STEPS steps and MAX_FINDINGS findings, each value (arguments, output, text,
-# error, other fields) in at most VALUE_CHARS characters, all its values in at most TRACE_CHARS.
+# EXPANDED_PASSING passing ones (collapsed), each as long as the expanded sections stay within
+# PAGE_CHARS (until MISFITS sections did not fit); every other trace gets a table row, up to
+# MAX_ROWS rows per table. An expanded trace shows at most MAX_STEPS steps and MAX_FINDINGS
+# findings, each value (arguments, output, text, error, other fields) in at most VALUE_CHARS
+# characters, MAX_CITATIONS citations per step, all its values and citations in about TRACE_CHARS.
 # Values longer than COLLAPSE_CHARS characters or COLLAPSE_LINES lines start collapsed.
 EXPANDED_FAILING: Final = 50
 EXPANDED_PASSING: Final = 20
 EXPANDED_CHANGED: Final = 50
 PAGE_CHARS: Final = 5_000_000
+MISFITS: Final = 3  # trace sections too large for the room left before the rest go to tables
 MAX_ROWS: Final = 2_000
 MAX_STEPS: Final = 500
 MAX_FINDINGS: Final = 200
@@ -98,7 +103,9 @@ VALUE_CHARS: Final = 8_000
 TRACE_CHARS: Final = 200_000
 COLLAPSE_CHARS: Final = 600
 COLLAPSE_LINES: Final = 10
-NAME_CHARS: Final = 300  # a trace id, agent name, step id, tool name or path
+NAME_CHARS: Final = 300  # a trace id, agent name, step id, tool name, path, citation source or URL
+URL_CHARS: Final = 2_000  # a longer citation URL is not a link (the text shows NAME_CHARS of it)
+MAX_CITATIONS: Final = 50  # citations shown per step
 FINDING_CHARS: Final = 2_000  # each of a finding's message, expected, observed, remediation
 _INPUT_ERRORS: Final = 100  # input errors listed in the overview
 _RULE_ROWS: Final = 200  # rows of the findings-per-rule table
@@ -576,8 +583,12 @@ def _link(url: str) -> str:
     """A citation URL: a link when it is an http(s) URL without odd characters, else text.
 
     Spaces, controls, non-ASCII characters and backslashes (which browsers read as slashes, but
-    ``urlsplit`` does not) all make it text, so the link goes where its text says.
+    ``urlsplit`` does not) all make it text, so the link goes where its text says. A URL longer
+    than URL_CHARS is text too: a link must hold the whole URL, and the text is cut at NAME_CHARS.
     """
+    if len(url) > URL_CHARS:
+        size = _plural(len(url), "character")
+        return f'{_code(url)} <span class="muted">(not linked: {size})</span>'
     if url.isascii() and url.isprintable() and " " not in url and "\\" not in url:
         from urllib.parse import urlsplit  # slow to import; only pages with citations need it
 
@@ -591,8 +602,12 @@ def _link(url: str) -> str:
 
 
 def _citations(citations: Sequence[Mapping[str, Any]], budget: _Budget) -> str:
+    """The first MAX_CITATIONS citations, each counted in the trace's budget (as long as some of
+    it is left): source and URL cut at NAME_CHARS, other fields at FINDING_CHARS."""
     items = []
-    for citation in citations[:50]:
+    for citation in citations[:MAX_CITATIONS]:
+        if budget.left <= 0:
+            break
         url = citation.get("url")
         source = citation.get("source")
         parts = []
@@ -602,13 +617,20 @@ def _citations(citations: Sequence[Mapping[str, Any]], budget: _Budget) -> str:
             parts.append(_link(url))
         rest = {k: v for k, v in citation.items() if k not in ("url", "source")}
         if rest:
-            shown, left = _fit(_json_text(rest), min(FINDING_CHARS, max(budget.left, 0)))
-            budget.left -= len(shown)
+            shown, left = _fit(_json_text(rest), FINDING_CHARS)
             parts.append(f"<code>{shown}</code>" + ("\u2026" if left else ""))
-        items.append("<li>" + (_DOT.join(parts) or "(empty)") + "</li>")
+        item = "<li>" + (_DOT.join(parts) or "(empty)") + "</li>"
+        budget.left -= len(item)
+        items.append(item)
     more = ""
-    if len(citations) > 50:
-        more = f'<li class="note">{_plural(len(citations) - 50, "more citation")}</li>'
+    left = len(citations) - len(items)
+    if left and len(items) < min(len(citations), MAX_CITATIONS):
+        more = (
+            f'<li class="note">{_plural(left, "more citation")} not shown: this trace has used '
+            f"up the {TRACE_CHARS:,} characters of step content the report shows per trace</li>"
+        )
+    elif left:
+        more = f'<li class="note">{_plural(left, "more citation")}</li>'
     return f"<dt>citations</dt><dd><ul>{''.join(items)}{more}</ul></dd>"
 
 
@@ -1027,21 +1049,24 @@ class ValidationTraces:
 
 
 class _Sections:
-    """Expanded trace sections, numbered in page order, within PAGE_CHARS all together."""
+    """Expanded trace sections, numbered in page order, within PAGE_CHARS all together. A section
+    that does not fit in the room left goes to a table, and later, smaller ones are still tried,
+    until MISFITS sections have not fit (each costs the time to make it); then the rest go to the
+    tables too."""
 
     def __init__(self) -> None:
         self.number = 0
         self.used = 0
-        self.full = False
+        self.misfits = 0
 
     def add(self, section: Callable[[str], str], shown: list[str]) -> bool:
         """Render one section (given its anchor) into ``shown`` if it fits; False if not."""
-        if self.full:
+        if self.misfits >= MISFITS:
             return False
         self.number += 1
         text = section(f"t{self.number}")
         if self.used + len(text) > PAGE_CHARS:
-            self.full = True  # later sections are summarised too, so the order stays simple
+            self.misfits += 1
             return False
         self.used += len(text)
         shown.append(text)
