@@ -545,6 +545,18 @@ def test_checks_not_applicable_are_shown() -> None:
     assert _table(sections(doc)["responses_weather"], "not-applicable") == expected
 
 
+def test_a_removed_trace_says_it_is_not_in_the_candidate() -> None:
+    # the candidate run is rebook_1004.json alone: rebook-1001 of the baseline is removed, and the
+    # page was made with the candidate's traces, so "made from a JSON report" would be false
+    old, _ = _run([REGRESSION / "baseline-runs"])
+    new, traces = _run([REGRESSION / "candidate-runs" / "rebook_1004.json"])
+    result = compare_reports(old, new)
+    section = sections(parse(render_compare_html(result, evaluate_gate(result), traces)))
+    text = section["rebook-1001"].text()
+    assert "The steps are not shown: the trace is not in the candidate run" in text
+    assert "made from a JSON report" not in text
+
+
 # -- escaping, clipping and links ----------------------------------------------------------------
 
 

@@ -928,7 +928,12 @@ def html_trace_section(
         out.append("<p>No findings.</p>\n")
     if hidden:
         out.append(_hidden_note(hidden, delta))
-    if trace is None:
+    if trace is None and delta is not None and delta.candidate is None:
+        out.append(
+            '<p class="note">The steps are not shown: the trace is not in the candidate run, '
+            "and the baseline is a JSON report, which does not hold the trace.</p>\n"
+        )
+    elif trace is None:
         out.append(
             '<p class="note">The steps are not shown: this report was made from a JSON report, '
             "which does not hold the trace.</p>\n"
