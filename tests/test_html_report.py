@@ -724,6 +724,39 @@ def test_compare_keeper_prefers_regressions(monkeypatch: pytest.MonkeyPatch) -> 
     assert _table_rows(doc, "more-changed") == ["a", "d"]
 
 
+def test_a_score_drop_beyond_the_limit_is_a_regression(monkeypatch: pytest.MonkeyPatch) -> None:
+    # docs/regression-testing.md: with --max-score-drop 0.3 a drop of more than 0.3 points fails
+    # the `regressions` gate. z drops 1 point (a regression, though it fails in both runs), m 0.25
+    # (within the limit); a goes from fail to pass. Regressions first, then by trace id: z, a, m
+    def pair(trace_id: str, before: float, after: float, passed: bool) -> tuple[TraceReport, ...]:
+        old = replace(_report(trace_id, False), score=before)
+        return old, replace(_report(trace_id, passed), score=after)
+
+    runs = [
+        pair("a", 50.0, 100.0, True),
+        pair("m", 95.0, 94.75, False),
+        pair("z", 95.0, 94.0, False),
+    ]
+    baseline = RunReport(tuple(old for old, _ in runs))
+    candidate = RunReport(tuple(new for _, new in runs))
+    result = compare_reports(baseline, candidate)
+    gate = evaluate_gate(result, "regressions", 0.3)
+    assert gate.reasons == ("trace 'z' score dropped 1.00 points (limit 0.30)",)
+    doc = parse(render_compare_html(result, gate, {}))
+    shown = sections(doc)
+    assert list(shown) == ["z", "a", "m"]
+    badges = {t: next(next(s.iter("h3")).iter("span")) for t, s in shown.items()}
+    assert (badges["z"].text(), badges["z"].classes()) == ("score dropped", {"badge", "fail"})
+    assert (badges["m"].text(), badges["m"].classes()) == ("score changed", {"badge", "info"})
+    assert "a drop of more than 0.30, which fails the gate" in shown["z"].text()
+    # the keeper of the command line ranks it the same way
+    monkeypatch.setattr(page, "EXPANDED_CHANGED", 1)
+    keeper = CompareTraces(baseline, max_score_drop=0.3)
+    for report in candidate.reports:
+        keeper(_trace(report.trace_id, []), report)
+    assert list(keeper.traces) == ["z"]
+
+
 def test_table_rows_are_capped() -> None:
     reports = [_report(f"r{i}", True) for i in range(5)]
     doc = parse("<!DOCTYPE html>" + html_trace_table(reports, "caption", "x", limit=3))

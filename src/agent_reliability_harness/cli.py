@@ -847,7 +847,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if args.html_out:
             from agent_reliability_harness.render.html import CompareTraces
 
-            keeper = CompareTraces(baseline, any_step=args.any_step)  # for the timelines
+            keeper = CompareTraces(  # for the timelines
+                baseline, any_step=args.any_step, max_score_drop=args.max_score_drop
+            )
         candidate = run_validation(
             policy,
             args.traces,

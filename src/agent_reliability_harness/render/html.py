@@ -865,19 +865,21 @@ def html_trace_section(
     anchor: str,
     collapsed: bool = False,
     delta: TraceDelta | None = None,
+    max_score_drop: float | None = None,
 ) -> str:
     """One trace: verdict, score and categories, then its timeline with each finding at its step.
 
     ``anchor`` is the section's HTML id (made by the caller, never from the trace). Without
     ``trace`` (only a report is known) the findings are listed without a timeline. With ``delta``
     (a comparison), new findings are marked ``new`` and the baseline's resolved findings are shown
-    too, marked ``resolved``. ``collapsed`` puts the section's body in a closed ``<details>``.
+    too, marked ``resolved``, and a score drop beyond ``max_score_drop`` (the gate's) is marked
+    as failing the gate. ``collapsed`` puts the section's body in a closed ``<details>``.
     """
     failed = not report.passed
     verdict = "FAIL" if failed else "PASS"
     title = f'<span class="badge verdict {"fail" if failed else "pass"}">{verdict}</span>'
     if delta is not None:
-        title = _change_badge(delta)
+        title = _change_badge(delta, max_score_drop)
     heading = f'<h3 id="{anchor}-h">{title} {_code(report.trace_id)}</h3>'
     state = "failed" if failed else "passed"
     out = [f'<section class="trace {state}" id="{anchor}" aria-labelledby="{anchor}-h">\n']
@@ -886,7 +888,7 @@ def html_trace_section(
     else:
         out.append(heading + "\n")
     if delta is not None:
-        out.append(_delta_line(delta))
+        out.append(_delta_line(delta, max_score_drop))
     out.append(_meta(report, score=delta is None or delta.score_delta is None))
     out.append(_categories(report))
     out.append(_not_applicable(report))
@@ -1169,18 +1171,38 @@ _CHANGES: Final = {
 }
 
 
-def _change_badge(delta: TraceDelta) -> str:
+def _dropped(delta: TraceDelta, max_score_drop: float | None) -> bool:
+    """Whether the trace's score dropped by more than ``max_score_drop``, which fails the gate
+    (--fail-on regressions with --max-score-drop)."""
+    change = delta.score_delta
+    return max_score_drop is not None and change is not None and -change > max_score_drop
+
+
+def _change_label(delta: TraceDelta, max_score_drop: float | None) -> tuple[str, str]:
+    """The change of a trace as a word and its colour class."""
     label, colour = _CHANGES[delta.status_change]
+    if delta.status_change == "unchanged" and _dropped(delta, max_score_drop):
+        return "score dropped", "fail"
     if not delta.changed:
         label, colour = "score changed", "info"
+    return label, colour
+
+
+def _change_badge(delta: TraceDelta, max_score_drop: float | None) -> str:
+    label, colour = _change_label(delta, max_score_drop)
     return f'<span class="badge {colour}">{label}</span>'
 
 
-def _delta_line(delta: TraceDelta) -> str:
+def _delta_line(delta: TraceDelta, max_score_drop: float | None = None) -> str:
     parts = []
     base, cand, change = delta.baseline, delta.candidate, delta.score_delta
     if base is not None and cand is not None and change is not None:
         parts.append(f"score {base.score:.2f} \u2192 {cand.score:.2f} ({change:+.2f})")
+        if _dropped(delta, max_score_drop):
+            parts.append(
+                f'<strong class="fail">a drop of more than {max_score_drop:.2f}, which fails the '
+                "gate</strong>"
+            )
     if cand is not None:
         parts.append(f"candidate {'passes' if cand.passed else 'fails'}")
     elif base is not None:
@@ -1190,9 +1212,10 @@ def _delta_line(delta: TraceDelta) -> str:
     return f'<p class="meta">{_DOT.join(parts)}</p>\n'
 
 
-def _rank(delta: TraceDelta) -> int:
-    """0 for a regression (pass to fail, a new error finding, an added failing trace), else 1."""
-    if delta.status_change == "pass->fail":
+def _rank(delta: TraceDelta, max_score_drop: float | None = None) -> int:
+    """0 for a regression (pass to fail, a new error finding, an added failing trace, a score
+    drop beyond ``max_score_drop``), else 1."""
+    if delta.status_change == "pass->fail" or _dropped(delta, max_score_drop):
         return 0
     if any(f.severity == "error" for f in delta.new_findings):
         return 0
@@ -1204,11 +1227,19 @@ def _rank(delta: TraceDelta) -> int:
 class CompareTraces:
     """Keeps, while the candidate is validated, the traces that :func:`render_compare_html` will
     expand: the first EXPANDED_CHANGED changed traces in its order (regressions first, then by
-    trace id). Pass it as ``on_trace`` to ``runner.run_validation``."""
+    trace id). Pass it as ``on_trace`` to ``runner.run_validation``, with the gate's
+    ``max_score_drop`` (a larger drop is a regression)."""
 
-    def __init__(self, baseline: RunReport, *, any_step: bool = False) -> None:
+    def __init__(
+        self,
+        baseline: RunReport,
+        *,
+        any_step: bool = False,
+        max_score_drop: float | None = None,
+    ) -> None:
         self._baseline = {r.trace_id: r for r in baseline.reports}
         self._any_step = any_step
+        self._max_score_drop = max_score_drop
         self._keys: dict[str, tuple[int, str]] = {}
         self.traces: dict[str, Trace] = {}
 
@@ -1217,7 +1248,7 @@ class CompareTraces:
         delta = trace_delta(report.trace_id, baseline, report, any_step=self._any_step)
         if not delta.notable:
             return
-        self._keys[report.trace_id] = (_rank(delta), report.trace_id)
+        self._keys[report.trace_id] = (_rank(delta, self._max_score_drop), report.trace_id)
         self.traces[report.trace_id] = trace
         if len(self.traces) > EXPANDED_CHANGED:
             last = max(self._keys, key=self._keys.__getitem__)
@@ -1262,12 +1293,14 @@ def _summary_table(summary: Mapping[str, Any]) -> str:
     )
 
 
-def _delta_table(deltas: Sequence[TraceDelta], caption: str, anchor: str) -> str:
+def _delta_table(
+    deltas: Sequence[TraceDelta], caption: str, anchor: str, max_score_drop: float | None = None
+) -> str:
     rows = []
     for delta in deltas[:MAX_ROWS]:
-        label = _CHANGES[delta.status_change][0]
-        if not delta.changed:
-            label = "unchanged" if not delta.notable else "score changed"
+        label = _change_label(delta, max_score_drop)[0]
+        if not delta.notable:
+            label = "unchanged"
         report = delta.candidate or delta.baseline
         assert report is not None
         score = f"{report.score:.2f}"
@@ -1298,14 +1331,17 @@ def _delta_table(deltas: Sequence[TraceDelta], caption: str, anchor: str) -> str
 def _compare_sections(
     result: CompareResult, gate: GateResult, traces: Mapping[str, Trace], input_errors: int
 ) -> Iterator[str]:
-    notable = sorted((d for d in result.traces if d.notable), key=lambda d: (_rank(d), d.trace_id))
+    limit = gate.max_score_drop
+    notable = sorted(
+        (d for d in result.traces if d.notable), key=lambda d: (_rank(d, limit), d.trace_id)
+    )
     quiet = [d for d in result.traces if not d.notable]
 
     def section(delta: TraceDelta, anchor: str) -> str:
         report = delta.candidate or delta.baseline
         assert report is not None
         trace = traces.get(delta.trace_id) if delta.candidate is not None else None
-        return html_trace_section(report, trace, anchor=anchor, delta=delta)
+        return html_trace_section(report, trace, anchor=anchor, delta=delta, max_score_drop=limit)
 
     shown, rest = _split(notable, EXPANDED_CHANGED, _Sections(), section)
     links = [("gate", "Gate")]
@@ -1352,7 +1388,7 @@ def _compare_sections(
                 f"step (at most {EXPANDED_CHANGED}, within {PAGE_CHARS:,} characters); the "
                 "others are summarised here.</p>\n"
             )
-            yield _delta_table(rest, "More changed traces", "more-changed")
+            yield _delta_table(rest, "More changed traces", "more-changed", limit)
     if quiet:
         yield f'<h2 id="unchanged">Unchanged traces ({len(quiet):,})</h2>\n'
         yield _delta_table(quiet, "Traces with the same verdict, score and findings", "same")
