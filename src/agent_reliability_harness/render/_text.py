@@ -17,6 +17,7 @@ __all__ = [
     "plain_number",
     "plural",
     "run_headline",
+    "source_text",
     "terminal_safe",
     "visible",
 ]
@@ -87,6 +88,15 @@ def plain_number(value: float) -> str:
     """A measured amount without float noise or exponents: ``8160``, ``12.5``, ``1234567``."""
     text = f"{value:.3f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
+
+
+def source_text(path: str | None, line: int | None) -> str | None:
+    """Where a trace came from, as the console and HTML reports show it: ``path``, ``path:line``
+    for JSON Lines, ``<stdin>:line`` for JSON Lines on standard input (named as its errors name
+    it), None for one document on standard input. Not yet made safe to show."""
+    if path is None:
+        return None if line is None else f"<stdin>:{line}"
+    return path if line is None else f"{path}:{line}"
 
 
 def run_headline(total: int, failed: int, errors: int, *, grouped: bool = False) -> str:

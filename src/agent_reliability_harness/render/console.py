@@ -6,7 +6,12 @@ import textwrap
 
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._fidelity import console_lines
-from agent_reliability_harness.render._text import plain_number, plural, terminal_safe
+from agent_reliability_harness.render._text import (
+    plain_number,
+    plural,
+    source_text,
+    terminal_safe,
+)
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -54,10 +59,8 @@ def _trace_lines(report: TraceReport) -> list[str]:
         details.append(f"tokens {report.total_tokens}")
     if report.citation_coverage is not None:
         details.append(f"citation coverage {report.citation_coverage:.0%}")
-    if report.source_path is not None:
-        where = report.source_path
-        if report.source_line is not None:
-            where += f":{report.source_line}"
+    where = source_text(report.source_path, report.source_line)
+    if where is not None:
         details.append(terminal_safe(where))
     lines.append(_INDENT + " \u00b7 ".join(details))
     lines += console_lines(report, _INDENT, WIDTH)  # checks its source gave no field for

@@ -40,6 +40,7 @@ from agent_reliability_harness.render._text import (
     plain_number,
     plural,
     run_headline,
+    source_text,
 )
 from agent_reliability_harness.rules import CATEGORIES, RULES
 
@@ -723,10 +724,8 @@ def _meta(report: TraceReport, *, score: bool = True) -> str:
         parts.append(f"tokens {report.total_tokens:,}")
     if report.citation_coverage is not None:
         parts.append(f"citation coverage {report.citation_coverage:.0%}")
-    if report.source_path is not None:
-        where = report.source_path
-        if report.source_line is not None:
-            where += f":{report.source_line}"
+    where = source_text(report.source_path, report.source_line)
+    if where is not None:
         parts.append(_code(where))
     return f'<p class="meta">{_DOT.join(parts)}</p>\n'
 
@@ -998,9 +997,7 @@ def html_trace_table(
     for report in reports[:limit]:
         errors = sum(1 for f in report.findings if f.severity == "error")
         warnings = sum(1 for f in report.findings if f.severity == "warning")
-        where = report.source_path or ""
-        if where and report.source_line is not None:
-            where += f":{report.source_line}"
+        where = source_text(report.source_path, report.source_line)
         verdict = "PASS" if report.passed else "FAIL"
         rows.append(
             f'<tr><th scope="row">{_code(report.trace_id)}</th>'
