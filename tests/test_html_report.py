@@ -832,6 +832,29 @@ def test_citations_count_in_the_trace_budget_and_long_urls_are_not_links() -> No
     assert "3 more citations not shown: this trace has used up the 200,000" in items["late"].text()
 
 
+def test_small_step_metrics_are_not_shown_as_zero() -> None:
+    # 0.0004 ms is 0 at 3 decimals and $0.0000004 is 0 at 6: they get the digits that show them;
+    # 12.5 ms and $0.0136 keep their usual form, and a recorded 0 stays 0
+    steps = [
+        {"step_id": "tiny", "type": "tool_call", "tool_name": "t", "latency_ms": 0.0004,
+         "cost_usd": 4e-7},
+        {"step_id": "usual", "type": "tool_call", "tool_name": "t", "latency_ms": 12.5,
+         "cost_usd": 0.0136},
+        {"step_id": "zero", "type": "tool_call", "tool_name": "t", "latency_ms": 0, "cost_usd": 0},
+    ]  # fmt: skip
+    doc = parse(render_html(RunReport((_report("m", False),)), {"m": _trace("m", steps)}))
+    metrics = {
+        _step_id(li): next(p for p in li.iter("p") if "meta" in p.classes()).text()
+        for li in doc.iter("li")
+        if "step" in li.classes()
+    }
+    assert metrics == {
+        "tiny": "0.0004 ms \u00b7 $0.0000004",
+        "usual": "12.5 ms \u00b7 $0.0136",
+        "zero": "0 ms \u00b7 $0",
+    }
+
+
 def test_steps_and_findings_beyond_the_caps(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(page, "MAX_STEPS", 5)
     monkeypatch.setattr(page, "MAX_FINDINGS", 2)

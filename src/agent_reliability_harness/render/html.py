@@ -642,12 +642,22 @@ _KINDS: Final = {
 }
 
 
+def _measured(value: float, places: int) -> str:
+    """A step's latency or cost with up to ``places`` decimals, trailing zeros dropped, or more
+    (up to 12, then Python's shortest form) when a value that is not zero would show as 0."""
+    for digits in range(places, 13):
+        text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
+        if text.lstrip("-") != "0" or value == 0:
+            return "0" if text == "-0" else text
+    return repr(value)
+
+
 def _step_metrics(step: Step) -> str:
     parts = []
     if step.latency_ms is not None:
-        parts.append(f"{plain_number(step.latency_ms)} ms")
+        parts.append(f"{_measured(step.latency_ms, 3)} ms")
     if step.cost_usd is not None:
-        parts.append(_money(step.cost_usd, 6).rstrip("0").rstrip(".") or "$0")
+        parts.append(f"${_measured(step.cost_usd, 6)}")
     if step.input_tokens is not None or step.output_tokens is not None:
         tokens = []
         if step.input_tokens is not None:
