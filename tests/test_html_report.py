@@ -410,6 +410,8 @@ def test_hostile_trace_is_shown_as_text(pages: dict[str, str]) -> None:
         '<meta http-equiv="refresh" content="0;url=https://evil.example/">',
     ):
         assert payload in text, payload
+    # its first step is a user_message, named as docs/html-report.md's table of steps names it
+    assert next(doc.iter("h5")).text().startswith("1. user message ")
     escapes = [n.text() for n in doc.iter("span") if "esc" in n.classes()]
     # the trace holds U+202E, U+202C, U+2066, U+2069, U+2067, U+200F, ESC and NUL
     for code in ("u202e", "u202c", "u2066", "u2069", "u2067", "u200f", "x1b", "x00"):
@@ -939,7 +941,7 @@ def test_renderer_map_and_sections_without_traces() -> None:
     assert text == render_html(run)
     doc = parse(text)
     assert "The steps are not shown" in doc.text()
-    assert next(doc.iter("title")).text() == "arh validation: all 1 trace passed"
+    assert next(doc.iter("title")).text() == "arh validation: the 1 trace passed"
 
 
 # -- the command line ----------------------------------------------------------------------------

@@ -521,7 +521,7 @@ def test_markdown_headline_counts_input_errors(arh: Arh, tmp_path: Path) -> None
     arh("validate", "--policy", policy, SAMPLES / "traces" / "rebook_pass.json", bad,
         "--md-out", md, "--quiet")  # fmt: skip
     first = md.read_text(encoding="utf-8").splitlines()[0]
-    assert first == "## arh validation: all 1 trace passed, 2 inputs could not be read"
+    assert first == "## arh validation: the 1 trace passed, 2 inputs could not be read"
 
 
 def test_markdown_input_errors_keep_to_the_limit(arh: Arh, tmp_path: Path) -> None:

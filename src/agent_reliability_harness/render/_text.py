@@ -101,13 +101,16 @@ def source_text(path: str | None, line: int | None) -> str | None:
 
 def run_headline(total: int, failed: int, errors: int, *, grouped: bool = False) -> str:
     """What a run came to, in a few words: ``3 of 5 traces failed``, ``all 5 traces passed, 2
-    inputs could not be read``, ``0 traces checked, 3 input errors``; with ``grouped``, numbers
+    inputs could not be read``, ``the 1 trace passed``, ``0 traces checked, 3 input errors``;
+    with ``grouped``, numbers
     have thousands separators (``1,234``)."""
     if errors and not total:
         return f"{plural(0, 'trace')} checked, {plural(errors, 'input error', grouped=grouped)}"
     if failed:
         title = f"{failed:{',' if grouped else ''}} of "
         title += f"{plural(total, 'trace', grouped=grouped)} failed"
+    elif total == 1:
+        title = "the 1 trace passed"  # not "all 1 trace"
     else:
         title = f"all {plural(total, 'trace', grouped=grouped)} passed"
     if errors:

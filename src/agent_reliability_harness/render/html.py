@@ -638,7 +638,7 @@ def _citations(citations: Sequence[Mapping[str, Any]], budget: _Budget) -> str:
 _KINDS: Final = {
     "tool_call": "tool call",
     "model_response": "model response",
-    "user_message": "user",
+    "user_message": "user message",
 }
 
 
