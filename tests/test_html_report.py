@@ -766,6 +766,19 @@ def test_table_rows_are_capped() -> None:
     assert "2 more traces not listed" in doc.text()
 
 
+def test_overview_tables_are_cut_at_200_rows_with_a_note() -> None:
+    # 205 findings, each of its own rule and category: both tables stop at 200 rows and say how
+    # many more there are (205 - 200 = 5)
+    findings = tuple(Finding(f"X-{i:03d}", "error", f"c{i:03d}", "m") for i in range(205))
+    doc = parse(render_html(RunReport((_report("t", False, findings),))))
+    overview = next(s for s in doc.iter("section") if s.attrs.get("aria-labelledby") == "overview")
+    for css in ("categories", "rules"):
+        assert len(_table(overview, css)) == 200, css
+    text = overview.text()
+    assert "5 more categories not listed: see the JSON report." in text
+    assert "5 more rules not listed: see the JSON report." in text
+
+
 def test_a_table_row_is_bounded() -> None:
     # docs/html-report.md: a row is at most about 1,600 characters, whatever the names hold;
     # '"' becomes 6 characters and U+202E a visible escape of 31

@@ -457,7 +457,8 @@ def html_overview(totals: RunTotals) -> str:
         '<th scope="col" class="n">Warnings</th><th scope="col" class="n">Info</th>'
         '<th scope="col" class="n">Total</th><th scope="col">Chart</th></tr></thead>\n<tbody>\n'
     )
-    for name in _category_order([*totals.categories, *by_category])[:_RULE_ROWS]:
+    categories = _category_order([*totals.categories, *by_category])
+    for name in categories[:_RULE_ROWS]:
         counts = by_category.get(name, Counter())
         total = sum(counts.values())
         out.append(
@@ -466,7 +467,9 @@ def html_overview(totals: RunTotals) -> str:
             f'<td class="n">{counts["info"]:,}</td><td class="n">{total:,}</td>'
             f"<td>{_bar(total, largest)}</td></tr>\n"
         )
-    out.append("</tbody>\n</table>\n</div>\n")
+    out.append(
+        f"</tbody>\n</table>\n{_rows_note(len(categories), 'category', 'categories')}</div>\n"
+    )
     if totals.rules:
         out.append(
             '<table class="rules">\n<caption>Findings per rule</caption>\n<thead><tr>'
@@ -483,7 +486,7 @@ def html_overview(totals: RunTotals) -> str:
                 f"<td>{'' if rule is None else _text(rule.title)}</td>"
                 f'<td class="n">{count.findings:,}</td><td class="n">{count.traces:,}</td></tr>\n'
             )
-        out.append("</tbody>\n</table>\n")
+        out.append(f"</tbody>\n</table>\n{_rows_note(len(totals.rules), 'rule')}")
     else:
         out.append("<p>No findings.</p>\n")
     if totals.not_applicable:
@@ -524,14 +527,13 @@ def _not_applicable_table(counts: Sequence[NotApplicableCount]) -> str:
     )
 
 
-def _rows_note(rows: int, word: str) -> str:
+def _rows_note(rows: int, word: str, words: str = "") -> str:
     """The note under an overview table cut at _RULE_ROWS rows."""
     if rows <= _RULE_ROWS:
         return ""
-    return (
-        f'<p class="note">{_plural(rows - _RULE_ROWS, f"more {word}")} not listed: see the JSON '
-        "report.</p>\n"
-    )
+    left = rows - _RULE_ROWS
+    more = f"{left:,} more {word if left == 1 else words or word + 's'}"
+    return f'<p class="note">{more} not listed: see the JSON report.</p>\n'
 
 
 # -- one trace -------------------------------------------------------------------------------------
