@@ -1047,7 +1047,9 @@ def generate_shapes(workdir: Path, seed: int, quick: bool, pool: Callable[[], st
         ),
     ]
     folder = workdir / "shapes"
-    fingerprint = _fingerprint(seed, f"shapes:{quick}")
+    # the shapes' names are part of it: a scratch directory made before a shape was added is
+    # made again
+    fingerprint = _fingerprint(seed, f"shapes:{quick}:{','.join(s.name for s in shapes)}")
     facts = _done(folder, fingerprint)
     if facts is None:
         if folder.exists():
