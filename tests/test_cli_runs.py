@@ -43,30 +43,31 @@ _ARRAY = "{}: not a validation report: expected an object with a 'reports' array
 _BAD = "{}: /reports: must be an array, got number"
 
 
-def test_stats_reports_every_bad_report(arh: Arh, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("command", "labels"),
+    [
+        ("stats", ("report", "report", "report")),
+        ("compare", ("baseline", "candidate", "candidate")),
+    ],
+)
+def test_every_bad_report_is_told(
+    arh: Arh, tmp_path: Path, command: str, labels: tuple[str, ...]
+) -> None:
+    # stats, and compare on both sides, stopped at the first bad report
     good = _report(arh, tmp_path / "good.json")
     empty, array, bad = _bad_reports(tmp_path)
-    run = arh("stats", good, empty, array, bad)
+    if command == "stats":
+        run = arh("stats", good, empty, array, bad)
+    else:
+        run = arh("compare", "--baseline", good, empty, "--candidate", array, bad)
     assert run.status == 1
     assert run.out == ""
     lines = run.err.splitlines()
     assert len(lines) == 3, run.err
-    assert lines[0] == "error: invalid report: " + _EMPTY.format(empty)
-    assert lines[1].startswith("error: invalid report: " + _ARRAY.format(array))
-    assert lines[2] == "error: invalid report: " + _BAD.format(bad)
-
-
-def test_compare_reports_every_bad_report_of_both_sides(arh: Arh, tmp_path: Path) -> None:
-    good = _report(arh, tmp_path / "good.json")
-    empty, array, bad = _bad_reports(tmp_path)
-    run = arh("compare", "--baseline", good, empty, "--candidate", array, bad)
-    assert run.status == 1
-    assert run.out == ""
-    lines = run.err.splitlines()
-    assert len(lines) == 3, run.err
-    assert lines[0] == "error: invalid baseline: " + _EMPTY.format(empty)
-    assert lines[1].startswith("error: invalid candidate: " + _ARRAY.format(array))
-    assert lines[2] == "error: invalid candidate: " + _BAD.format(bad)
+    first, second, third = (f"error: invalid {label}: " for label in labels)
+    assert lines[0] == first + _EMPTY.format(empty)
+    assert lines[1].startswith(second + _ARRAY.format(array))
+    assert lines[2] == third + _BAD.format(bad)
 
 
 def test_a_bad_gate_file_does_not_hide_a_bad_report(arh: Arh, tmp_path: Path) -> None:

@@ -575,28 +575,28 @@ def test_d104_report_values_are_held_to_what_validation_writes(
     entry["findings"] = [
         {"severity": "fatal", "category": "flow", "message": "m", "step_id": "s1", "rule_id": "X"}
     ]
-    fatal = _write(tmp_path / "fatal.json", data)
-    run = arh("compare", "--baseline", base, "--candidate", fatal)
-    assert run.status == 1
-    assert run.err == (
-        f"error: invalid candidate: {fatal}: /reports/0/findings/0/severity: must be 'error', "
-        "'warning' or 'info', got 'fatal'\n"
+
+    def refused(name: str, side: str) -> str:
+        """Compare the edited report on ``side`` with the valid one; return the error line."""
+        edited = _write(tmp_path / name, data)
+        baseline, candidate = (edited, base) if side == "baseline" else (base, edited)
+        run = arh("compare", "--baseline", baseline, "--candidate", candidate)
+        assert run.status == 1
+        return run.err.removeprefix(f"error: invalid {side}: {edited}: ")
+
+    assert refused("fatal.json", "candidate") == (
+        "/reports/0/findings/0/severity: must be 'error', 'warning' or 'info', got 'fatal'\n"
     )
     entry["findings"] = []
     entry["score"] = entry["unrounded_score"] = 250.0
-    high = _write(tmp_path / "high.json", data)
-    run = arh("compare", "--baseline", high, "--candidate", base)
-    assert run.status == 1
-    assert "/reports/0/score: must be a number from 0 to 100, got 250.0" in run.err
+    assert refused("high.json", "baseline") == (
+        "/reports/0/score: must be a number from 0 to 100, got 250.0\n"
+    )
     # compare copies policy.sha256 into its own report, whose schema wants 64 hex digits
     entry["score"] = entry["unrounded_score"] = 100.0
     data["policy"]["sha256"] = "not-a-hash"
-    edited = _write(tmp_path / "edited.json", data)
-    run = arh("compare", "--baseline", edited, "--candidate", base)
-    assert run.status == 1
-    assert run.err == (
-        f"error: invalid baseline: {edited}: /policy/sha256: must be a SHA-256 in 64 lower-case "
-        "hex digits, got 'not-a-hash'\n"
+    assert refused("edited.json", "baseline") == (
+        "/policy/sha256: must be a SHA-256 in 64 lower-case hex digits, got 'not-a-hash'\n"
     )
 
 

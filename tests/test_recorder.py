@@ -693,17 +693,14 @@ def test_the_doc_failure_message_is_the_plugins(monkeypatch: pytest.MonkeyPatch)
     assert str(failed.value).split("\n") == lines
 
 
+# A payment tool the guard lets run once.
+PAY_ONCE = {"pay": {"required_arguments": {"to": "str"}, "side_effect": True, "max_calls": 1}}
+
+
 def test_the_guard_checks_overlapping_coroutine_calls_one_at_a_time() -> None:
     # two payments started together with max_calls 1: each was checked before the other was
     # recorded, so both ran; now the second waits, is checked after the first, and is refused
-    policy = Policy.from_dict(
-        {
-            "policy_id": "payments",
-            "allowed_tools": {
-                "pay": {"required_arguments": {"to": "str"}, "side_effect": True, "max_calls": 1}
-            },
-        }
-    )
+    policy = Policy.from_dict({"policy_id": "payments", "allowed_tools": PAY_ONCE})
     paid: list[str] = []
     rec = Recorder("run", guard=policy, clock=None)
 
@@ -743,13 +740,7 @@ def test_the_guard_checks_overlapping_coroutine_calls_one_at_a_time() -> None:
 def test_guarded_coroutine_calls_inside_a_guarded_call_take_turns_among_themselves() -> None:
     # a guarded async tool that awaited another waited forever for the lock the outer call held
     policy = Policy.from_dict(
-        {
-            "policy_id": "payments",
-            "allow_unlisted_tools": True,
-            "allowed_tools": {
-                "pay": {"required_arguments": {"to": "str"}, "side_effect": True, "max_calls": 1}
-            },
-        }
+        {"policy_id": "payments", "allow_unlisted_tools": True, "allowed_tools": PAY_ONCE}
     )
     rec = Recorder("run", guard=policy, clock=None)
     events: list[str] = []

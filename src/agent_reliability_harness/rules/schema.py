@@ -12,7 +12,7 @@ from agent_reliability_harness.model.policy import ArgSpec, Policy, value_has_ty
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show, show_number
-from agent_reliability_harness.rules.registry import rule
+from agent_reliability_harness.rules.registry import Rule, rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -183,65 +183,49 @@ def _check_value(call: _Call, arg: str, spec: ArgSpec, value: Any, out: list[Fin
             problem = _range_problem(value, spec)
         if in_enum and pattern_ok and not problem:
             return True
-    at, step_id = call.at, call.step_id
-    subject = join_pointer("/arguments", arg)
     where = f"tool {call.tool!r} argument {arg!r}"
-    if not typed:
+    shown = show(value)
+
+    def add(rule: Rule, message: str, expected: str, observed: str = shown) -> None:
         out.append(
-            WRONG_TYPE.finding(
-                f"{where} must be of type {spec.type!r} but is a JSON {json_type(value)} "
-                f"({show(value)})",
-                at=at,
-                step_id=step_id,
-                subject=subject,
-                expected=f"type {spec.type!r}",
-                observed=f"{json_type(value)} {show(value)}",
+            rule.finding(
+                f"{where} {message}",
+                at=call.at,
+                step_id=call.step_id,
+                subject=join_pointer("/arguments", arg),
+                expected=expected,
+                observed=observed,
             )
+        )
+
+    if not typed:
+        kind = json_type(value)
+        add(
+            WRONG_TYPE,
+            f"must be of type {spec.type!r} but is a JSON {kind} ({shown})",
+            f"type {spec.type!r}",
+            f"{kind} {shown}",
         )
         return False
     if not in_enum:
         allowed = show(list(spec.enum or ()))
-        out.append(
-            NOT_IN_ENUM.finding(
-                f"{where} value {show(value)} is not one of the allowed values {allowed}",
-                at=at,
-                step_id=step_id,
-                subject=subject,
-                expected=f"one of {allowed}",
-                observed=show(value),
-            )
-        )
+        add(NOT_IN_ENUM, f"value {shown} is not one of the allowed values {allowed}",
+            f"one of {allowed}")  # fmt: skip
     if not pattern_ok:
-        if type(value) is not str:
-            message = f"{where} value {show(value)} is a {json_type(value)}, not a string"
-        else:
-            message = f"{where} value {show(value)} does not match the pattern /{spec.pattern}/"
-        out.append(
-            PATTERN_MISMATCH.finding(
-                message,
-                at=at,
-                step_id=step_id,
-                subject=subject,
-                expected=f"a string fully matching /{spec.pattern}/",
-                observed=show(value),
-            )
+        add(
+            PATTERN_MISMATCH,
+            f"value {shown} is a {json_type(value)}, not a string"
+            if type(value) is not str
+            else f"value {shown} does not match the pattern /{spec.pattern}/",
+            f"a string fully matching /{spec.pattern}/",
         )
     if problem:
-        expected = " and ".join(
+        bounds = " and ".join(
             f"{op} {show_number(bound)}"
             for op, bound in ((">=", spec.min), ("<=", spec.max))
             if bound is not None
         )
-        out.append(
-            OUT_OF_RANGE.finding(
-                f"{where} value {problem}",
-                at=at,
-                step_id=step_id,
-                subject=subject,
-                expected=f"a number {expected}",
-                observed=show(value),
-            )
-        )
+        add(OUT_OF_RANGE, f"value {problem}", f"a number {bounds}")
     return False
 
 
