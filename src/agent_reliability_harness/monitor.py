@@ -87,6 +87,8 @@ from agent_reliability_harness.rules._facts import (
     LATENCY_DECIMALS,
     TraceFacts,
     arguments_key,
+    sum_too_large,
+    tokens_too_long,
 )
 from agent_reliability_harness.rules._taint import GrowingCorpus
 from agent_reliability_harness.scoring import DEFAULT_FAIL_UNDER
@@ -325,10 +327,7 @@ def _total(units: int, key: str, at: int) -> float:
     try:
         return units / _UNIT
     except OverflowError:
-        raise InputError(
-            f"the steps' {key} values add up to more than the largest number a report can hold",
-            pointer=f"/steps/{at}/{key}",
-        ) from None
+        raise sum_too_large(key, f"/steps/{at}/{key}") from None
 
 
 class _Totals(_Watch):
@@ -379,10 +378,7 @@ class _Totals(_Watch):
         tokens = self._tokens_after(step)
         # checked when this step adds tokens (a sum that long is tried by writing it out)
         if tokens is not self._tokens and tokens is not None and not fits_in_text(tokens):
-            raise InputError(
-                "the steps' token counts add up to a number too long to report",
-                pointer=f"/steps/{at}",
-            )
+            raise tokens_too_long(f"/steps/{at}")
         token_limit = self._token_limit
         if token_limit is not None and tokens is not None and tokens > token_limit:
             out.append(budget.total_tokens_finding(tokens, token_limit))

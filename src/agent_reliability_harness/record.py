@@ -376,18 +376,14 @@ class Recorder:
         """
         if self.monitor is None:
             return []
-        step = self._proposed(f"s{self._numbered + 1}", name, arguments or {})
+        step = self._proposed(f"s{self._numbered + 1}", name, json_value(arguments or {}))
         found = self.monitor.check(step)
         self.runtime_findings.extend(found)
         return found
 
-    def _proposed(self, step_id: str, name: str, arguments: Mapping[str, Any]) -> Step:
-        data = {
-            "step_id": step_id,
-            "type": "tool_call",
-            "tool_name": name,
-            "arguments": json_value(arguments),
-        }
+    def _proposed(self, step_id: str, name: str, arguments: Any) -> Step:
+        """The call the guard is asked about; ``arguments`` already in JSON form."""
+        data = {"step_id": step_id, "type": "tool_call", "tool_name": name, "arguments": arguments}
         return self._parse(data)
 
     # -- wrapping functions ---------------------------------------------------------------
@@ -457,7 +453,7 @@ class Recorder:
         if self.monitor is not None:
             from agent_reliability_harness.monitor import BlockedCallError
 
-            step = self._proposed(step_id, name, arguments)
+            step = self._proposed(step_id, name, recorded)
             try:
                 self.runtime_findings.extend(self.monitor.guard(step))
             except BlockedCallError as exc:

@@ -121,6 +121,12 @@ class TraceDelta(Record):
             return self.candidate.score - self.baseline.score
         return round(self.candidate.score, 2) - round(self.baseline.score, 2)
 
+    def dropped_beyond(self, limit: float | None) -> bool:
+        """Whether the score fell by more than ``limit`` (``--max-score-drop``; None: no limit),
+        which fails the ``regressions`` gate."""
+        delta = self.score_delta
+        return limit is not None and delta is not None and -delta > limit
+
     @property
     def latency_delta_ms(self) -> float | None:
         if self.baseline is None or self.candidate is None:

@@ -104,13 +104,12 @@ def evaluate_gate(
             if t.status_change == "added" and t.candidate is not None and not t.candidate.passed
         ]
         if limit is not None:
-            for t in result.traces:
-                delta = t.score_delta
-                if delta is not None and -delta > limit:
-                    reasons.append(
-                        f"trace {t.trace_id!r} score dropped {-delta:.2f} points "
-                        f"(limit {limit:.2f})"
-                    )
+            reasons += [
+                f"trace {t.trace_id!r} score dropped {-(t.score_delta or 0):.2f} points "
+                f"(limit {limit:.2f})"
+                for t in result.traces
+                if t.dropped_beyond(limit)
+            ]
     elif fail_on == "failures":
         failing = [
             t.trace_id for t in result.traces if t.candidate is not None and not t.candidate.passed

@@ -767,15 +767,11 @@ def _check_all(plan: GatePlan, cases: Sequence[_Case], *, comparing: bool) -> St
 
 def _no_runs(plan: GatePlan, *, comparing: bool) -> list[GateCheck]:
     """The checks of the default and ``--gate`` thresholds when no workflow ran at all (the
-    workflows the gate file names are :func:`_missing`)."""
-    merged = {s.key: s for s in (plan.file.defaults if plan.file else ())}
-    chosen = [merged[key] for key in THRESHOLD_KEYS if key in merged] + list(plan.extra)
-    allow = plan.allow_insufficient or any(
-        s.key == "allow_insufficient_data" and s.value
-        for s in (plan.file.defaults if plan.file else ())
-    )
+    workflows the gate file names are :func:`_missing`): those of a workflow the file does not
+    name, reported under the empty name."""
+    allow = plan.allow_for("")
     checks = []
-    for setting in chosen:
+    for setting in plan.thresholds_for(""):
         if setting.key in BASELINE_KEYS and not comparing:
             status, reason = "skipped", None
         else:

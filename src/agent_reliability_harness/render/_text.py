@@ -84,9 +84,10 @@ def terminal_safe(text: str) -> str:
     return text
 
 
-def plain_number(value: float) -> str:
-    """A measured amount without float noise or exponents: ``8160``, ``12.5``, ``1234567``."""
-    text = f"{value:.3f}".rstrip("0").rstrip(".")
+def plain_number(value: float, places: int = 3) -> str:
+    """A measured amount without float noise or exponents, with up to ``places`` decimals:
+    ``8160``, ``12.5``, ``1234567``."""
+    text = f"{value:.{places}f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
 
 

@@ -648,9 +648,9 @@ def _measured(value: float, places: int) -> str:
     """A step's latency or cost with up to ``places`` decimals, trailing zeros dropped, or more
     (up to 12, then Python's shortest form) when a value that is not zero would show as 0."""
     for digits in range(places, 13):
-        text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
-        if text.lstrip("-") != "0" or value == 0:
-            return "0" if text == "-0" else text
+        text = plain_number(value, digits)
+        if text != "0" or value == 0:
+            return text
     return repr(value)
 
 
@@ -1180,17 +1180,10 @@ _CHANGES: Final = {
 }
 
 
-def _dropped(delta: TraceDelta, max_score_drop: float | None) -> bool:
-    """Whether the trace's score dropped by more than ``max_score_drop``, which fails the gate
-    (--fail-on regressions with --max-score-drop)."""
-    change = delta.score_delta
-    return max_score_drop is not None and change is not None and -change > max_score_drop
-
-
 def _change_label(delta: TraceDelta, max_score_drop: float | None) -> tuple[str, str]:
     """The change of a trace as a word and its colour class."""
     label, colour = _CHANGES[delta.status_change]
-    if delta.status_change == "unchanged" and _dropped(delta, max_score_drop):
+    if delta.status_change == "unchanged" and delta.dropped_beyond(max_score_drop):
         return "score dropped", "fail"
     if not delta.changed:
         label, colour = "score changed", "info"
@@ -1207,7 +1200,7 @@ def _delta_line(delta: TraceDelta, max_score_drop: float | None = None) -> str:
     base, cand, change = delta.baseline, delta.candidate, delta.score_delta
     if base is not None and cand is not None and change is not None:
         parts.append(f"score {base.score:.2f} \u2192 {cand.score:.2f} ({change:+.2f})")
-        if _dropped(delta, max_score_drop):
+        if delta.dropped_beyond(max_score_drop):
             parts.append(
                 f'<strong class="fail">a drop of more than {max_score_drop:.2f}, which fails the '
                 "gate</strong>"
@@ -1224,7 +1217,7 @@ def _delta_line(delta: TraceDelta, max_score_drop: float | None = None) -> str:
 def _rank(delta: TraceDelta, max_score_drop: float | None = None) -> int:
     """0 for a regression (pass to fail, a new error finding, an added failing trace, a score
     drop beyond ``max_score_drop``), else 1."""
-    if delta.status_change == "pass->fail" or _dropped(delta, max_score_drop):
+    if delta.status_change == "pass->fail" or delta.dropped_beyond(max_score_drop):
         return 0
     if any(f.severity == "error" for f in delta.new_findings):
         return 0

@@ -14,7 +14,14 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Any, Final
 
-__all__ = ["COST_DECIMALS", "LATENCY_DECIMALS", "TraceFacts", "arguments_key"]
+__all__ = [
+    "COST_DECIMALS",
+    "LATENCY_DECIMALS",
+    "TraceFacts",
+    "arguments_key",
+    "sum_too_large",
+    "tokens_too_long",
+]
 
 LATENCY_DECIMALS: Final = 6
 COST_DECIMALS: Final = 10
@@ -116,9 +123,7 @@ class TraceFacts:
         self.latency_total = round(_total(latencies, "latency_ms"), LATENCY_DECIMALS)
         self.cost_total = round(_total(costs, "cost_usd"), COST_DECIMALS)
         if tokens is not None and not fits_in_text(tokens):
-            raise InputError(
-                "the steps' token counts add up to a number too long to report", pointer="/steps"
-            )
+            raise tokens_too_long("/steps")
         self.tokens_total = tokens
         self._argument_keys: dict[int, str] = {}
         self._missing: frozenset[str] | None = None
@@ -147,7 +152,21 @@ def _total(values: list[float], key: str) -> float:
     try:
         return math.fsum(values)
     except OverflowError:
-        raise InputError(
-            f"the steps' {key} values add up to more than the largest number a report can hold",
-            pointer="/steps",
-        ) from None
+        raise sum_too_large(key, "/steps") from None
+
+
+def sum_too_large(key: str, pointer: str) -> InputError:
+    """The error of a ``key`` total (latency_ms, cost_usd) past the largest float, offline and
+    in the Monitor."""
+    return InputError(
+        f"the steps' {key} values add up to more than the largest number a report can hold",
+        pointer=pointer,
+    )
+
+
+def tokens_too_long(pointer: str) -> InputError:
+    """The error of a token total with more digits than Python writes, offline and in the
+    Monitor."""
+    return InputError(
+        "the steps' token counts add up to a number too long to report", pointer=pointer
+    )
