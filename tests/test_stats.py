@@ -208,6 +208,41 @@ def test_permutation_test_equals_enumeration(differences: list[Fraction]) -> Non
     assert min_p_value(pairs) <= p <= 1
 
 
+# Run counts that are distinct primes: the differences' common denominator is their product
+# (about 10^12 for nine tasks), far too many sums for a table of every one.
+_PRIMES = (11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89)
+
+
+def test_permutation_test_of_few_tasks_with_coprime_run_counts() -> None:
+    # Nine tasks, run counts 11, 13, ..., 41: seven went from all runs passing to one (a drop
+    # of 1 - 1/n), two from none to one (a rise of 1/n). Only the assignment that makes every
+    # difference negative, and its mirror image, are as extreme: p = 2/2^9 = 1/64. (The table
+    # of every sum would need 9 * ~10^12 cells; the sign test would give 2 * 46/512 = 0.1797.)
+    differences = [Fraction(1, n) - 1 for n in _PRIMES[:7]] + [Fraction(1, n) for n in _PRIMES[7:9]]
+    assert permutation_p_value(differences) == Fraction(1, 64) == _brute_force(differences)
+    assert sign_test(differences) == Fraction(2 * (1 + 9 + 36), 512)
+
+
+@PROPERTIES
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_PRIMES), st.integers(-100, 100)),
+        min_size=1,
+        max_size=10,
+        unique_by=lambda pair: pair[0],
+    )
+)
+def test_permutation_test_with_large_common_denominators(pairs: list[tuple[int, int]]) -> None:
+    differences = [Fraction(numerator, n) for n, numerator in pairs]
+    assert permutation_p_value(differences) == _brute_force(differences)
+
+
+def test_permutation_test_counts_every_reachable_sum_for_twenty_tasks() -> None:
+    # 2^20 sums at most: always counted exactly, whatever the denominators
+    differences = [Fraction((-1) ** i * (i + 1), n) for i, n in enumerate(_PRIMES)]
+    assert permutation_p_value(differences) is not None
+
+
 def test_permutation_test_refuses_huge_tables() -> None:
     # 3000 differences of alternating sign over the denominator 1000003 (a prime): the sum
     # is near 0, so counting needs about 3000 * 750000 cells; the caller uses the sign test

@@ -40,8 +40,8 @@ __all__ = [
 
 # The 97.5th percentile of the standard normal distribution: a two-sided 95% interval.
 Z_95: Final = 1.959963984540054
-# The exact permutation test counts sign assignments with a table of this many cells at most
-# (tasks times half the sum of the scaled differences); beyond it the sign test is used.
+# The exact permutation test counts sign assignments by their sums, as long as that takes at most
+# this many additions (about a second); beyond it the sign test is used.
 PERMUTATION_LIMIT: Final = 2_000_000
 
 _ONE: Final = Fraction(1)
@@ -138,9 +138,11 @@ def permutation_p_value(differences: Sequence[Fraction]) -> Fraction | None:
     """The exact two-sided paired permutation (sign-flip) test of per-task differences.
 
     The statistic is the sum of the differences. The differences are scaled to integers by the
-    least common multiple of their denominators, and the sign assignments are counted by
-    subset sums, so no assignment is enumerated one by one. None when the counting table would
-    exceed :data:`PERMUTATION_LIMIT` cells (the caller then uses :func:`sign_test`).
+    least common multiple of their denominators, and the sign assignments are counted by the
+    sums their positive terms reach, so no assignment is enumerated one by one. None when the
+    counting would take more than :data:`PERMUTATION_LIMIT` additions (the caller then uses
+    :func:`sign_test`); it never does for up to 20 differences, which reach at most ``2^20``
+    sums, nor when ``differences * (half their scaled total + 1)`` is within the limit.
     """
     nonzero = [d for d in differences if d != 0]
     if not nonzero:
@@ -154,14 +156,27 @@ def permutation_p_value(differences: Sequence[Fraction]) -> Fraction | None:
     # |S| >= |S_obs| with S = 2P - total (P: the sum of the positive terms) holds for
     # P <= (total - |S_obs|) / 2 or for the mirror image, which has as many assignments.
     bound = (total - observed) // 2
-    if len(values) * (bound + 1) > PERMUTATION_LIMIT:
-        return None
-    counts = [0] * (bound + 1)
-    counts[0] = 1
-    for value in values:
-        for s in range(bound, value - 1, -1):
-            counts[s] += counts[s - value]
-    return min(_ONE, Fraction(2 * sum(counts), 2 ** len(values)))
+    if len(values) * (bound + 1) <= PERMUTATION_LIMIT:  # a table of every sum up to the bound
+        counts = [0] * (bound + 1)
+        counts[0] = 1
+        for value in values:
+            for s in range(bound, value - 1, -1):
+                counts[s] += counts[s - value]
+        within = sum(counts)
+    else:  # only the sums some assignment reaches: few when there are few differences
+        reached = {0: 1}
+        work = 0
+        for value in values:
+            work += len(reached)
+            if work > PERMUTATION_LIMIT:
+                return None
+            grown = reached.copy()
+            for s, count in reached.items():
+                if s + value <= bound:
+                    grown[s + value] = grown.get(s + value, 0) + count
+            reached = grown
+        within = sum(reached.values())
+    return min(_ONE, Fraction(2 * within, 2 ** len(values)))
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
