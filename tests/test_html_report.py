@@ -559,6 +559,170 @@ def test_a_removed_trace_says_it_is_not_in_the_candidate() -> None:
     assert "made from a JSON report" not in text
 
 
+# -- the statistics of statistical gates on a comparison page ---------------------------------
+
+STATISTICS = ROOT / "docs" / "examples" / "statistics"
+SIGNIFICANT = "pass rate drop significant at 0.05"
+
+
+def _statistics(doc: Node) -> Node:
+    return next(s for s in doc.iter("section") if s.attrs.get("aria-labelledby") == "statistics")
+
+
+def _markdown_table(lines: list[str], header: str) -> list[list[str]]:
+    """The body rows of the Markdown table whose header starts with ``header``, unescaped: code
+    spans' backticks and the backslashes before punctuation removed."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(header)) + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        cells = re.split(r"(?<!\\)\|", line.strip()[1:-1])
+        rows.append([re.sub(r"\\(.)", r"\1", c.strip().strip("`")) for c in cells])
+    return rows
+
+
+def test_compare_page_shows_the_statistics(arh: Callable[..., Run], tmp_path: Path) -> None:
+    # docs/statistics.md sections 5 and 6: the refund agent's candidate against its baseline, 8
+    # tasks run 5 times each. By hand: pass@1 38/40 = 0.950 -> 22/40 = 0.550 (Wilson intervals
+    # 0.835-0.986 and 0.398-0.693), pass^5 0.750 -> 0.250 (6 of 8 tasks -> 2 of 8 pass all five
+    # runs), flaky tasks 2 -> 6, six tasks down and none up, so p = 2 / 2^6 = 0.03125; per task
+    # pass^5 drops from 1 to 0 for four tasks (refund-01, -02, -04, -05) and rises for none, so
+    # its p = 2 / 2^4 = 0.125 (the numbers docs/statistics.md shows)
+    base, cand = tmp_path / "baseline.json", tmp_path / "candidate.json"
+    for side, target in (("baseline", base), ("candidate", cand)):
+        arh("validate", "--policy", STATISTICS / "policy.json", STATISTICS / side,
+            "--outcome-at", "/metadata/reward", "--json-out", target, "--quiet")  # fmt: skip
+    out = {ext: tmp_path / f"compare.{ext}" for ext in ("json", "md", "html")}
+    gates = STATISTICS / "arh.toml"
+    run = arh("compare", "--baseline", base, "--candidate", cand, "--gates", gates,
+              "--gate", SIGNIFICANT, "--json-out", out["json"], "--md-out", out["md"],
+              "--html-out", out["html"], "--quiet")  # fmt: skip
+    assert run.status == 1
+    doc = parse(out["html"].read_text(encoding="utf-8"))
+    assert '<a href="#statistics">Statistics</a>' in out["html"].read_text(encoding="utf-8")
+    shown = _statistics(doc)
+    assert next(shown.iter("p")).text() == (
+        "Outcome: verdict. Baseline \u2192 candidate; p-values of exact two-sided paired tests "
+        "over the tasks both sides ran."
+    )
+    workflows = [
+        "refunds", "8", "5", "0.950 (0.835\u20130.986) \u2192 0.550 (0.398\u20130.693)",
+        "0.750 \u2192 0.250", "2 \u2192 6", "6 / 0", "0.03125 / 0.125", "FAIL",
+    ]  # fmt: skip
+    assert _table(shown, "stat-workflows") == [workflows]
+    # the checks as the JSON comparison records them
+    statistics = json.loads(out["json"].read_text(encoding="utf-8"))["statistics"]
+    checks = [
+        [c["workflow"], f"{c['key']} {c['threshold']}", c["origin"], c["observed"] or "-",
+         c["status"]]
+        for c in statistics["gate"]["checks"]
+    ]  # fmt: skip
+    assert [row[1:] for row in checks] == [
+        ["min_pass_rate 0.9", f"{gates}:8", "0.550", "fail"],
+        ["max_flaky_tasks 2", f"{gates}:9", "6", "fail"],
+        ["significance 0.05", f"{gates}:5", "p = 0.03125", "fail"],
+        ["significance 0.05", f"--gate '{SIGNIFICANT}'", "p = 0.03125", "fail"],
+    ]
+    assert _table(shown, "stat-checks") == checks
+    # the same tables as the Markdown comparison, cell for cell
+    lines = out["md"].read_text(encoding="utf-8").splitlines()
+    assert _markdown_table(lines, "| Workflow | Tasks |") == [workflows]
+    assert _markdown_table(lines, "| Workflow | Threshold |") == checks
+    # what failed is worded as in the other formats: the gate's reasons hold the statistical ones
+    reasons = [li.text() for li in doc.iter("li") if li.parent and "reasons" in li.parent.classes()]
+    assert reasons == statistics["gate"]["reasons"]
+    assert reasons[0] == (
+        "workflow 'refunds': pass rate 0.550 (22 of 40 runs) is below min_pass_rate 0.9 "
+        f"[{gates}:8]"
+    )
+
+
+def test_compare_page_shows_insufficient_and_allowed_statistics(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    # docs/statistics.md, "Insufficient data fails closed": 4 tasks run once, all regressed; the
+    # smallest p-value 4 paired tasks can give is 2 / 2^4 = 0.125 > 0.05
+    base, cand = tmp_path / "baseline.json", tmp_path / "candidate.json"
+    for side, target in (("baseline", base), ("candidate", cand)):
+        arh("validate", "--policy", STATISTICS / "policy.json",
+            STATISTICS / "pilot" / f"{side}.jsonl", "--json-out", target, "--quiet")  # fmt: skip
+    page_of = tmp_path / "compare.html"
+    why = (
+        "workflow 'refunds': insufficient data for significance 0.05: 4 tasks ran on both sides, "
+        "and the smallest p-value that many paired tasks can give is 0.125 "
+        f"[--gate '{SIGNIFICANT}']"
+    )
+    arh("compare", "--baseline", base, "--candidate", cand, "--gate", SIGNIFICANT,
+        "--html-out", page_of, "--quiet")  # fmt: skip
+    doc = parse(page_of.read_text(encoding="utf-8"))
+    shown = _statistics(doc)
+    assert _table(shown, "stat-workflows")[0][-1] == "insufficient data"
+    assert _table(shown, "stat-checks") == [
+        ["refunds", "significance 0.05", f"--gate '{SIGNIFICANT}'", "p = 0.125", "insufficient"]
+    ]
+    assert why in [li.text() for li in doc.iter("li")]
+    arh("compare", "--baseline", base, "--candidate", cand, "--gate", SIGNIFICANT,
+        "--allow-insufficient-data", "--html-out", page_of, "--quiet")  # fmt: skip
+    doc = parse(page_of.read_text(encoding="utf-8"))
+    shown = _statistics(doc)
+    assert _table(shown, "stat-workflows")[0][-1] == "PASS"
+    assert _table(shown, "stat-checks")[0][-1] == "allowed"
+    allowed = next(ul for ul in shown.iter("ul") if "allowed" in ul.classes())
+    assert [li.text() for li in allowed.iter("li")] == [f"allowed: {why}"]
+
+
+def test_statistics_without_runs_and_with_hostile_names() -> None:
+    from agent_reliability_harness.regression.stat_gates import GatePlan, parse_gate_expression
+    from agent_reliability_harness.regression.stat_report import compare_stats
+
+    plan = GatePlan(extra=(parse_gate_expression("pass rate >= 0.9"),))
+    empty = RunReport(())
+    stats = compare_stats([("b.json", empty)], [("c.json", empty)], "verdict", plan)
+    result = compare_reports(empty, empty)
+    doc = parse(render_compare_html(result, evaluate_gate(result), statistics=stats))
+    shown = _statistics(doc)
+    assert next(shown.iter("p")).text() == "Outcome: verdict. No runs on either side."
+    assert not [t for t in shown.iter("table") if "stat-workflows" in t.classes()]
+    # the thresholds of every workflow fail closed with no run at all, under no workflow's name
+    assert _table(shown, "stat-checks") == [
+        ["all workflows", "min_pass_rate 0.9", "--gate 'pass rate >= 0.9'", "-", "insufficient"]
+    ]
+    # a workflow's name comes from the traces: escaped, its bidi override made visible
+    hostile = "<b>refunds</b>\u202e"
+    reports = tuple(
+        replace(_report(f"t-run{i}", passed=True), workflow=hostile) for i in range(1, 3)
+    )
+    run = RunReport(reports)
+    stats = compare_stats([("b.json", run)], [("c.json", run)], "verdict", plan)
+    result = compare_reports(run, run)
+    text = render_compare_html(result, evaluate_gate(result), statistics=stats)
+    shown = _statistics(parse(text))
+    assert not list(shown.iter("b"))
+    assert _table(shown, "stat-workflows")[0][0] == "<b>refunds</b>\\u202e"
+    assert _table(shown, "stat-checks")[0][0] == "<b>refunds</b>\\u202e"
+    assert not BIDI.search(text)
+
+
+def test_statistics_tables_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_reliability_harness.regression.stat_gates import GatePlan, parse_gate_expression
+    from agent_reliability_harness.regression.stat_report import compare_stats
+
+    monkeypatch.setattr(page, "MAX_ROWS", 1)
+    plan = GatePlan(extra=(parse_gate_expression("pass rate >= 0.9"),))
+    run = RunReport(tuple(replace(_report(f"t{i}", passed=True), workflow=f"w{i}") for i in (1, 2)))
+    stats = compare_stats([("b.json", run)], [("c.json", run)], "verdict", plan)
+    result = compare_reports(run, run)
+    shown = _statistics(parse(render_compare_html(result, evaluate_gate(result), statistics=stats)))
+    assert [row[0] for row in _table(shown, "stat-workflows")] == ["w1"]
+    assert [row[0] for row in _table(shown, "stat-checks")] == ["w1"]
+    notes = [p.text() for p in shown.iter("p") if "note" in p.classes()]
+    assert notes == [
+        "1 more workflow not listed: see the JSON comparison (--json-out).",
+        "1 more gate check not listed: see the JSON comparison (--json-out).",
+    ]
+
+
 # -- escaping, clipping and links ----------------------------------------------------------------
 
 

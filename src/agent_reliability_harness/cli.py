@@ -919,7 +919,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         from agent_reliability_harness.render.html import render_compare_html
 
         traces = keeper.traces if keeper else None
-        html = render_compare_html(result, gate, traces, input_errors=input_errors)
+        html = render_compare_html(
+            result, gate, traces, input_errors=input_errors, statistics=stats
+        )
         unwritten += _write(args.html_out, html, "Comparison HTML", args.quiet)
     return EXIT_OK if gate.passed and not input_errors and not unwritten else EXIT_FAILED
 

@@ -48,6 +48,8 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Any, Final, TypeVar
 
+    from agent_reliability_harness.regression.stat_report import StatComparison
+
     _T = TypeVar("_T")
 
     Mark = str | None  # "new", "resolved" or None for a finding of a comparison
@@ -1330,8 +1332,97 @@ def _delta_table(
     )
 
 
+_STATUS_CLASSES: Final = {"fail": "fail", "insufficient": "fail", "pass": "pass"}
+_VERDICT_CLASSES: Final = {"FAIL": "fail", "insufficient data": "fail", "PASS": "pass"}
+
+
+def _rows_left(shown: int, total: int, word: str) -> str:
+    """The note under a table of statistics cut at MAX_ROWS rows."""
+    if total <= shown:
+        return ""
+    return (
+        f'<p class="note">{_plural(total - shown, f"more {word}")} not listed: see the JSON '
+        "comparison (<code>--json-out</code>).</p>\n"
+    )
+
+
+def _statistics_section(stats: StatComparison) -> str:
+    """The statistical gates of a comparison, as ``arh compare --md-out`` shows them: the
+    workflows compared (pass@1 with its interval, pass^k, flaky tasks, flips, p-values and a
+    verdict), the warnings, the checks allowed with too little data, then every gate check.
+    The reasons of the checks that failed are among the gate's reasons, above."""
+    from agent_reliability_harness.render.stats import (
+        CHECK_COLUMNS,
+        COMPARISON_COLUMNS,
+        check_cells,
+        checks_by_workflow,
+        comparison_cells,
+        comparison_intro,
+    )
+
+    def workflow(name: str) -> str:
+        if name:
+            return _code(name)
+        return "all workflows" if not stats.workflows else "(no workflow)"
+
+    def head(columns: Sequence[str]) -> str:
+        return "".join(f'<th scope="col">{_text(column)}</th>' for column in columns)
+
+    out = [
+        '<section aria-labelledby="statistics">\n<h2 id="statistics">Statistics</h2>\n',
+        f"<p>{_text(comparison_intro(stats))}</p>\n",
+    ]
+    if stats.workflows:
+        by_workflow = checks_by_workflow(stats)
+        rows = []
+        for comparison in stats.workflows[:MAX_ROWS]:
+            cells = comparison_cells(comparison, by_workflow.get(comparison.workflow, []))
+            verdict = cells.pop()
+            rows.append(
+                f'<tr><th scope="row">{workflow(comparison.workflow)}</th>'
+                + "".join(f"<td>{_text(cell)}</td>" for cell in cells)
+                + f'<td class="{_VERDICT_CLASSES.get(verdict, "muted")}">{_text(verdict)}</td>'
+                "</tr>\n"
+            )
+        out.append(
+            '<table class="stat-workflows">\n<caption>Workflows compared</caption>\n<thead><tr>'
+            f"{head(COMPARISON_COLUMNS)}</tr></thead>\n<tbody>\n{''.join(rows)}</tbody>\n"
+            f"</table>\n{_rows_left(len(rows), len(stats.workflows), 'workflow')}"
+        )
+    if stats.warnings:
+        out.append('<h3>Warnings</h3>\n<ul class="warnings">\n')
+        out += [f'<li class="warning">{_clipped(w)}</li>\n' for w in stats.warnings]
+        out.append("</ul>\n")
+    checks = stats.gate.checks
+    allowed = [c.reason for c in checks if c.status == "allowed" and c.reason]
+    if allowed:
+        out.append('<h3>Allowed with insufficient data</h3>\n<ul class="allowed">\n')
+        out += [f"<li>allowed: {_clipped(reason)}</li>\n" for reason in allowed]
+        out.append("</ul>\n")
+    if checks:
+        rows = []
+        for check in checks[:MAX_ROWS]:
+            threshold, origin, observed, status = check_cells(check)
+            rows.append(
+                f'<tr><th scope="row">{workflow(check.workflow)}</th><td>{_name(threshold)}</td>'
+                f"<td>{_code(origin)}</td><td>{_name(observed)}</td>"
+                f'<td class="{_STATUS_CLASSES.get(status, "muted")}">{_text(status)}</td></tr>\n'
+            )
+        out.append(
+            '<table class="stat-checks">\n<caption>Gate checks</caption>\n<thead><tr>'
+            f"{head(CHECK_COLUMNS)}</tr></thead>\n<tbody>\n{''.join(rows)}</tbody>\n</table>\n"
+            f"{_rows_left(len(rows), len(checks), 'gate check')}"
+        )
+    out.append("</section>\n")
+    return "".join(out)
+
+
 def _compare_sections(
-    result: CompareResult, gate: GateResult, traces: Mapping[str, Trace], input_errors: int
+    result: CompareResult,
+    gate: GateResult,
+    traces: Mapping[str, Trace],
+    input_errors: int,
+    stats: StatComparison | None = None,
 ) -> Iterator[str]:
     limit = gate.max_score_drop
     notable = sorted(
@@ -1347,6 +1438,8 @@ def _compare_sections(
 
     shown, rest = _split(notable, EXPANDED_CHANGED, _Sections(), section)
     links = [("gate", "Gate")]
+    if stats is not None:
+        links.append(("statistics", "Statistics"))
     if notable:
         links.append(("changed", f"Changed traces ({len(notable):,})"))
     if quiet:
@@ -1376,6 +1469,8 @@ def _compare_sections(
         out.append("</ul>\n")
     out += [_summary_table(result.summary()), _sides_table(result), "</section>\n"]
     yield "".join(out)
+    if stats is not None:
+        yield _statistics_section(stats)
     if notable:
         yield (
             f'<h2 id="changed">Changed traces ({len(notable):,})</h2>\n<p class="muted">'
@@ -1402,12 +1497,14 @@ def render_compare_html(
     traces: Mapping[str, Trace] | None = None,
     *,
     input_errors: int = 0,
+    statistics: StatComparison | None = None,
 ) -> str:
-    """The comparison as one HTML page: the gate and its reasons, then the changed traces, with
+    """The comparison as one HTML page: the gate and its reasons, the statistics of the
+    statistical gates (``statistics``, when they were given), then the changed traces, with
     new and resolved findings marked in their timelines (when ``traces`` has the trace).
     ``input_errors`` counts the candidate inputs that could not be read, which fail the command
     whatever the gate says."""
     title = f"arh regression gate: {gate_verdict(gate.passed, input_errors)}"
     head = html_start(title, title)
-    sections = _compare_sections(result, gate, traces or {}, input_errors)
+    sections = _compare_sections(result, gate, traces or {}, input_errors, statistics)
     return "".join(html_document(head, sections))

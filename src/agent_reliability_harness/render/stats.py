@@ -24,7 +24,13 @@ if TYPE_CHECKING:
     from typing import Final
 
 __all__ = [
+    "CHECK_COLUMNS",
+    "COMPARISON_COLUMNS",
+    "check_cells",
+    "checks_by_workflow",
+    "comparison_cells",
     "comparison_console_lines",
+    "comparison_intro",
     "comparison_markdown_lines",
     "render_stats_console",
     "render_stats_json",
@@ -200,7 +206,7 @@ def render_stats_json(result: StatsResult) -> str:
     return dumps_indented(result.to_dict()) + "\n"
 
 
-def _md_ci(summary: Summary) -> str:
+def _rate_and_ci(summary: Summary) -> str:
     if not summary.runs:
         return "-"
     low, high = summary.interval
@@ -219,25 +225,25 @@ def _md_gate(checks: Sequence[GateCheck], passed: bool) -> list[str]:
     return out
 
 
+# The table of gate checks, in Markdown (arh stats and arh compare) and on the HTML page of arh
+# compare: the workflow, then the cells of check_cells.
+CHECK_COLUMNS: Final = ("Workflow", "Threshold", "Set at", "Observed", "Status")
+
+
+def check_cells(check: GateCheck) -> tuple[str, str, str, str]:
+    """A gate check's threshold, where it was set, what was observed and its status, as plain
+    text for the writer to escape: the cells after the workflow in CHECK_COLUMNS."""
+    return f"{check.key} {check.threshold}", check.origin, check.observed or "-", check.status
+
+
 def _md_checks(checks: Sequence[GateCheck]) -> list[str]:
     """The gate checks as a Markdown table, after a blank line."""
-    return [
-        "",
-        "| Workflow | Threshold | Set at | Observed | Status |",
-        "|---|---|---|---|---|",
-        *(
-            md_row(
-                [
-                    md_code(c.workflow),
-                    md_text(f"{c.key} {c.threshold}"),
-                    md_code(c.origin),
-                    md_text(c.observed or "-"),
-                    c.status,
-                ]
-            )
-            for c in checks
-        ),
-    ]
+    rows = []
+    for c in checks:
+        threshold, origin, observed, status = check_cells(c)
+        cells = [md_code(c.workflow), md_text(threshold), md_code(origin), md_text(observed)]
+        rows.append(md_row([*cells, status]))
+    return ["", md_row(list(CHECK_COLUMNS)), "|---" * len(CHECK_COLUMNS) + "|", *rows]
 
 
 def render_stats_markdown(result: StatsResult) -> str:
@@ -267,7 +273,7 @@ def render_stats_markdown(result: StatsResult) -> str:
                     name,
                     str(len(s.tasks)),
                     str(s.runs),
-                    _md_ci(s),
+                    _rate_and_ci(s),
                     str(s.k),
                     rate_text(s.pass_hat()),
                     rate_text(s.pass_at()),
@@ -362,9 +368,7 @@ def _f(value: Fraction | None) -> float | None:
 def comparison_console_lines(stats: StatComparison) -> list[str]:
     """The lines ``arh compare`` prints before its gate line."""
     lines = ["", f"STATISTICS{_DOT}outcome {stats.outcome}"]
-    by_workflow: dict[str, list[GateCheck]] = {}
-    for check in stats.gate.checks:
-        by_workflow.setdefault(check.workflow, []).append(check)
+    by_workflow = checks_by_workflow(stats)
     for comparison in stats.workflows:
         lines += ["", *_comparison_lines(comparison, by_workflow.get(comparison.workflow, []))]
     if not stats.workflows:
@@ -389,22 +393,28 @@ def _verdict(checks: Sequence[GateCheck]) -> str:
     return "PASS"
 
 
-def comparison_markdown_lines(stats: StatComparison) -> list[str]:
-    """The statistics section of ``arh compare --md-out``."""
+def comparison_intro(stats: StatComparison) -> str:
+    """The sentence that opens the statistics of ``arh compare`` in Markdown and HTML."""
+    if not stats.workflows:
+        return f"Outcome: {stats.outcome}. No runs on either side."
+    return (
+        f"Outcome: {stats.outcome}. Baseline \u2192 candidate; p-values of exact two-sided "
+        "paired tests over the tasks both sides ran."
+    )
+
+
+def checks_by_workflow(stats: StatComparison) -> dict[str, list[GateCheck]]:
+    """The gate checks of ``stats``, per workflow, in their order."""
     by_workflow: dict[str, list[GateCheck]] = {}
     for check in stats.gate.checks:
         by_workflow.setdefault(check.workflow, []).append(check)
-    out = [
-        "",
-        "### Statistics",
-        "",
-        (
-            f"Outcome: {stats.outcome}. Baseline \u2192 candidate; p-values of exact two-sided "
-            "paired tests over the tasks both sides ran."
-            if stats.workflows
-            else f"Outcome: {stats.outcome}. No runs on either side."
-        ),
-    ]
+    return by_workflow
+
+
+def comparison_markdown_lines(stats: StatComparison) -> list[str]:
+    """The statistics section of ``arh compare --md-out``."""
+    by_workflow = checks_by_workflow(stats)
+    out = ["", "### Statistics", "", comparison_intro(stats)]
     if stats.workflows:
         out += _md_comparison_table(stats, by_workflow)
     for warning in stats.warnings:
@@ -418,33 +428,43 @@ def comparison_markdown_lines(stats: StatComparison) -> list[str]:
     return out
 
 
+# The table of the workflows compared, in Markdown and on the HTML page of arh compare: the
+# workflow, then the cells of comparison_cells.
+COMPARISON_COLUMNS: Final = (
+    "Workflow",
+    "Tasks",
+    "k",
+    "pass@1 (95% CI)",
+    "pass^k",
+    "Flaky tasks",
+    "Flips down / up",
+    "p-value (pass rate / pass^k)",
+    "Verdict",
+)
+
+
+def comparison_cells(comparison: WorkflowComparison, checks: Sequence[GateCheck]) -> list[str]:
+    """The cells after the workflow in COMPARISON_COLUMNS of one workflow compared, with
+    ``checks`` its gate checks: numbers, arrows and words only, the same in every format."""
+    base, cand = comparison.baseline, comparison.candidate
+    return [
+        str(comparison.rate_test.pairs),
+        str(comparison.k),
+        f"{_rate_and_ci(base)} \u2192 {_rate_and_ci(cand)}",
+        f"{rate_text(base.pass_hat())} \u2192 {rate_text(cand.pass_hat())}",
+        f"{len(base.flaky)} \u2192 {len(cand.flaky)}",
+        f"{len(comparison.rate_test.down)} / {len(comparison.rate_test.up)}",
+        f"{p_text(comparison.rate_test.p_value)} / {p_text(comparison.hat_test.p_value)}",
+        _verdict(checks),
+    ]
+
+
 def _md_comparison_table(
     stats: StatComparison, by_workflow: dict[str, list[GateCheck]]
 ) -> list[str]:
     """The table of the workflows compared, after a blank line."""
-    out = [
-        "",
-        (
-            "| Workflow | Tasks | k | pass@1 (95% CI) | pass^k | Flaky tasks | Flips down / up "
-            "| p-value (pass rate / pass^k) | Verdict |"
-        ),
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    out = ["", md_row(list(COMPARISON_COLUMNS)), "|---" * len(COMPARISON_COLUMNS) + "|"]
     for c in stats.workflows:
-        base, cand = c.baseline, c.candidate
-        out.append(
-            md_row(
-                [
-                    md_code(c.workflow),
-                    str(c.rate_test.pairs),
-                    str(c.k),
-                    f"{_md_ci(base)} \u2192 {_md_ci(cand)}",
-                    f"{rate_text(base.pass_hat())} \u2192 {rate_text(cand.pass_hat())}",
-                    f"{len(base.flaky)} \u2192 {len(cand.flaky)}",
-                    f"{len(c.rate_test.down)} / {len(c.rate_test.up)}",
-                    f"{p_text(c.rate_test.p_value)} / {p_text(c.hat_test.p_value)}",
-                    _verdict(by_workflow.get(c.workflow, [])),
-                ]
-            )
-        )
+        cells = comparison_cells(c, by_workflow.get(c.workflow, []))
+        out.append(md_row([md_code(c.workflow), *cells]))
     return out
