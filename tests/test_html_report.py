@@ -559,6 +559,94 @@ def test_a_removed_trace_says_it_is_not_in_the_candidate() -> None:
     assert "made from a JSON report" not in text
 
 
+# -- a trace that fails on its score -------------------------------------------------------------
+
+DOCS_POLICY = ROOT / "docs" / "examples" / "policy_docs_assistant.json"
+UNCITED = ROOT / "docs" / "examples" / "traces" / "uncited_answer.json"
+
+
+def _why(section: Node) -> str:
+    """What a trace section says about the score failing it ("" when nothing)."""
+    return "\n".join(p.text() for p in section.iter("p") if "why" in p.classes())
+
+
+def test_a_trace_failing_on_its_score_says_so(arh: Callable[..., Run], tmp_path: Path) -> None:
+    # POLICY-SPEC.md, "Warnings can lower a score": uncited_answer.json has one warning
+    # (ARH-GRD-001) and no error, and scores (3000 + 0) / 45 = 66.666..., below the default 70
+    target, report = tmp_path / "r.html", tmp_path / "r.json"
+    arh("validate", "--policy", DOCS_POLICY, UNCITED, "--html-out", target, "--json-out", report,
+        "--quiet")  # fmt: skip
+    (data,) = json.loads(report.read_text(encoding="utf-8"))["reports"]
+    assert (data["passed"], data["score"]) == (False, 66.67)
+    assert [f["severity"] for f in data["findings"]] == ["warning"]
+    section = sections(parse(target.read_text(encoding="utf-8")))["docs-0002"]
+    assert _why(section) == (
+        "Fails on its score alone: 66.67 is below the pass threshold of 70 (--fail-under); no "
+        "error finding fails it."
+    )
+    # the verdict compares the unrounded score: 66.666... fails 66.67, and the page shows the
+    # digit that says so instead of "66.67 is below 66.67"; it passes 66.66
+    arh("validate", "--policy", DOCS_POLICY, UNCITED, "--html-out", target, "--quiet",
+        "--fail-under", "66.67")  # fmt: skip
+    section = sections(parse(target.read_text(encoding="utf-8")))["docs-0002"]
+    assert _why(section) == (
+        "Fails on its score alone: 66.667 is below the pass threshold of 66.67 (--fail-under); "
+        "no error finding fails it."
+    )
+    arh("validate", "--policy", DOCS_POLICY, UNCITED, "--html-out", target, "--quiet",
+        "--fail-under", "66.66")  # fmt: skip
+    assert _why(sections(parse(target.read_text(encoding="utf-8")))["docs-0002"]) == ""
+    # with error findings too: rebook-1004 has three (docs/reports.md) and scores 88.71
+    arh("validate", "--policy", SAMPLES / "policy_trajectory.json",
+        SAMPLES / "traces" / "rebook_ignored_tool_error.json", "--html-out", target, "--quiet",
+        "--fail-under", "90", "--json-out", report)  # fmt: skip
+    (data,) = json.loads(report.read_text(encoding="utf-8"))["reports"]
+    assert data["score"] == 88.71
+    assert [f["severity"] for f in data["findings"]] == ["error"] * 3
+    section = sections(parse(target.read_text(encoding="utf-8")))["rebook-1004"]
+    assert _why(section) == (
+        "Fails on its score and on its 3 error findings: 88.71 is below the pass threshold of 90 "
+        "(--fail-under)."
+    )
+
+
+def test_samples_say_nothing_of_a_score_that_does_not_fail_them(pages: dict[str, str]) -> None:
+    # every failing sample has an error finding and scores above 70 (tests/goldens/samples)
+    assert all(_why(section) == "" for section in sections(parse(pages["samples"])).values())
+
+
+def test_a_comparison_says_a_trace_fails_on_its_score(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    base, cand, target = tmp_path / "b.json", tmp_path / "c.json", tmp_path / "c.html"
+    arh("validate", "--policy", DOCS_POLICY, UNCITED, "--json-out", base, "--quiet",
+        "--fail-under", "60")  # fmt: skip
+    arh("validate", "--policy", DOCS_POLICY, UNCITED, "--json-out", cand, "--quiet")
+    # two reports: the candidate's threshold is not in its report, but with no error finding
+    # the score is what failed it
+    arh("compare", "--baseline", base, "--candidate", cand, "--html-out", target, "--quiet")
+    section = sections(parse(target.read_text(encoding="utf-8")))["docs-0002"]
+    assert next(section.iter("h3")).text().startswith("pass \u2192 fail")
+    assert _why(section) == (
+        "Fails on its score alone: 66.67 is below the pass threshold (--fail-under) of the run "
+        "that checked it, as no error finding fails it; its report does not record the "
+        "threshold."
+    )
+    # the candidate validated now: its threshold is known
+    arh("compare", "--baseline", base, "--policy", DOCS_POLICY, UNCITED, "--html-out", target,
+        "--quiet")  # fmt: skip
+    section = sections(parse(target.read_text(encoding="utf-8")))["docs-0002"]
+    assert _why(section) == (
+        "Fails on its score alone: 66.67 is below the pass threshold of 70 (--fail-under); no "
+        "error finding fails it."
+    )
+    # a removed trace is the baseline's: checked with a threshold that is not known
+    failing = RunReport.from_dict(json.loads(cand.read_text(encoding="utf-8")))
+    result = compare_reports(failing, RunReport(()))
+    page_of = render_compare_html(result, evaluate_gate(result), fail_under=70.0)
+    assert "of the run that checked it" in _why(sections(parse(page_of))["docs-0002"])
+
+
 # -- the statistics of statistical gates on a comparison page ---------------------------------
 
 STATISTICS = ROOT / "docs" / "examples" / "statistics"

@@ -666,7 +666,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             summary.harness_version,
         )
         unwritten += _write(
-            args.html_out, render_html(run, keeper.traces), "HTML report", args.quiet
+            args.html_out,
+            render_html(run, keeper.traces, fail_under=args.fail_under),
+            "HTML report",
+            args.quiet,
         )
     passed = summary.passed == summary.total and not errors and not unwritten
     return EXIT_OK if passed else EXIT_FAILED
@@ -837,6 +840,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     input_errors = 0
     unwritten = 0  # report files that could not be written (the others are written all the same)
     keeper = None
+    fail_under = None  # the candidate's pass threshold, when it is validated now
     if candidates is not None:
         candidate, more = merge_runs(candidates, "candidate")
         notes += more
@@ -844,6 +848,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         policy = _policy(args.policy, args.allow_risky_patterns)
         if policy is None:
             return EXIT_FAILED
+        fail_under = 70.0 if args.fail_under is None else args.fail_under
         if args.html_out:
             from agent_reliability_harness.render.html import CompareTraces
 
@@ -854,7 +859,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             policy,
             args.traces,
             fmt=args.format or "auto",
-            fail_under=70.0 if args.fail_under is None else args.fail_under,
+            fail_under=fail_under,
             on_error=_report_error,
             messages_at=args.messages_at,
             trace_id_at=args.trace_id_at,
@@ -920,7 +925,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
         traces = keeper.traces if keeper else None
         html = render_compare_html(
-            result, gate, traces, input_errors=input_errors, statistics=stats
+            result,
+            gate,
+            traces,
+            input_errors=input_errors,
+            statistics=stats,
+            fail_under=fail_under,
         )
         unwritten += _write(args.html_out, html, "Comparison HTML", args.quiet)
     return EXIT_OK if gate.passed and not input_errors and not unwritten else EXIT_FAILED

@@ -744,6 +744,51 @@ def _meta(report: TraceReport, *, score: bool = True) -> str:
     return f'<p class="meta">{_DOT.join(parts)}</p>\n'
 
 
+def _threshold_text(value: float) -> str:
+    """A pass threshold as it would be written: ``70``, ``66.67``."""
+    text = repr(float(value))
+    return text.removesuffix(".0")
+
+
+def _score_below(score: float, threshold: float) -> str:
+    """A score with 2 decimals, or with as many more as it takes to show that it is below
+    ``threshold`` (the verdict compares the unrounded score: 66.666... fails 66.67)."""
+    for places in range(2, 13):
+        text = f"{score:.{places}f}"
+        if float(text) < threshold:
+            return text
+    return repr(score)
+
+
+def _score_verdict(report: TraceReport, fail_under: float | None) -> str:
+    """Why a failing trace fails when its score does (scoring.passes: a trace passes when it has
+    no error finding and its unrounded score is at least ``fail_under``): the score and the
+    threshold. ``fail_under`` is None when the threshold is not known (the trace was read from a
+    JSON report, which does not record it): a failing trace without an error finding failed on
+    its score all the same. Empty when the findings say it all, or the trace passed."""
+    if report.passed:
+        return ""
+    errors = report.errors
+    head = '<p class="why"><strong class="fail">Fails on its score'
+    if fail_under is not None:
+        if report.score >= fail_under:
+            return ""
+        below = (
+            f"{_score_below(report.score, fail_under)} is below the pass threshold of "
+            f"{_threshold_text(fail_under)} (<code>--fail-under</code>)"
+        )
+        if errors:
+            return f"{head} and on its {_plural(errors, 'error finding')}</strong>: {below}.</p>\n"
+        return f"{head} alone</strong>: {below}; no error finding fails it.</p>\n"
+    if errors:
+        return ""
+    return (
+        f"{head} alone</strong>: {report.score:.2f} is below the pass threshold "
+        "(<code>--fail-under</code>) of the run that checked it, as no error finding fails it; "
+        "its report does not record the threshold.</p>\n"
+    )
+
+
 def _categories(report: TraceReport) -> str:
     """The score's breakdown: one column per category, and a row counting the checks of each
     category that were not applicable (when there are some), so that a score of 100 is not taken
@@ -879,6 +924,7 @@ def html_trace_section(
     collapsed: bool = False,
     delta: TraceDelta | None = None,
     max_score_drop: float | None = None,
+    fail_under: float | None = None,
 ) -> str:
     """One trace: verdict, score and categories, then its timeline with each finding at its step.
 
@@ -887,6 +933,8 @@ def html_trace_section(
     (a comparison), new findings are marked ``new`` and the baseline's resolved findings are shown
     too, marked ``resolved``, and a score drop beyond ``max_score_drop`` (the gate's) is marked
     as failing the gate. ``collapsed`` puts the section's body in a closed ``<details>``.
+    ``fail_under`` is the pass threshold the trace was checked with, to say so when it fails on
+    its score (None: not known, as for a trace read from a JSON report).
     """
     failed = not report.passed
     verdict = "FAIL" if failed else "PASS"
@@ -903,6 +951,7 @@ def html_trace_section(
     if delta is not None:
         out.append(_delta_line(delta, max_score_drop))
     out.append(_meta(report, score=delta is None or delta.score_delta is None))
+    out.append(_score_verdict(report, fail_under))
     out.append(_categories(report))
     out.append(_not_applicable(report))
     entries, hidden = _shown_entries(_entries(report, delta))
@@ -1103,7 +1152,9 @@ def _split(
     return shown, rest
 
 
-def _run_sections(run: RunReport, traces: Mapping[str, Trace]) -> Iterator[str]:
+def _run_sections(
+    run: RunReport, traces: Mapping[str, Trace], fail_under: float | None = None
+) -> Iterator[str]:
     failing = [r for r in run.reports if not r.passed]
     passing = [r for r in run.reports if r.passed]
     sections = _Sections()
@@ -1111,7 +1162,9 @@ def _run_sections(run: RunReport, traces: Mapping[str, Trace]) -> Iterator[str]:
         failing,
         EXPANDED_FAILING,
         sections,
-        lambda r, anchor: html_trace_section(r, traces.get(r.trace_id), anchor=anchor),
+        lambda r, anchor: html_trace_section(
+            r, traces.get(r.trace_id), anchor=anchor, fail_under=fail_under
+        ),
     )
     passing_shown, passing_rest = _split(
         passing,
@@ -1158,9 +1211,16 @@ def _run_title(run: RunReport) -> str:
     return run_headline(total, total - run.passed_traces, len(run.input_errors), grouped=True)
 
 
-def render_html(run: RunReport, traces: Mapping[str, Trace] | None = None) -> str:
+def render_html(
+    run: RunReport,
+    traces: Mapping[str, Trace] | None = None,
+    *,
+    fail_under: float | None = None,
+) -> str:
     """The validation report as one HTML page. ``traces`` maps trace ids to the traces, for the
-    timelines; a trace that is not in it is shown with its findings only."""
+    timelines; a trace that is not in it is shown with its findings only. ``fail_under`` is the
+    pass threshold the run was checked with, which the page states for a trace that fails on its
+    score (the report does not hold it; None: not known)."""
     title = _run_title(run)
     verdict = "pass" if run.passed else "fail"
     facts = (
@@ -1168,7 +1228,7 @@ def render_html(run: RunReport, traces: Mapping[str, Trace] | None = None) -> st
         f"{_text(title)}.</p>\n"
     )
     head = html_start(f"arh validation: {title}", "arh validation report", facts)
-    return "".join(html_document(head, _run_sections(run, traces or {})))
+    return "".join(html_document(head, _run_sections(run, traces or {}, fail_under)))
 
 
 # -- the comparison page --------------------------------------------------------------------------
@@ -1422,7 +1482,9 @@ def _compare_sections(
     gate: GateResult,
     traces: Mapping[str, Trace],
     input_errors: int,
+    *,
     stats: StatComparison | None = None,
+    fail_under: float | None = None,
 ) -> Iterator[str]:
     limit = gate.max_score_drop
     notable = sorted(
@@ -1434,7 +1496,15 @@ def _compare_sections(
         report = delta.candidate or delta.baseline
         assert report is not None
         trace = traces.get(delta.trace_id) if delta.candidate is not None else None
-        return html_trace_section(report, trace, anchor=anchor, delta=delta, max_score_drop=limit)
+        return html_trace_section(
+            report,
+            trace,
+            anchor=anchor,
+            delta=delta,
+            max_score_drop=limit,
+            # a removed trace is the baseline's, checked with a threshold its report does not hold
+            fail_under=fail_under if delta.candidate is not None else None,
+        )
 
     shown, rest = _split(notable, EXPANDED_CHANGED, _Sections(), section)
     links = [("gate", "Gate")]
@@ -1498,13 +1568,17 @@ def render_compare_html(
     *,
     input_errors: int = 0,
     statistics: StatComparison | None = None,
+    fail_under: float | None = None,
 ) -> str:
     """The comparison as one HTML page: the gate and its reasons, the statistics of the
     statistical gates (``statistics``, when they were given), then the changed traces, with
     new and resolved findings marked in their timelines (when ``traces`` has the trace).
     ``input_errors`` counts the candidate inputs that could not be read, which fail the command
-    whatever the gate says."""
+    whatever the gate says. ``fail_under`` is the pass threshold the candidate was checked with,
+    when it was validated now (see :func:`render_html`)."""
     title = f"arh regression gate: {gate_verdict(gate.passed, input_errors)}"
     head = html_start(title, title)
-    sections = _compare_sections(result, gate, traces or {}, input_errors, statistics)
+    sections = _compare_sections(
+        result, gate, traces or {}, input_errors, stats=statistics, fail_under=fail_under
+    )
     return "".join(html_document(head, sections))
