@@ -59,16 +59,19 @@ REGRESSION = ROOT / "docs" / "examples" / "regression"
 SCREENSHOT = ROOT / "docs" / "images" / "html-report.png"
 DOC = ROOT / "docs" / "html-report.md"
 
-# name -> (policy, inputs), validated from the repository root with relative paths
+# name -> (policy, inputs, options), validated from the repository root with relative paths; the
+# hostile trace records a task and an outcome in its metadata, which the report then holds
 VALIDATIONS = {
-    "samples": ("samples/policy_trajectory.json", ["samples/traces"]),
+    "samples": ("samples/policy_trajectory.json", ["samples/traces"], []),
     "hostile": (
         "tests/goldens/html/inputs/hostile/policy.json",
         ["tests/goldens/html/inputs/hostile/traces"],
+        ["--task-key", "/metadata/task", "--outcome-at", "/metadata/reward"],
     ),
     "hostile-shared": (
         "tests/goldens/inputs/hostile/policy.json",
         ["tests/goldens/inputs/hostile/traces"],
+        [],
     ),
 }
 PAGES = (*VALIDATIONS, "compare", "compare-reports")
@@ -80,8 +83,8 @@ def _produce(out: Path) -> dict[str, str]:
     old = Path.cwd()
     os.chdir(ROOT)
     try:
-        for name, (policy, inputs) in VALIDATIONS.items():
-            main(["validate", "--policy", policy, *inputs, "--quiet",
+        for name, (policy, inputs, options) in VALIDATIONS.items():
+            main(["validate", "--policy", policy, *inputs, *options, "--quiet",
                   "--html-out", str(out / f"{name}.html"),
                   "--json-out", str(out / f"{name}.json")])  # fmt: skip
         policy = "samples/policy_trajectory.json"
@@ -357,6 +360,44 @@ def _printable(text: str) -> str:
     return "".join(c if c.isprintable() else escape(c) for c in text)
 
 
+def _details(section: Node, label: str) -> list[str]:
+    """The texts given as ``label`` (Subject, Expected, ...) in the findings of a section."""
+    found = []
+    for item in section.iter("li"):
+        if "finding" in item.classes():
+            for dl in item.iter("dl"):
+                cells = [c for c in dl.children if isinstance(c, Node)]
+                found += [
+                    dd.text()
+                    for dt, dd in zip(cells[::2], cells[1::2], strict=True)
+                    if dt.text() == label
+                ]
+    return found
+
+
+def test_subjects_tasks_and_outcomes_are_shown(produced: tuple[Path, dict[str, str]]) -> None:
+    """Cross-check with the JSON report of the same run: each finding's subject is in the
+    finding's entry, a trace's task and outcome in its facts line, written as the JSON report
+    writes them (the hostile page's trace records both, see VALIDATIONS)."""
+    out, pages = produced
+    subjects = labels = 0
+    for name in VALIDATIONS:
+        report = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
+        shown = list(sections(parse(pages[name])).values())
+        for trace, section in zip(_page_order(report["reports"]), shown, strict=True):
+            expected = [_printable(f["subject"]) for f in trace["findings"] if "subject" in f]
+            assert sorted(_details(section, "Subject")) == sorted(expected), trace["trace_id"]
+            subjects += len(expected)
+            meta = next(p for p in section.iter("p") if "meta" in p.classes()).text()
+            for key in ("task", "outcome"):
+                if key in trace:
+                    value = trace[key] if key == "task" else json.dumps(trace[key])
+                    assert f"{key} {_printable(value)} \u00b7 " in meta
+                    labels += 1
+    assert subjects >= 10
+    assert labels == 2
+
+
 def test_known_findings_of_the_samples(pages: dict[str, str]) -> None:
     # docs/reports.md shows the console report of these two traces: rebook-1002 repeats a booking
     # at s5b (ARH-FLW-003); rebook-1004 has ARH-GRD-002 about the whole trace, ARH-FLW-001 at s2
@@ -408,6 +449,9 @@ def test_hostile_trace_is_shown_as_text(pages: dict[str, str]) -> None:
         '<iframe src="javascript:window.__arh_pwned=1"></iframe>',
         "<img src=x onerror=window.__arh_pwned=1>",
         '<meta http-equiv="refresh" content="0;url=https://evil.example/">',
+        # its metadata, and the task read from it
+        '</pre></dd></dl><img src=x onerror=\\"window.__arh_pwned=3\\">',
+        "task <script>window.__arh_pwned=2</script> ",
     ):
         assert payload in text, payload
     # its first step is a user_message, named as docs/html-report.md's table of steps names it
@@ -416,6 +460,17 @@ def test_hostile_trace_is_shown_as_text(pages: dict[str, str]) -> None:
     # the trace holds U+202E, U+202C, U+2066, U+2069, U+2067, U+200F, ESC and NUL
     for code in ("u202e", "u202c", "u2066", "u2069", "u2067", "u200f", "x1b", "x00"):
         assert "\\" + code in escapes, code
+    # the metadata's U+202E, U+202C, U+2067 and U+2069 are shown as escapes; its NUL is written
+    # as JSON writes it, \u0000, as text
+    (section,) = sections(doc).values()
+    metadata = next(dl for dl in section.iter("dl") if "facts" in dl.classes())
+    shown = [n.text() for n in metadata.iter("span") if "esc" in n.classes()]
+    assert shown == ["\\u202e", "\\u202c", "\\u2067", "\\u2069"]
+    assert 'rtl\\u2069\\u0000"' in metadata.text()
+    meta = next(p for p in section.iter("p") if "meta" in p.classes())
+    task = "task <script>window.__arh_pwned=2</script> \\u202eksat\\u202c"
+    assert f"task {task}" in meta.text()
+    assert "outcome 0.5" in meta.text()
     # of the eight citations only one is an http(s) URL with a host and no space or odd
     # character (checked by reading the trace): it is the only link that is not a rule's docs
     links = [a.attrs["href"] for a in doc.iter("a") if not a.attrs["href"].startswith("#")]
@@ -1063,6 +1118,46 @@ def test_long_values_are_clipped_collapsed_and_budgeted() -> None:
     cut = [li for li in items[1:] if "used up the 200,000 characters" in li.text()]
     assert (len(full), len(cut)) == (24, 6)
     assert items[1:25] == full
+
+
+def test_trace_metadata_is_clipped_collapsed_and_budgeted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # metadata of 50,000 characters: longer than 100, so written indented on 3 lines, 50,016
+    # characters ('{', '  "note": "' and 50,000 m, '"', '}'); 8,000 characters of HTML shown
+    # (VALUE_CHARS), its 3 quotes 6 characters each, and collapsed, like a step's value
+    trace = Trace.from_dict({**_trace("m", []).to_dict(), "metadata": {"note": "m" * 50_000}})
+    doc = parse(render_html(RunReport((_report("m", False),)), {"m": trace}))
+    (section,) = sections(doc).values()
+    facts = next(dl for dl in section.iter("dl") if "facts" in dl.classes())
+    assert next(facts.iter("dt")).text() == "metadata"
+    assert next(facts.iter("summary")).text() == "show metadata (3 lines, 50,016 characters)"
+    shown = 8_000 - 28  # '{\n  &quot;note&quot;: &quot;' is 28 characters of HTML
+    assert next(facts.iter("pre")).text() == '{\n  "note": "' + "m" * shown
+    assert f"{50_016 - 13 - shown:,} more characters not shown" in facts.text()
+    # it counts in the trace's budget, before the steps: with 200 characters per trace, the
+    # metadata {"k": "mm...m"} (7 + 90 + 2 = 99 characters, on one line; 119 in HTML: 4 quotes
+    # of 6 characters) leaves 81 for the first output, and nothing for the second
+    monkeypatch.setattr(page, "TRACE_CHARS", 200)
+    steps = [
+        {"step_id": "s1", "type": "tool_call", "tool_name": "t", "output": "y" * 100},
+        {"step_id": "s2", "type": "tool_call", "tool_name": "t", "output": "z"},
+    ]
+    trace = Trace.from_dict({**_trace("b", steps).to_dict(), "metadata": {"k": "m" * 90}})
+    doc = parse(render_html(RunReport((_report("b", False),)), {"b": trace}))
+    (section,) = sections(doc).values()
+    facts = next(dl for dl in section.iter("dl") if "facts" in dl.classes())
+    assert next(facts.iter("pre")).text() == '{"k": "' + "m" * 90 + '"}'
+    items = {_step_id(li): li for li in section.iter("li") if "step" in li.classes()}
+    assert next(items["s1"].iter("pre")).text() == "y" * 81
+    assert "19 more characters not shown" in items["s1"].text()
+    assert "used up the 200 characters" in items["s2"].text()
+    assert not list(items["s2"].iter("pre"))
+
+
+def test_a_long_task_is_cut_as_a_name() -> None:
+    report = replace(_report("t", False), task="t" * 1_000 + "\u202e", outcome=True)
+    doc = parse(render_html(RunReport((report,))))
+    meta = next(p for p in sections(doc)["t"].iter("p") if "meta" in p.classes())
+    assert f"task {'t' * 300}\u2026 \u00b7 outcome true \u00b7 " in meta.text()
 
 
 def test_citations_count_in_the_trace_budget_and_long_urls_are_not_links() -> None:

@@ -546,7 +546,8 @@ def _severity_class(severity: str) -> str:
 
 
 class _Budget:
-    """The characters of step content one trace may still show."""
+    """The characters of content one trace may still show: its metadata, then its steps' values
+    and citations."""
 
     def __init__(self) -> None:
         self.left = TRACE_CHARS
@@ -694,7 +695,8 @@ def _step_fields(step: Step, budget: _Budget) -> str:
 
 
 def _finding(finding: Finding, mark: Mark, where: str = "") -> str:
-    """One finding: severity, rule (linked), mark, message, expected/observed, remediation."""
+    """One finding: severity, rule (linked), mark, message, then its subject (what at its step it
+    is about: an argument, a tool, a text location), expected, observed and remediation."""
     severity = _severity_class(finding.severity)
     classes = f"finding {severity}" + (f" {mark}" if mark else "")
     head = [
@@ -708,6 +710,7 @@ def _finding(finding: Finding, mark: Mark, where: str = "") -> str:
         head.append(where)
     details = []
     for label, value in (
+        ("Subject", finding.subject),
         ("Expected", finding.expected),
         ("Observed", finding.observed),
         ("Remediation", finding.remediation),
@@ -722,15 +725,22 @@ def _finding(finding: Finding, mark: Mark, where: str = "") -> str:
 
 
 def _clipped(value: str) -> str:
-    """Untrusted text of a finding, a reason or a warning: at most FINDING_CHARS of HTML."""
+    """Untrusted text of a finding (message, subject, expected, observed, remediation), a reason
+    or a warning: at most FINDING_CHARS of HTML."""
     shown, left = _fit(value, FINDING_CHARS)
     return shown + (f" \u2026 ({_plural(left, 'more character')})" if left else "")
 
 
 def _meta(report: TraceReport, *, score: bool = True) -> str:
     parts = [f"score <strong>{report.score:.2f}</strong>"] if score else []
+    parts.append(f"{_name(report.agent_name)} / {_name(report.workflow)}")
+    # what `arh validate --task-key` and `--outcome-at` recorded (docs/statistics.md), as the
+    # JSON report writes them
+    if report.task is not None:
+        parts.append(f"task {_code(report.task)}")
+    if report.outcome is not None:
+        parts.append(f"outcome {_code(json.dumps(report.outcome))}")
     parts += [
-        f"{_name(report.agent_name)} / {_name(report.workflow)}",
         f"latency {plain_number(report.total_latency_ms)} ms",
         f"cost {_money(report.total_cost_usd)}",
     ]
@@ -926,7 +936,8 @@ def html_trace_section(
     max_score_drop: float | None = None,
     fail_under: float | None = None,
 ) -> str:
-    """One trace: verdict, score and categories, then its timeline with each finding at its step.
+    """One trace: verdict, score, metadata and categories, then its timeline with each finding at
+    its step.
 
     ``anchor`` is the section's HTML id (made by the caller, never from the trace). Without
     ``trace`` (only a report is known) the findings are listed without a timeline. With ``delta``
@@ -952,6 +963,10 @@ def html_trace_section(
         out.append(_delta_line(delta, max_score_drop))
     out.append(_meta(report, score=delta is None or delta.score_delta is None))
     out.append(_score_verdict(report, fail_under))
+    budget = _Budget()  # the trace's metadata and its steps' values share it
+    if trace is not None and trace.metadata:
+        metadata = _value("metadata", _json_text(dict(trace.metadata)), budget)
+        out.append(f'<dl class="facts">{metadata}</dl>\n')
     out.append(_categories(report))
     out.append(_not_applicable(report))
     entries, hidden = _shown_entries(_entries(report, delta))
@@ -1003,7 +1018,7 @@ def html_trace_section(
             "which does not hold the trace.</p>\n"
         )
     else:
-        out.append(_timeline(trace, anchor, at, shown_steps))
+        out.append(_timeline(trace, anchor, at, shown_steps, budget))
     if collapsed:
         out.append("</details>\n")
     out.append("</section>\n")
@@ -1011,9 +1026,12 @@ def html_trace_section(
 
 
 def _timeline(
-    trace: Trace, anchor: str, at: Mapping[int, list[tuple[Finding, Mark]]], shown: int
+    trace: Trace,
+    anchor: str,
+    at: Mapping[int, list[tuple[Finding, Mark]]],
+    shown: int,
+    budget: _Budget,
 ) -> str:
-    budget = _Budget()
     out = [f'<h4>Timeline ({_plural(len(trace.steps), "step")})</h4>\n<ol class="timeline">\n']
     for index, step in enumerate(trace.steps[:shown]):
         pinned = at.get(index, [])
