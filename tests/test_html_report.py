@@ -851,7 +851,7 @@ def test_statistics_tables_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     from agent_reliability_harness.regression.stat_gates import GatePlan, parse_gate_expression
     from agent_reliability_harness.regression.stat_report import compare_stats
 
-    monkeypatch.setattr(page, "MAX_ROWS", 1)
+    monkeypatch.setattr(page, "_STAT_ROWS", 1)
     plan = GatePlan(extra=(parse_gate_expression("pass rate >= 0.9"),))
     run = RunReport(tuple(replace(_report(f"t{i}", passed=True), workflow=f"w{i}") for i in (1, 2)))
     stats = compare_stats([("b.json", run)], [("c.json", run)], "verdict", plan)
@@ -864,6 +864,32 @@ def test_statistics_tables_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
         "1 more workflow not listed: see the JSON comparison (--json-out).",
         "1 more gate check not listed: see the JSON comparison (--json-out).",
     ]
+
+
+def test_statistics_rows_are_bounded() -> None:
+    # as the other tables' rows (test_a_table_row_is_bounded), at most about 1,600 characters
+    # whatever a workflow is named; the gate file names it too, as its threshold
+    from fractions import Fraction
+
+    from agent_reliability_harness.regression.stat_gates import GateFile, GatePlan, Setting
+    from agent_reliability_harness.regression.stat_report import compare_stats
+
+    ugly = '"\u202e' * 1_000
+    file = GateFile("g.toml", None, (), ((ugly * 2, "g.toml:1", ()),))
+    origin = "--gate '" + ugly + "'"
+    plan = GatePlan(file, (Setting("min_pass_rate", Fraction(9, 10), ugly, origin),))
+    run = RunReport((replace(_report("t", passed=True), workflow=ugly),))
+    stats = compare_stats([("b.json", run)], [("c.json", run)], "verdict", plan)
+    result = compare_reports(run, run)
+    text = render_compare_html(result, evaluate_gate(result), statistics=stats)
+    shown = _statistics(parse(text))
+    assert len(_table(shown, "stat-workflows")) == 1
+    assert len(_table(shown, "stat-checks")) == 2  # the threshold, and the workflow not run
+    start = text.index('<section aria-labelledby="statistics">')
+    section = text[start : text.index("</section>", start)]
+    rows = re.findall(r"<tr><th scope=\"row\">.*?</tr>", section)
+    assert len(rows) == 3
+    assert all(len(row) <= 1_600 for row in rows), [len(row) for row in rows]
 
 
 # -- escaping, clipping and links ----------------------------------------------------------------

@@ -112,6 +112,7 @@ MAX_CITATIONS: Final = 50  # citations shown per step
 FINDING_CHARS: Final = 2_000  # each of a finding's message, expected, observed, remediation
 _INPUT_ERRORS: Final = 100  # input errors listed in the overview
 _RULE_ROWS: Final = 200  # rows of the findings-per-rule table
+_STAT_ROWS: Final = 200  # rows of each statistics table of a comparison
 _NOT_APPLICABLE_ROWS: Final = 20  # checks not applicable listed per trace
 _NAMED_TRACES: Final = 3  # trace ids named per check not applicable in the overview
 _SHORT_JSON: Final = 100  # JSON values up to this long are written on one line
@@ -1415,7 +1416,7 @@ _VERDICT_CLASSES: Final = {"FAIL": "fail", "insufficient data": "fail", "PASS": 
 
 
 def _rows_left(shown: int, total: int, word: str) -> str:
-    """The note under a table of statistics cut at MAX_ROWS rows."""
+    """The note under a table of statistics cut at _STAT_ROWS rows."""
     if total <= shown:
         return ""
     return (
@@ -1453,7 +1454,7 @@ def _statistics_section(stats: StatComparison) -> str:
     if stats.workflows:
         by_workflow = checks_by_workflow(stats)
         rows = []
-        for comparison in stats.workflows[:MAX_ROWS]:
+        for comparison in stats.workflows[:_STAT_ROWS]:
             cells = comparison_cells(comparison, by_workflow.get(comparison.workflow, []))
             verdict = cells.pop()
             rows.append(
@@ -1479,7 +1480,7 @@ def _statistics_section(stats: StatComparison) -> str:
         out.append("</ul>\n")
     if checks:
         rows = []
-        for check in checks[:MAX_ROWS]:
+        for check in checks[:_STAT_ROWS]:
             threshold, origin, observed, status = check_cells(check)
             rows.append(
                 f'<tr><th scope="row">{workflow(check.workflow)}</th><td>{_name(threshold)}</td>'
