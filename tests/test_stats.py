@@ -18,11 +18,13 @@ from agent_reliability_harness.errors import InputError, UsageError
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
 from agent_reliability_harness.regression.stat_gates import (
     GatePlan,
+    change_text,
     check_comparisons,
     check_summaries,
     key_lines,
     parse_gate_expression,
     parse_gate_file,
+    rate_text,
 )
 from agent_reliability_harness.regression.stats import (
     mcnemar_exact,
@@ -250,6 +252,21 @@ def test_permutation_test_refuses_huge_tables() -> None:
     assert permutation_p_value(differences) is None
     # the same signs with equal magnitudes: one denominator, a small table
     assert permutation_p_value([Fraction((-1) ** i) for i in range(3000)]) == 1
+
+
+def test_rates_and_changes_round_the_exact_fraction_half_to_even() -> None:
+    # ties at the third decimal go to the even digit, as Python formats an exact binary tie
+    assert rate_text(Fraction(5, 16)) == "0.312"  # 0.3125
+    assert rate_text(Fraction(13, 80)) == "0.162"  # 0.1625, whose nearest float is above it
+    assert rate_text(Fraction(7, 16)) == "0.438"  # 0.4375
+    assert rate_text(Fraction(2, 3)) == "0.667"
+    assert rate_text(None) == "-"
+    # 3/5 -> 13/16: +17/80 = +0.2125, shown as the difference of the two rounded rates
+    assert change_text(Fraction(3, 5), Fraction(13, 16)) == "+0.212"
+    assert change_text(Fraction(13, 16), Fraction(3, 5)) == "-0.212"
+    # a drop too small for 3 decimals keeps its sign
+    assert change_text(Fraction(1, 2), Fraction(4999, 10000)) == "-0.000"
+    assert change_text(Fraction(1, 2), Fraction(1, 2)) == "+0.000"
 
 
 def test_min_p_value() -> None:
@@ -748,7 +765,7 @@ def test_threshold_checks_and_their_reasons() -> None:
             "workflow 'w': pass rate 0.583 (7 of 12 runs) is below min_pass_rate 0.75 "
             "[--gate 'pass rate >= 0.75']"
         ),
-        "workflow 'w': 1 flaky task (b) exceed max_flaky_tasks 0 [--gate 'flaky tasks <= 0']",
+        "workflow 'w': 1 flaky task (b) exceeds max_flaky_tasks 0 [--gate 'flaky tasks <= 0']",
         (
             "workflow 'w': pass rate dropped 0.333 (0.917 -> 0.583), more than max_pass_rate_drop "
             "0.2 [--gate 'pass rate drop <= 0.2']"

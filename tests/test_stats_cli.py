@@ -294,6 +294,55 @@ def test_stats_of_one_report_with_every_run(arh: Arh, tmp_path: Path) -> None:
     )
 
 
+def test_rates_are_rounded_from_the_exact_fraction_half_to_even(arh: Arh, tmp_path: Path) -> None:
+    # 16 tasks x 5 runs, 13 of the 80 runs pass: pass@1 = 13/80 = 0.1625 exactly, a tie at 3
+    # decimals, rounded to even as 5/16 = 0.3125 is. (The float nearest 0.1625 lies above it,
+    # so formatting the float printed 0.163.)
+    rows = {f"t{i:02}": "FFFFF" for i in range(16)} | {
+        "t00": "PPPPP",
+        "t01": "PPPPP",
+        "t02": "PPPFF",
+    }
+    run = arh("stats", _one_report(arh, tmp_path, "ties", rows))
+    assert run.out.splitlines()[3].startswith("  pass@1    0.162  95% CI ")
+
+
+def test_the_default_k_and_both_curves_in_every_summary(arh: Arh, tmp_path: Path) -> None:
+    # Task a (workflow one) passes runs 1 and 3 of 3, task b (workflow two) all 3. With the
+    # gate file's default k = 2, by hand: pass^2 = (C(2,2)/C(3,2) + 1) / 2 = (1/3 + 1) / 2 = 2/3;
+    # pass@1 = (2/3 + 1) / 2 = 5/6; pass@2 = 1 for both tasks; pass^3 = (0 + 1) / 2.
+    docs = [
+        _trace(f"{task}-run{r}", task == "b" or r != 2, workflow="one" if task == "a" else "two")
+        for r in (1, 2, 3)
+        for task in ("a", "b")
+    ]
+    report = tmp_path / "runs.json"
+    traces = _write_jsonl(tmp_path / "runs.jsonl", docs)
+    arh("validate", "--policy", _policy(tmp_path), traces, "--json-out", report, "--quiet")
+    gates = tmp_path / "arh.toml"
+    gates.write_text("[defaults]\nk = 2\n", encoding="utf-8")
+    md = tmp_path / "stats.md"
+    run = arh("stats", report, "--gates", gates, "--md-out", md)
+    assert run.status == 0
+    # the summary of all workflows takes the default k too, not the fewest runs (3)
+    assert "all workflows · 2 tasks · 3 runs per task · k = 2" in run.out.splitlines()
+    lines = md.read_text(encoding="utf-8").splitlines()
+    assert "| all workflows | 2 | 6 | 0.833 (0.436–0.970) | 2 | 0.667 | 1.000 | 1 |" in lines
+    hat, at = lines.index("### pass^k by k"), lines.index("### pass@k by k")
+    assert lines[hat + 2 : hat + 5] == [
+        "| Workflow | k=1 | k=2 | k=3 |",
+        "|---|---|---|---|",
+        "| all workflows | 0.833 | 0.667 | 0.500 |",
+    ]
+    assert lines[at + 2 : at + 7] == [
+        "| Workflow | k=1 | k=2 | k=3 |",
+        "|---|---|---|---|",
+        "| all workflows | 0.833 | 1.000 | 1.000 |",
+        "| `one` | 0.667 | 1.000 | 1.000 |",
+        "| `two` | 1.000 | 1.000 | 1.000 |",
+    ]
+
+
 def test_per_run_reports_and_one_report_agree(arh: Arh, tmp_path: Path) -> None:
     together = _one_report(arh, tmp_path, "all", NOISE)
     split = _reports_per_run(arh, tmp_path, "split", NOISE)

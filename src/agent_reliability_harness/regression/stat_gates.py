@@ -508,6 +508,14 @@ class GatePlan(Record):
         found = self._lookup(workflow, "k")
         return None if found is None else int(found.value)
 
+    @property
+    def overall_k(self) -> int | None:
+        """The k of the summary over every workflow: ``--k``, else the default ``k``."""
+        if self.k is not None or self.file is None:
+            return self.k
+        found = next((s for s in self.file.defaults if s.key == "k"), None)
+        return None if found is None else int(found.value)
+
     def allow_for(self, workflow: str) -> bool:
         if self.allow_insufficient:
             return True
@@ -596,8 +604,19 @@ class StatGateResult(Record):
 
 
 def rate_text(value: Fraction | float | None) -> str:
-    """A probability with 3 decimals (``-`` for none)."""
-    return "-" if value is None else f"{float(value):.3f}"
+    """A probability with 3 decimals (``-`` for none). An exact fraction is rounded exactly,
+    half to even, so 13/80 = 0.1625 shows as ``0.162`` as 5/16 = 0.3125 shows as ``0.312``."""
+    if value is None:
+        return "-"
+    if type(value) is Fraction:
+        value = round(value, 3)
+    return f"{float(value):.3f}"
+
+
+def change_text(before: Fraction, after: Fraction) -> str:
+    """``after - before`` with its sign and 3 decimals, rounded as :func:`rate_text` rounds."""
+    change = after - before
+    return ("-" if change < 0 else "+") + rate_text(abs(change))
 
 
 def p_text(value: Fraction) -> str:
@@ -675,8 +694,8 @@ def _check(
         if candidate.max_runs < 2:
             status, why = "insufficient", "every task ran once, so no task can show flakiness"
         elif len(flaky) > threshold:
-            noun = "task" if len(flaky) == 1 else "tasks"
-            status, why = "fail", f"{len(flaky)} flaky {noun} ({_names(flaky)}) exceed"
+            noun, verb = ("task", "exceeds") if len(flaky) == 1 else ("tasks", "exceed")
+            status, why = "fail", f"{len(flaky)} flaky {noun} ({_names(flaky)}) {verb}"
     elif key in ("max_pass_rate_drop", "max_pass_hat_k_drop"):
         assert baseline is not None
         hat = key == "max_pass_hat_k_drop"

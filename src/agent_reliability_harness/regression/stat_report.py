@@ -131,7 +131,7 @@ def stats_of(
     workflows = sorted({t.workflow for t in trials})
     chosen = {w: k for w in workflows if (k := plan.k_for(w)) is not None}
     summaries = summarize_workflows(trials, chosen)
-    overall = summarize(trials, None, plan.k)
+    overall = summarize(trials, None, plan.overall_k)
     infos = tuple(ReportInfo.of(path, run) for path, run in runs)
     gate = check_summaries(plan, summaries) if plan.active else None
     return StatsResult(

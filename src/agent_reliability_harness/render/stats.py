@@ -8,7 +8,12 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from agent_reliability_harness._json import dumps_indented
-from agent_reliability_harness.regression.stat_gates import GateCheck, p_text, rate_text
+from agent_reliability_harness.regression.stat_gates import (
+    GateCheck,
+    change_text,
+    p_text,
+    rate_text,
+)
 from agent_reliability_harness.regression.stat_report import StatComparison, StatsResult
 from agent_reliability_harness.regression.trials import (
     CURVE_MAX_K,
@@ -282,16 +287,16 @@ def render_stats_markdown(result: StatsResult) -> str:
             )
         )
     most = min(max((s.max_runs for s in blocks), default=0), CURVE_MAX_K)
-    if most > 1:
+    for title, hat in (("pass^k", True), ("pass@k", False)) if most > 1 else ():
         out += [
             "",
-            "### pass^k by k",
+            f"### {title} by k",
             "",
             "| Workflow | " + " | ".join(f"k={k}" for k in range(1, most + 1)) + " |",
             "|---|" + "---|" * most,
         ]
         for s in blocks:
-            values = {k: hat for k, hat, _, _ in s.curve()}
+            values = {k: hat_k if hat else at_k for k, hat_k, at_k, _ in s.curve()}
             name = "all workflows" if s.workflow is None else md_code(s.workflow)
             out.append(md_row([name] + [rate_text(values.get(k)) for k in range(1, most + 1)]))
     flaky = [(s, s.flaky) for s in result.workflows if s.flaky]
@@ -311,10 +316,10 @@ def render_stats_markdown(result: StatsResult) -> str:
 # -- the statistics section of arh compare ---------------------------------------------------
 
 
-def _change(before: float | None, after: float | None) -> str:
+def _change(before: Fraction | None, after: Fraction | None) -> str:
     text = f"{rate_text(before)} -> {rate_text(after)}"
     if before is not None and after is not None:
-        text += f" ({after - before:+.3f})"
+        text += f" ({change_text(before, after)})"
     return text
 
 
@@ -339,11 +344,11 @@ def _comparison_lines(comparison: WorkflowComparison, checks: Sequence[GateCheck
             ]
         )
     ]
-    rates = [_change(_f(base.pass_rate), _f(cand.pass_rate))]
+    rates = [_change(base.pass_rate, cand.pass_rate)]
     if base.runs and cand.runs:
         rates.append(f"95% CI {_interval(base)} -> {_interval(cand)}")
     lines += _wrap("pass@1", rates)
-    lines += _wrap(f"pass^{comparison.k}", [_change(_f(base.pass_hat()), _f(cand.pass_hat()))])
+    lines += _wrap(f"pass^{comparison.k}", [_change(base.pass_hat(), cand.pass_hat())])
     lines += _wrap("flaky", [f"{len(base.flaky)} -> {len(cand.flaky)}"])
     flips = [f"{len(rate.down)} down", f"{len(rate.up)} up"]
     if rate.down:
@@ -359,10 +364,6 @@ def _comparison_lines(comparison: WorkflowComparison, checks: Sequence[GateCheck
             ],
         )
     return lines
-
-
-def _f(value: Fraction | None) -> float | None:
-    return None if value is None else float(value)
 
 
 def comparison_console_lines(stats: StatComparison) -> list[str]:
