@@ -368,6 +368,34 @@ def test_console_lines_fit_100_columns() -> None:
     assert not wide
 
 
+def test_console_says_when_a_trace_fails_on_its_score_alone() -> None:
+    from agent_reliability_harness.render.console import render_console
+
+    warning = Finding("ARH-GRD-001", "warning", "grounding", "no citations", "s2")
+    error = Finding("ARH-SCH-001", "error", "schema", "tool 'x' is not allowed", "s1")
+
+    def report(trace_id: str, score: float, findings: tuple[Finding, ...]) -> TraceReport:
+        passed = score >= 70 and not any(f.severity == "error" for f in findings)
+        return TraceReport(trace_id, "a", "w", "p", score, passed, 0.0, 0.0, None, findings)
+
+    run = RunReport(
+        (
+            report("low", 69.999, (warning,)),  # 69.999 shows as 70.00: more decimals
+            report("lower", 50.0, ()),
+            report("erring", 50.0, (error,)),  # its error finding says why
+            report("fine", 80.0, (warning,)),
+        )
+    )
+    lines = render_console(run, fail_under=70.0).splitlines()
+    said = [line for line in lines if "score alone" in line]
+    assert said == [
+        "      fails on its score alone: 69.999 is below the pass threshold of 70 (--fail-under)",
+        "      fails on its score alone: 50.00 is below the pass threshold of 70 (--fail-under)",
+    ]
+    assert lines.index(said[0]) == 2  # after the verdict and details lines
+    assert not [line for line in render_console(run).splitlines() if "score alone" in line]
+
+
 def test_console_escapes_hostile_text() -> None:
     text = (GOLDENS / "hostile" / "console.txt").read_text(encoding="utf-8")
     assert "\x1b" not in text

@@ -327,7 +327,7 @@ def test_the_default_k_and_both_curves_in_every_summary(arh: Arh, tmp_path: Path
     # the summary of all workflows takes the default k too, not the fewest runs (3)
     assert "all workflows · 2 tasks · 3 runs per task · k = 2" in run.out.splitlines()
     lines = md.read_text(encoding="utf-8").splitlines()
-    assert "| all workflows | 2 | 6 | 0.833 (0.436–0.970) | 2 | 0.667 | 1.000 | 1 |" in lines
+    assert "| all workflows | 2 | 6 | 0.833 (0.436\u20130.970) | 2 | 0.667 | 1.000 | 1 |" in lines
     hat, at = lines.index("### pass^k by k"), lines.index("### pass@k by k")
     assert lines[hat + 2 : hat + 5] == [
         "| Workflow | k=1 | k=2 | k=3 |",

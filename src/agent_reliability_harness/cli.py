@@ -599,7 +599,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     # Reports are written as the traces are checked: the console report goes out trace by
     # trace, the files' bodies are spooled and their heads (which hold the totals) come last.
-    console = None if args.quiet else ConsoleWriter(color=_use_color(args.color, sys.stdout))
+    console = (
+        None
+        if args.quiet
+        else ConsoleWriter(color=_use_color(args.color, sys.stdout), fail_under=args.fail_under)
+    )
     outputs = [
         (path, writer(name, StepLines()), Spool(), what)
         for attribute, name, what in _VALIDATE_OUTPUTS

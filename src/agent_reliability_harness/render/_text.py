@@ -17,8 +17,10 @@ __all__ = [
     "plain_number",
     "plural",
     "run_headline",
+    "score_below",
     "source_text",
     "terminal_safe",
+    "threshold_text",
     "visible",
 ]
 
@@ -89,6 +91,21 @@ def plain_number(value: float, places: int = 3) -> str:
     ``8160``, ``12.5``, ``1234567``."""
     text = f"{value:.{places}f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
+
+
+def threshold_text(value: float) -> str:
+    """A pass threshold as it would be written: ``70``, ``66.67``."""
+    return repr(float(value)).removesuffix(".0")
+
+
+def score_below(score: float, threshold: float) -> str:
+    """A score with 2 decimals, or with as many more as it takes to show that it is below
+    ``threshold`` (the verdict compares the unrounded score: 66.666... fails 66.67)."""
+    for places in range(2, 13):
+        text = f"{score:.{places}f}"
+        if float(text) < threshold:
+            return text
+    return repr(score)
 
 
 def source_text(path: str | None, line: int | None) -> str | None:

@@ -9,8 +9,10 @@ from agent_reliability_harness.render._fidelity import console_lines
 from agent_reliability_harness.render._text import (
     plain_number,
     plural,
+    score_below,
     source_text,
     terminal_safe,
+    threshold_text,
 )
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -47,7 +49,7 @@ def _finding_lines(finding: Finding, step_width: int) -> list[str]:
     ) or [head.rstrip()]
 
 
-def _trace_lines(report: TraceReport) -> list[str]:
+def _trace_lines(report: TraceReport, fail_under: float | None) -> list[str]:
     verdict = "PASS" if report.passed else "FAIL"
     who = terminal_safe(f"{report.agent_name} / {report.workflow}")
     lines = [f"{verdict}  {terminal_safe(report.trace_id)}  score {report.score:.2f}  ({who})"]
@@ -63,6 +65,12 @@ def _trace_lines(report: TraceReport) -> list[str]:
     if where is not None:
         details.append(terminal_safe(where))
     lines.append(_INDENT + " \u00b7 ".join(details))
+    if not report.passed and not report.errors and fail_under is not None:
+        # no finding says why it fails: its score does (warnings lower it too)
+        lines.append(
+            f"{_INDENT}fails on its score alone: {score_below(report.score, fail_under)} is "
+            f"below the pass threshold of {threshold_text(fail_under)} (--fail-under)"
+        )
     lines += console_lines(report, _INDENT, WIDTH)  # checks its source gave no field for
     step_width = min(_STEP_WIDTH, max((len(_step(f)) for f in report.findings), default=1))
     for finding in report.findings:
@@ -92,8 +100,9 @@ class ConsoleWriter:
     """The console report in pieces, to print each trace as soon as it is checked: what
     :meth:`add` returns for each trace, then :meth:`tail`, is :func:`render_console`'s text."""
 
-    def __init__(self, *, color: bool = False) -> None:
+    def __init__(self, *, color: bool = False, fail_under: float | None = None) -> None:
         self._color = color
+        self._fail_under = fail_under  # the pass threshold, to say when a score fails a trace
 
     def _text(self, lines: list[str]) -> str:
         if self._color:
@@ -104,7 +113,7 @@ class ConsoleWriter:
         return ""
 
     def add(self, report: TraceReport) -> str:
-        return self._text([*_trace_lines(report), ""])
+        return self._text([*_trace_lines(report, self._fail_under), ""])
 
     def tail(self, summary: RunSummary) -> str:
         total = summary.total
@@ -120,8 +129,10 @@ class ConsoleWriter:
         return self._text([line])
 
 
-def render_console(run: RunReport, *, color: bool = False) -> str:
-    """The human-readable report, ending with a newline; ``color`` adds ANSI colours."""
-    writer = ConsoleWriter(color=color)
+def render_console(run: RunReport, *, color: bool = False, fail_under: float | None = None) -> str:
+    """The human-readable report, ending with a newline; ``color`` adds ANSI colours.
+    ``fail_under``, the pass threshold the run was checked with, lets a trace that fails on its
+    score alone say so."""
+    writer = ConsoleWriter(color=color, fail_under=fail_under)
     body = "".join([writer.add(report) for report in run.reports])
     return body + writer.tail(run.summary())

@@ -40,7 +40,9 @@ from agent_reliability_harness.render._text import (
     plain_number,
     plural,
     run_headline,
+    score_below,
     source_text,
+    threshold_text,
 )
 from agent_reliability_harness.rules import CATEGORIES, RULES
 
@@ -755,22 +757,6 @@ def _meta(report: TraceReport, *, score: bool = True) -> str:
     return f'<p class="meta">{_DOT.join(parts)}</p>\n'
 
 
-def _threshold_text(value: float) -> str:
-    """A pass threshold as it would be written: ``70``, ``66.67``."""
-    text = repr(float(value))
-    return text.removesuffix(".0")
-
-
-def _score_below(score: float, threshold: float) -> str:
-    """A score with 2 decimals, or with as many more as it takes to show that it is below
-    ``threshold`` (the verdict compares the unrounded score: 66.666... fails 66.67)."""
-    for places in range(2, 13):
-        text = f"{score:.{places}f}"
-        if float(text) < threshold:
-            return text
-    return repr(score)
-
-
 def _score_verdict(report: TraceReport, fail_under: float | None) -> str:
     """Why a failing trace fails when its score does (scoring.passes: a trace passes when it has
     no error finding and its unrounded score is at least ``fail_under``): the score and the
@@ -785,8 +771,8 @@ def _score_verdict(report: TraceReport, fail_under: float | None) -> str:
         if report.score >= fail_under:
             return ""
         below = (
-            f"{_score_below(report.score, fail_under)} is below the pass threshold of "
-            f"{_threshold_text(fail_under)} (<code>--fail-under</code>)"
+            f"{score_below(report.score, fail_under)} is below the pass threshold of "
+            f"{threshold_text(fail_under)} (<code>--fail-under</code>)"
         )
         if errors:
             return f"{head} and on its {_plural(errors, 'error finding')}</strong>: {below}.</p>\n"
