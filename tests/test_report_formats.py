@@ -396,6 +396,37 @@ def test_console_says_when_a_trace_fails_on_its_score_alone() -> None:
     assert not [line for line in render_console(run).splitlines() if "score alone" in line]
 
 
+def test_junit_names_stay_on_one_line_and_a_score_failure_says_why() -> None:
+    from agent_reliability_harness.errors import InputError
+    from agent_reliability_harness.render.junit import render_junit
+
+    warning = Finding("ARH-GRD-001", "warning", "grounding", "no citations", "s2")
+    report = TraceReport(
+        "::error::x\n::set-output name=verdict::pass", "agent\r\n##[error]", "wf", "p",
+        69.999, False, 0.0, 0.0, None, (warning,), source_path="a\nb.json",
+    )  # fmt: skip
+    error = InputError("invalid JSON", source="c\n::warning::d.json")
+    run = RunReport((report,), input_errors=(error,), policy_id="pol\nicy")
+    text = render_junit(run, fail_under=70.0)
+    root = ET.fromstring(text.split("\n", 1)[1])  # noqa: S314 - our own output
+    attributes = [value for element in root.iter() for value in element.attrib.values()]
+    assert not [value for value in attributes if "\n" in value or "\r" in value]
+    case = root.find("testsuite/testcase")
+    assert case is not None
+    assert case.attrib["name"] == "::error::x\\n::set-output name=verdict::pass"
+    assert case.attrib["classname"] == "agent\\r\\n##[error].wf"
+    assert case.attrib["file"] == "a\\nb.json"
+    failure = case.find("failure")
+    assert failure is not None
+    # 69.999 shows as 70.00 with two decimals: as many more as it takes
+    assert failure.attrib["message"] == (
+        "score 70.00/100; 0 error findings; fails on its score alone: 69.999 is below the pass "
+        "threshold of 70"
+    )
+    # without the threshold (a report read back from JSON) the message says what it can
+    assert 'message="score 70.00/100; 0 error findings"' in render_junit(run)
+
+
 def test_console_escapes_hostile_text() -> None:
     text = (GOLDENS / "hostile" / "console.txt").read_text(encoding="utf-8")
     assert "\x1b" not in text

@@ -605,7 +605,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         else ConsoleWriter(color=_use_color(args.color, sys.stdout), fail_under=args.fail_under)
     )
     outputs = [
-        (path, writer(name, StepLines()), Spool(), what)
+        (path, writer(name, StepLines(), fail_under=args.fail_under), Spool(), what)
         for attribute, name, what in _VALIDATE_OUTPUTS
         if (path := getattr(args, attribute))
     ]

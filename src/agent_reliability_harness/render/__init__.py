@@ -83,10 +83,14 @@ def render(name: str, run: RunReport) -> str:
 
 
 def writer(
-    name: str, step_lines: Callable[[TraceReport], Sequence[int] | None] | None = None
+    name: str,
+    step_lines: Callable[[TraceReport], Sequence[int] | None] | None = None,
+    *,
+    fail_under: float | None = None,
 ) -> ReportWriter:
     """A :class:`ReportWriter` for a report format of :data:`RENDERERS` other than the console;
-    ``step_lines`` lets SARIF results point at their step's line."""
+    ``step_lines`` lets SARIF results point at their step's line, ``fail_under`` (the pass
+    threshold) lets a trace that fails on its score alone say so."""
     if name == "json":
         from agent_reliability_harness.render.json_report import JsonWriter
 
@@ -98,7 +102,7 @@ def writer(
     if name == "junit":
         from agent_reliability_harness.render.junit import JunitWriter
 
-        return JunitWriter()
+        return JunitWriter(fail_under=fail_under)
     if name == "sarif":
         from agent_reliability_harness.render.sarif import SarifWriter
 

@@ -12,7 +12,13 @@ import xml.etree.ElementTree as ET
 
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
-from agent_reliability_harness.render._text import FORMAT_CHARS, escape_char, plural
+from agent_reliability_harness.render._text import (
+    FORMAT_CHARS,
+    escape_char,
+    plural,
+    score_below,
+    threshold_text,
+)
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -47,25 +53,37 @@ def _finding_line(finding: Finding) -> str:
     return line
 
 
-def _testcase(report: TraceReport) -> ET.Element:
+def _name(text: str) -> str:
+    """A name for an attribute: XML-safe, on one line (a reporter that logs test names one per
+    line must not be handed a line of the trace's choosing, such as a CI workflow command)."""
+    return xml_safe(text.translate(_LINE_BREAKS))
+
+
+def _failure_message(report: TraceReport, fail_under: float | None) -> str:
+    errors = report.errors
+    message = f"score {report.score:.2f}/100; {plural(errors, 'error finding')}"
+    if not errors and fail_under is not None and report.score < fail_under:
+        below = score_below(report.score, fail_under)
+        message += f"; fails on its score alone: {below} is below the pass threshold of "
+        message += threshold_text(fail_under)
+    return message
+
+
+def _testcase(report: TraceReport, fail_under: float | None) -> ET.Element:
     attrs = {
-        "classname": xml_safe(f"{report.agent_name}.{report.workflow}"),
-        "name": xml_safe(report.trace_id),
+        "classname": _name(f"{report.agent_name}.{report.workflow}"),
+        "name": _name(report.trace_id),
         "time": f"{report.total_latency_ms / 1000:.3f}",
     }
     if report.source_path is not None:
-        attrs["file"] = xml_safe(report.source_path)
+        attrs["file"] = _name(report.source_path)
     case = ET.Element("testcase", attrs)
     body = xml_safe("\n".join(_finding_line(f) for f in report.findings))
     if not report.passed:
-        errors = sum(1 for f in report.findings if f.severity == "error")
         failure = ET.SubElement(
             case,
             "failure",
-            {
-                "message": f"score {report.score:.2f}/100; {plural(errors, 'error finding')}",
-                "type": "arh.PolicyViolation",
-            },
+            {"message": _failure_message(report, fail_under), "type": "arh.PolicyViolation"},
         )
         failure.text = body
     elif body:
@@ -76,10 +94,10 @@ def _testcase(report: TraceReport) -> ET.Element:
 def _error_case(error: InputError) -> ET.Element:
     case = ET.Element(
         "testcase",
-        {"classname": "arh.inputs", "name": xml_safe(error.location() or "input"), "time": "0.000"},
+        {"classname": "arh.inputs", "name": _name(error.location() or "input"), "time": "0.000"},
     )
     element = ET.SubElement(
-        case, "error", {"message": xml_safe(error.message), "type": "arh.InputError"}
+        case, "error", {"message": _name(error.message), "type": "arh.InputError"}
     )
     element.text = xml_safe(str(error).translate(_LINE_BREAKS))  # file names can hold them
     return case
@@ -99,12 +117,13 @@ class JunitWriter:
     """The report in pieces, so that it can be written one trace at a time: :meth:`head`, what
     :meth:`add` returned for each trace, then :meth:`tail` is :func:`render_junit`'s text."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, fail_under: float | None = None) -> None:
         self._count = 0
+        self._fail_under = fail_under  # the pass threshold, to say when a score fails a trace
 
     def add(self, report: TraceReport) -> str:
         self._count += 1
-        return _fragment(_testcase(report))
+        return _fragment(_testcase(report, self._fail_under))
 
     def _document(self, summary: RunSummary) -> tuple[str, str]:
         """The document around its test cases, split where they go."""
@@ -118,7 +137,7 @@ class JunitWriter:
             del counts["time"]  # the schema wants a decimal: no time rather than "inf"
         root = ET.Element("testsuites", {"name": "arh", **counts})
         suite_name = "arh" if summary.policy_id is None else f"arh: {summary.policy_id}"
-        suite = ET.SubElement(root, "testsuite", {"name": xml_safe(suite_name), **counts})
+        suite = ET.SubElement(root, "testsuite", {"name": _name(suite_name), **counts})
         properties = ET.SubElement(suite, "properties")
         for name, value in (
             ("policy_id", summary.policy_id),
@@ -126,7 +145,7 @@ class JunitWriter:
             ("harness_version", summary.harness_version),
         ):
             if value is not None:
-                ET.SubElement(properties, "property", {"name": name, "value": xml_safe(value)})
+                ET.SubElement(properties, "property", {"name": name, "value": _name(value)})
         if not len(properties):
             suite.remove(properties)
         if self._count or summary.input_errors or len(suite):
@@ -147,9 +166,11 @@ class JunitWriter:
         return errors + self._document(summary)[1] + "\n"
 
 
-def render_junit(run: RunReport) -> str:
-    """The report as JUnit XML, with an XML declaration and a trailing newline."""
-    writer = JunitWriter()
+def render_junit(run: RunReport, *, fail_under: float | None = None) -> str:
+    """The report as JUnit XML, with an XML declaration and a trailing newline. ``fail_under``,
+    the pass threshold the run was checked with, lets a trace that fails on its score alone say
+    so in its failure message."""
+    writer = JunitWriter(fail_under=fail_under)
     body = "".join([writer.add(report) for report in run.reports])
     summary = run.summary()
     return writer.head(summary) + body + writer.tail(summary)
