@@ -398,13 +398,79 @@ def test_assert_trace_passes_takes_every_form_of_trace_and_policy(tmp_path: Path
     assert assert_trace_passes(uncited, {"policy_id": "g"}, fail_under=0).score == 0.0
 
 
+def test_assert_trace_passes_reads_the_one_trace_of_a_trace_file(tmp_path: Path) -> None:
+    from agent_reliability_harness.errors import InputError
+    from agent_reliability_harness.pytest_plugin import assert_trace_passes
+
+    def trace(trace_id: str) -> str:
+        return json.dumps({"trace_id": trace_id, "agent_name": "", "workflow": "", "steps": []})
+
+    one = tmp_path / "one.jsonl"
+    one.write_text(trace("t1") + "\n", encoding="utf-8")
+    assert assert_trace_passes(one, POLICY).trace_id == "t1"
+    two = tmp_path / "two.ndjson"
+    two.write_text(trace("t1") + "\n" + trace("t2") + "\n", encoding="utf-8")
+    with pytest.raises(UsageError) as several:
+        assert_trace_passes(two, POLICY)
+    assert str(several.value) == (
+        f"{two.as_posix()} holds 2 traces; assert_trace_passes checks one trace (call it for "
+        "each, or run arh validate on the file)"
+    )
+    # errors name the file, and the line of a JSON Lines record
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"trace_id": "t1", "agent_name": "", "workflow": "", "steps": 3}\n', "utf-8")
+    with pytest.raises(InputError) as wrong:
+        assert_trace_passes(bad, POLICY)
+    assert str(wrong.value) == f"{bad.as_posix()}:1: /steps: must be an array of steps, got number"
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"trace_id": "t1", "steps": []}', encoding="utf-8")
+    with pytest.raises(InputError) as missing:
+        assert_trace_passes(broken, POLICY)
+    assert str(missing.value).startswith(f"{broken.as_posix()}: ")
+
+
+def test_a_score_just_below_the_threshold_shows_enough_decimals() -> None:
+    from agent_reliability_harness.model.report import TraceReport
+    from agent_reliability_harness.pytest_plugin import format_failure
+
+    report = TraceReport("t", "a", "w", "p", 69.999, False, 0.0, 0.0, None, ())
+    assert format_failure(report).splitlines() == [
+        "trace 't' does not pass policy 'p': score 69.999 is below 70"
+    ]
+    # 66.666... (2 of 3 weights) against 66.67: 66.67 would read as not below it
+    report = TraceReport("t", "a", "w", "p", 200 / 3, False, 0.0, 0.0, None, ())
+    assert format_failure(report, 66.67).startswith(
+        "trace 't' does not pass policy 'p': score 66.667 is below 66.67"
+    )
+
+
+def test_a_marker_policy_that_cannot_be_read_is_one_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_missing="""
+import pytest
+
+@pytest.mark.agent_eval(policy="nope.json")
+def test_missing(arh_policy):
+    pass
+"""
+    )
+    result = _run(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*arh: invalid policy: *nope.json: cannot read: *"])
+    assert "During handling of the above exception" not in result.stdout.str()
+
+
 def test_assert_trace_passes_outside_pytest_needs_a_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     from agent_reliability_harness import pytest_plugin
 
     monkeypatch.setattr(pytest_plugin, "_SESSIONS", [])  # as in a script: no pytest session
     trace = {"trace_id": "t1", "agent_name": "", "workflow": "", "steps": []}
-    with pytest.raises(UsageError, match="needs a policy outside a pytest run"):
+    with pytest.raises(UsageError) as raised:
         pytest_plugin.assert_trace_passes(trace)
+    assert str(raised.value) == (
+        "assert_trace_passes needs a policy: pass one, or run under pytest with the arh plugin "
+        "(not -p no:arh) and --arh-policy or @pytest.mark.agent_eval(policy=...)"
+    )
 
 
 def test_the_example_suite_runs_under_the_plugin(pytester: pytest.Pytester) -> None:

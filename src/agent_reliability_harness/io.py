@@ -26,6 +26,7 @@ __all__ = [
     "Source",
     "Spool",
     "expand_inputs",
+    "file_source",
     "is_jsonl_name",
     "jsonl_chunks",
     "no_records",
@@ -295,6 +296,11 @@ def read_documents(source: Source) -> Iterator[Document | InputError]:
     box = [Document(source.name, None, value)]
     del value
     yield box.pop()  # no local keeps the document while it is checked
+
+
+def file_source(path: str) -> Source:
+    """One file as an input, named as the reports name it, read as JSON Lines by its suffix."""
+    return Source(_display(path), path, is_jsonl_name(path))
 
 
 def read_json_file(path: str) -> Any:

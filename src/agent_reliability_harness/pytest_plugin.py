@@ -75,8 +75,12 @@ class _Session:
             except InputError as exc:
                 if at_start:
                     raise pytest.UsageError(f"arh: invalid policy: {exc}") from None
-                pytest.fail(f"arh: invalid policy: {exc}", pytrace=False)
-            self._policies[path] = policy
+                problem = str(exc)
+            else:
+                self._policies[path] = policy
+                return policy
+            # outside the except block, so that the failure is not shown chained to the error
+            pytest.fail(f"arh: invalid policy: {problem}", pytrace=False)
         return policy
 
     def policy_for(self, item: pytest.Item | None) -> Policy:
@@ -284,10 +288,7 @@ def _made_trace(trace: object) -> Trace:
     if isinstance(trace, Trace):
         return trace
     if isinstance(trace, str | os.PathLike):
-        from agent_reliability_harness.io import read_json_file
-
-        data = read_json_file(os.fspath(trace))
-        return Trace.from_dict(data)
+        return _trace_file(os.fspath(trace))
     make = getattr(trace, "trace", None)
     if callable(make):  # a Recorder or a Monitor
         made = make()
@@ -299,6 +300,31 @@ def _made_trace(trace: object) -> Trace:
         "assert_trace_passes needs a Trace, its JSON form (a dict), a Recorder or Monitor, or "
         f"the path of a trace file, got {type(trace).__name__}"
     )
+
+
+def _trace_file(path: str) -> Trace:
+    """The one trace of a trace file: a JSON document, or a JSON Lines file of one record."""
+    from agent_reliability_harness.errors import InputError
+    from agent_reliability_harness.io import file_source, read_documents
+    from agent_reliability_harness.model.trace import Trace
+
+    source = file_source(path)
+    name = source.name
+    documents = list(read_documents(source))
+    for document in documents:
+        if isinstance(document, InputError):
+            raise document
+    if len(documents) != 1:
+        raise UsageError(
+            f"{name} holds {len(documents)} traces; assert_trace_passes checks one trace "
+            "(call it for each, or run arh validate on the file)"
+        )
+    (document,) = documents
+    assert not isinstance(document, InputError)
+    try:
+        return Trace.from_dict(document.value)
+    except InputError as exc:
+        raise exc.located(name, document.line) from None
 
 
 def _as_policy(policy: object, session: _Session | None) -> Policy:
@@ -316,7 +342,10 @@ def _as_policy(policy: object, session: _Session | None) -> Policy:
         return load_policy(os.fspath(policy))
     if policy is None:
         if session is None:
-            raise UsageError("assert_trace_passes needs a policy outside a pytest run")
+            raise UsageError(
+                "assert_trace_passes needs a policy: pass one, or run under pytest with the arh "
+                "plugin (not -p no:arh) and --arh-policy or @pytest.mark.agent_eval(policy=...)"
+            )
         return session.policy_for(session.item)
     raise UsageError(
         "the policy must be a Policy, its JSON form (a dict) or the path of a policy file, got "
@@ -333,7 +362,10 @@ def format_failure(report: TraceReport, fail_under: float = _DEFAULT_FAIL_UNDER)
         why.append(f"{errors} error finding{'s' if errors != 1 else ''}")
     low = report.score < fail_under
     if low:
-        why.append(f"score {report.score:.2f} is below {fail_under:g}")
+        from agent_reliability_harness.render._text import score_below, threshold_text
+
+        why.append(f"score {score_below(report.score, fail_under)} is below "
+                   f"{threshold_text(fail_under)}")  # fmt: skip
     lines = [
         f"trace {report.trace_id!r} does not pass policy {report.policy_id!r}: "
         + " and ".join(why)
