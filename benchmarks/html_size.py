@@ -10,17 +10,21 @@ expands are kept by ``ValidationTraces``), then the page sizes are printed:
   possible: characters that need long escapes, more steps and findings than a page shows, and
   values longer than it shows.
 
-Run it as ``python benchmarks/html_size.py``; nothing is written to disk and no time is
-measured.
+Run it as ``python benchmarks/html_size.py``; no time is measured. With ``--write`` it also puts
+the table of sizes, and the longest table row of the two pages, between the markers
+``<!-- html-size:start -->`` and ``<!-- html-size:end -->`` of docs/html-report.md (the test suite
+checks that they are what this script measures); nothing else writes those numbers.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import re
 import sys
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from agent_reliability_harness import Policy, RunReport, Trace
 from agent_reliability_harness.engine import Validator
@@ -76,7 +80,16 @@ def adversarial(count: int) -> tuple[Policy, Iterator[dict[str, Any]]]:
     return policy, traces()
 
 
-def measure(label: str, policy: Policy, traces: Iterator[dict[str, Any]]) -> None:
+class Page(NamedTuple):
+    traces: int
+    failing: int
+    expanded: int
+    characters: int
+    size: int  # bytes of UTF-8
+    longest_row: int  # characters of the longest table row
+
+
+def measure(policy: Policy, traces: Iterator[dict[str, Any]]) -> Page:
     validator = Validator(policy)
     keeper = html.ValidationTraces()
     reports = []
@@ -87,12 +100,68 @@ def measure(label: str, policy: Policy, traces: Iterator[dict[str, Any]]) -> Non
         reports.append(report)
     run = RunReport(tuple(reports), (), policy.policy_id, policy.sha256, "measure")
     text = html.render_html(run, keeper.traces)
-    size = len(text.encode("utf-8", "surrogatepass"))
-    failed = len(run.reports) - run.passed_traces
-    expanded = text.count('<section class="trace')
+    return Page(
+        len(run.reports),
+        len(run.reports) - run.passed_traces,
+        text.count('<section class="trace'),
+        len(text),
+        len(text.encode("utf-8", "surrogatepass")),
+        max((len(row) for row in re.findall(r"<tr>.*?</tr>", text, re.DOTALL)), default=0),
+    )
+
+
+def measure_both(count: int, steps: int, seed: int) -> tuple[Page, Page]:
+    """The pages of the realistic and the adversarial run of ``count`` traces."""
+    return measure(*realistic(count, steps, seed)), measure(*adversarial(count))
+
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "html-report.md"
+START, END = "<!-- html-size:start -->", "<!-- html-size:end -->"
+
+
+def doc_block(realistic_page: Page, adversarial_page: Page, steps: int) -> str:
+    """The text between the markers of docs/html-report.md."""
+    longest = max(realistic_page.longest_row, adversarial_page.longest_row)
+    rows = [
+        (
+            f"realistic support-assistant traces of {steps} steps (benchmarks/perf.py's generator)",
+            realistic_page,
+        ),
+        (
+            (
+                "adversarial: every trace fails, with 600 steps, values of 15,000 characters that "
+                "all need long escapes, names of 1,000 characters"
+            ),
+            adversarial_page,
+        ),
+    ]
+    lines = [
+        (
+            f"For {realistic_page.traces:,} traces, measured with `python benchmarks/html_size.py` "
+            f"(the longest table row of the two pages has {longest:,} characters):"
+        ),
+        "",
+        "| Run | Failing | Shown step by step | Page |",
+        "|---|---|---|---|",
+        *(
+            f"| {label} | {page.failing:,} | {page.expanded} | {page.size / 1e6:.1f} MB |"
+            for label, page in rows
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def write_doc(block: str, path: Path = DOC) -> None:
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index(START) + len(START), text.index(END)
+    path.write_text(f"{text[:start]}\n{block}\n{text[end:]}", encoding="utf-8")
+
+
+def _print(label: str, page: Page) -> None:
     print(
-        f"{label:12} {len(run.reports):>7,} traces {failed:>7,} failing  {expanded:>3} expanded  "
-        f"{len(text):>12,} characters  {size:>12,} bytes ({size / 1e6:.1f} MB)"
+        f"{label:12} {page.traces:>7,} traces {page.failing:>7,} failing  {page.expanded:>3} "
+        f"expanded  {page.characters:>12,} characters  {page.size:>12,} bytes "
+        f"({page.size / 1e6:.1f} MB), longest row {page.longest_row:,} characters"
     )
 
 
@@ -101,13 +170,20 @@ def main() -> int:
     parser.add_argument("--traces", type=int, default=10_000)
     parser.add_argument("--steps", type=int, default=12, help="steps per realistic trace")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument(
+        "--write", action="store_true", help="put the table into docs/html-report.md"
+    )
     args = parser.parse_args()
     print(
         f"limits: {html.EXPANDED_FAILING} failing + {html.EXPANDED_PASSING} passing traces "
         f"expanded within {html.PAGE_CHARS:,} characters, {html.MAX_ROWS:,} rows per table"
     )
-    measure("realistic", *realistic(args.traces, args.steps, args.seed))
-    measure("adversarial", *adversarial(args.traces))
+    pages = measure_both(args.traces, args.steps, args.seed)
+    _print("realistic", pages[0])
+    _print("adversarial", pages[1])
+    if args.write:
+        write_doc(doc_block(*pages, args.steps))
+        print(f"wrote {DOC}")
     return 0
 
 

@@ -212,6 +212,18 @@ def test_cases_use_several_workflows_and_normal_cases_are_clean() -> None:
             assert case["expected"] == {"passed": True, "findings": []}, name
 
 
+def test_the_long_difficult_runs_are_as_the_methodology_says() -> None:
+    # BENCHMARK-METHODOLOGY.md: "Violations hidden in runs of 27 to 36 steps"
+    lengths = {
+        len(case["trace"]["steps"])
+        for case in case_files().values()
+        if case["category"] == "difficult" and len(case["trace"]["steps"]) > 20
+    }
+    assert (min(lengths), max(lengths)) == (27, 36)
+    text = (ROOT / "BENCHMARK-METHODOLOGY.md").read_text(encoding="utf-8")
+    assert "Violations hidden in runs of 27 to 36 steps" in text
+
+
 # ---- the runner's checks can fail ------------------------------------------------------------
 
 

@@ -50,7 +50,7 @@ from agent_reliability_harness.render.html import (
     render_html,
 )
 
-from conftest import ROOT, SAMPLES, Run
+from conftest import ROOT, SAMPLES, Run, load_script
 
 GOLDENS = ROOT / "tests" / "goldens" / "html"
 HOSTILE = GOLDENS / "inputs" / "hostile"
@@ -1372,6 +1372,22 @@ def test_json_lines_on_standard_input_show_their_line(
     assert not list(meta.iter("code"))
 
 
+def test_the_documented_page_sizes_are_the_measured_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the table of docs/html-report.md is written by benchmarks/html_size.py --write (about 20 s
+    # here, for its 2 x 10,000 traces); this fails when the page has changed since
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    script = load_script("arh_html_size_script", ROOT / "benchmarks" / "html_size.py")
+    text = DOC.read_text(encoding="utf-8")
+    block = text[text.index(script.START) + len(script.START) : text.index(script.END)]
+    pages = script.measure_both(10_000, 12, script.DEFAULT_SEED)
+    assert block.strip() == script.doc_block(*pages, 12), (
+        "docs/html-report.md is stale: run `python benchmarks/html_size.py --write`"
+    )
+    # what the block says, by hand: the adversarial run fails every trace, and the page expands
+    # as many as fit in its 5,000,000 characters (two of 600 steps of 15,000-character values)
+    assert (pages[1].failing, pages[1].expanded) == (10_000, 2)
+
+
 # -- colours -------------------------------------------------------------------------------------
 
 
@@ -1408,6 +1424,20 @@ def test_text_colours_have_contrast_of_at_least_4_5(scheme: str) -> None:
             ratio = _contrast(colours[text], colours[ground])
             assert ratio >= 4.5, f"{scheme} --{text} on --{ground}: {ratio:.2f}"
         assert colours[text] in documented, f"docs/html-report.md does not list {colours[text]}"
+
+
+def test_documented_contrast_ratios_are_the_computed_ones() -> None:
+    # each "`#colour` (N:1 ...)" cell of the table: N is the ratio against the page background
+    documented = DOC.read_text(encoding="utf-8")
+    cells = re.findall(r"`(#[0-9a-f]{6})` \((\d+\.\d):1", documented)
+    schemes = _schemes()
+    backgrounds = {schemes["light"]["bg"]: "light", schemes["dark"]["bg"]: "dark"}
+    by_colour = {colour: scheme for scheme, c in schemes.items() for colour in c.values()}
+    assert len(cells) == 12
+    for colour, ratio in cells:
+        scheme = by_colour[colour]
+        page_bg = next(bg for bg, name in backgrounds.items() if name == scheme)
+        assert f"{_contrast(colour, page_bg):.1f}" == ratio, colour
 
 
 # -- a real browser ------------------------------------------------------------------------------

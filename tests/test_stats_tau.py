@@ -11,8 +11,9 @@ import sys
 from collections import Counter
 from fractions import Fraction
 from functools import cache
+from pathlib import Path
 
-from conftest import REAL_TRACES, ROOT, SHARED, require_shared
+from conftest import REAL_TRACES, ROOT, SHARED, load_script, require_shared
 
 TAU = REAL_TRACES / "tau-bench" / "historical_trajectories" / "gpt-4o-airline.json"
 SCRIPT = ROOT / "tools" / "tau_bench_stats.py"
@@ -71,3 +72,34 @@ def test_the_reward_row_matches_pass_hat_k_of_the_raw_rewards() -> None:
     verdict = int(rows["| the policy verdict alone (`--outcome verdict`)"][1].split(" ")[0])
     both = int(rows["| reward and verdict (`--outcome both`)"][1].split(" ")[0])
     assert both <= min(84, verdict)
+
+
+def test_the_prose_under_the_table_states_its_numbers(tmp_path: Path) -> None:
+    # "only 10 of the 50 tasks are solved in all four trials, and more than half of them are
+    # flaky"; "one rewarded run (task 13, trial 2) ... (ARH-FLW-003)"
+    records = json.loads(require_shared(TAU).read_text(encoding="utf-8"))
+    doc = (ROOT / "docs" / "statistics.md").read_text(encoding="utf-8")
+    trials = Counter(r["task_id"] for r in records)
+    successes = Counter(r["task_id"] for r in records if r["reward"] == 1)
+    stable = sum(1 for t in trials if successes[t] == 4)
+    flaky = sum(1 for t in trials if 0 < successes[t] < 4)
+    assert (stable, len(trials)) == (10, 50)
+    assert "only 10 of\nthe 50 tasks are solved in all four trials" in doc
+    assert flaky > len(trials) / 2
+    assert "more than half of them are flaky" in doc
+    # the runs rewarded but failed by the policy, from the report the documented command writes
+    report = tmp_path / "tau.json"
+    tool = load_script("arh_tau_bench_stats", SCRIPT)
+    assert tool._arh(
+        "validate", "--policy", str(tool.POLICY), str(TAU), *tool.VALIDATE,
+        "--json-out", str(report), "--quiet",
+    ) in (0, 1)  # fmt: skip
+    reports = json.loads(report.read_text(encoding="utf-8"))["reports"]
+    rewarded_failing = [
+        (r["trace_id"], sorted({f["rule_id"] for f in r["findings"] if f["severity"] == "error"}))
+        for r in reports
+        if r["outcome"] == 1 and not r["passed"]
+    ]
+    assert rewarded_failing == [("13-2", ["ARH-FLW-003"])]
+    assert "one rewarded run (task 13, trial 2)" in doc
+    assert "(ARH-FLW-003)" in doc
