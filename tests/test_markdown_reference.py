@@ -28,7 +28,7 @@ from agent_reliability_harness.model.fidelity import NotApplicable
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta, compare_reports
 from agent_reliability_harness.regression.gate import GateResult, evaluate_gate
-from agent_reliability_harness.render import compare, markdown
+from agent_reliability_harness.render import _markdown, compare, markdown
 from agent_reliability_harness.render._fidelity import NotApplicableTally
 from agent_reliability_harness.render._text import (
     exit_status_note,
@@ -788,3 +788,65 @@ def test_traces_with_thousands_of_findings_are_the_reference_s() -> None:
     expected = render_compare_markdown(result, gate)
     assert re.search(r"\n\d+ more findings are not detailed here", expected)
     assert compare.render_compare_markdown(result, gate) == expected
+
+
+def _sections(rng: random.Random) -> list[tuple[list[str], list[str]]]:
+    """Sections as (head, rows): most end with a table (of rows up to 5, 60 or 250 characters
+    long), some have no table; they are small, so that a sweep of budgets is quick."""
+    sections = []
+    for index in range(rng.randint(1, 6)):
+        head = ["", f"### {'x' * rng.randint(0, 30)}{index}"]
+        rows: list[str] = []
+        if rng.random() < 0.85:
+            head += ["", "| Row |", "|---|"]
+            count = rng.choice((0, 1, 2, 5, 20, 60))
+            longest = rng.choice((5, 60, 250))
+            rows = [f"| {'r' * rng.randint(0, longest)} |" for _ in range(count)]
+        sections.append((head, rows))
+    return sections
+
+
+def _assert_md_fit_is_the_reference_s(
+    sections: list[tuple[list[str], list[str]]],
+    budgets: Iterable[int],
+    lines: Sequence[str] = (),
+    used: int = 0,
+    rows: str | None = "finding",
+) -> None:
+    """``md_fit`` of ``sections`` made lazily appends what the reference's ``md_fit`` appends
+    for them made whole, for every budget of ``budgets``."""
+    for budget in budgets:
+        expected = list(lines)
+        md_fit(expected, [head + table for head, table in sections], budget, "trace",
+               verb="shown", used=used, rows=rows)  # fmt: skip
+        lazy = (_markdown.MdSection(head, len(table), table.__getitem__) for head, table in
+                sections)  # fmt: skip
+        got = list(lines)
+        _markdown.md_fit(got, lazy, budget, "trace", count=len(sections), verb="shown",
+                         used=used, rows=rows)  # fmt: skip
+        assert got == expected, budget
+
+
+@settings(max_examples=15, deadline=None)
+@given(SEEDS)
+def test_md_fit_is_the_reference_s_for_every_budget(seed: int) -> None:
+    """Whatever the budget (it grows one character at a time), the characters used already,
+    and whether the sections are cut."""
+    rng = random.Random(seed)  # noqa: S311 - reproducible test data
+    sections = _sections(rng)
+    lines = ["## Report", "", "x" * rng.randint(0, 200)]
+    used = rng.choice((0, 0, 50, 500))
+    whole = sum(md_size(head + table) for head, table in sections) + md_size(lines) + used
+    rows = rng.choice((None, "finding"))
+    _assert_md_fit_is_the_reference_s(sections, range(whole + 300), lines, used, rows)
+
+
+def test_md_fit_is_the_reference_s_when_a_cut_takes_all_the_room() -> None:
+    """When not one row of a big section fits beside the room the next sections need, it takes
+    all the room it can, and the next section, cut in its turn, still leaves the room the one
+    after it needs."""
+    big = (["", "### big", "", "| Row |", "|---|"], ["| " + "r" * 200 + " |"] * 3)
+    last: tuple[list[str], list[str]] = (["", "### last", "", "| Row |", "|---|"], [])
+    for count in range(10, 30):
+        after = (["", "### after", "", "| Row |", "|---|"], ["| rrrrr |"] * count)
+        _assert_md_fit_is_the_reference_s([big, after, last], range(200, 1_000))

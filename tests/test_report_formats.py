@@ -731,6 +731,43 @@ def test_markdown_cuts_a_big_section_and_still_shows_the_next_trace() -> None:
             assert len(line.replace("\\|", "").strip("|").split("|")) == 6, line
 
 
+def test_markdown_makes_only_the_rows_it_may_show(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace of 40,000 findings costs the Markdown reports only the rows that could fit in
+    one report, made once for the report (and once more by the writer of --md-out, to measure
+    the trace): a thousand rows or so, not 40,000 (benchmarks/markdown_perf.py times them)."""
+    from agent_reliability_harness.regression.compare import compare_reports
+    from agent_reliability_harness.regression.gate import evaluate_gate
+    from agent_reliability_harness.render import _markdown, compare, markdown
+
+    made: list[list[str]] = []
+
+    def md_row(cells: list[str]) -> str:
+        made.append(cells)
+        return _markdown.md_row(cells)
+
+    monkeypatch.setattr(markdown, "md_row", md_row)
+    monkeypatch.setattr(compare, "md_row", md_row)
+    run = RunReport(_big_and_small(40_000))
+    result = compare_reports(RunReport(()), run)
+
+    def assert_rows(write: Callable[[], str], passes: int = 1) -> None:
+        made.clear()
+        text = write()
+        shown = re.findall(r"^\| (?:new \| )?error \| `ARH-SCH-001`.*", text, re.MULTILINE)
+        fit = MAX_CHARS // min(len(row) + 1 for row in shown) + 1  # rows in one report at most
+        assert 500 < len(shown) < len([c for c in made if "`ARH-SCH-001`" in c]) <= passes * fit
+
+    def streamed() -> str:
+        writer = markdown.MarkdownWriter()
+        writer.add(run.reports[0])
+        writer.add(run.reports[1])
+        return writer.head(run.summary())
+
+    assert_rows(lambda: render_markdown(run))
+    assert_rows(streamed, passes=2)
+    assert_rows(lambda: compare.render_compare_markdown(result, evaluate_gate(result)))
+
+
 def test_junit_line_breaks_from_a_trace_cannot_forge_finding_lines() -> None:
     from agent_reliability_harness.render.junit import render_junit
 

@@ -16,13 +16,14 @@ from agent_reliability_harness.render._text import visible
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Final
 
 __all__ = [
     "MAX_CHARS",
     "MESSAGE_CHARS",
     "VALUE_CHARS",
+    "MdSection",
     "md_code",
     "md_fit",
     "md_left_out",
@@ -126,31 +127,73 @@ def md_size(lines: Sequence[str]) -> int:
     return sum(len(line) + 1 for line in lines)
 
 
-def _cut(section: list[str], room: int, rows: str, verb: str) -> list[str] | None:
-    """``section`` (lines up to a table's ``|---`` delimiter, then its rows) cut to its first
-    rows that fit in ``room`` characters with a line saying how many ``rows`` were left out, or
-    None when not even one row fits."""
-    start = next((i for i, line in enumerate(section) if line.startswith("|---")), None)
-    if start is None:
-        return None
-    kept = section[: start + 1]
-    body = section[start + 1 :]
+class MdSection:
+    """Lines of a report that end with a table whose rows are made only when they are needed:
+    ``head`` (up to the table's ``|---`` delimiter row, or lines without a table), then
+    ``count`` rows, ``row(i)`` making row ``i``. :func:`md_fit` measures and cuts a section of
+    thousands of rows making only the rows it shows, and the rows it needs to know that the
+    others do not fit; rows once made are kept."""
+
+    __slots__ = ("_made", "_make", "count", "head")
+
+    def __init__(
+        self, head: list[str], count: int = 0, row: Callable[[int], str] | None = None
+    ) -> None:
+        self.head = head
+        self.count = count
+        self._make = row
+        self._made: list[str] = []
+
+    def row(self, index: int) -> str:
+        made = self._made
+        while len(made) <= index:
+            assert self._make is not None  # count is 0 without it
+            made.append(self._make(len(made)))
+        return made[index]
+
+    def size(self, limit: int) -> int:
+        """``md_size`` of the section's lines when it is at most ``limit``, else a number
+        greater than ``limit``: the rows after those that pass it are not made."""
+        size = md_size(self.head)
+        index = 0
+        while size <= limit and index < self.count:
+            size += len(self.row(index)) + 1
+            index += 1
+        return size
+
+    def lines(self) -> list[str]:
+        return self.head + [self.row(index) for index in range(self.count)]
+
+
+def _section(item: str | list[str] | MdSection) -> MdSection:
+    if isinstance(item, MdSection):
+        return item
+    return MdSection([item] if isinstance(item, str) else item)
+
+
+def _cut(section: MdSection, room: int, rows: str, verb: str) -> list[str] | None:
+    """``section`` cut to its first rows that fit in ``room`` characters with a line saying how
+    many ``rows`` were left out, or None when not even one row fits."""
+    kept = list(section.head)
     size = md_size(kept)
-    for index, row in enumerate(body):
-        left_out = ["", md_left_out(len(body) - index - 1, rows, verb)]
+    for index in range(section.count):
+        row = section.row(index)
+        left_out = ["", md_left_out(section.count - index - 1, rows, verb)]
         if size + len(row) + 1 + md_size(left_out) > room:
             break
         kept.append(row)
         size += len(row) + 1
-    shown = len(kept) - start - 1
+    shown = len(kept) - len(section.head)
     if not shown:
         return None
-    return [*kept, "", md_left_out(len(body) - shown, rows, verb)] if shown < len(body) else kept
+    if shown < section.count:
+        return [*kept, "", md_left_out(section.count - shown, rows, verb)]
+    return kept
 
 
 def md_fit(
     lines: list[str],
-    items: Sequence[str] | Iterable[list[str]],
+    items: Sequence[str] | Iterable[list[str]] | Iterable[MdSection],
     budget: int,
     noun: str,
     *,
@@ -163,35 +206,39 @@ def md_fit(
     plus ``lines`` stay within ``budget``; a line says how many of them were left out. Sections
     may come from a generator, made only while they fit: ``count`` says how many there are.
 
-    With ``rows`` (what a section's table rows are, such as ``"finding"``), a section too big for
-    the room left is cut to its first rows, with a line saying how many more rows it has: it
-    leaves the sections after it the room they need whole, up to half the room (all of it if
-    not one row fits otherwise), and they still get what is left."""
+    With ``rows`` (what a section's table rows are, such as ``"finding"``), an
+    :class:`MdSection` too big for the room left is cut to its first rows, with a line saying
+    how many more rows it has: it leaves the sections after it the room they need whole, up to
+    half the room (all of it if not one row fits otherwise), and they still get what is left.
+    Sections are measured only as far as that needs, so the work follows what is shown."""
     total = len(items) if count is None else count  # type: ignore[arg-type]
     size = used + md_size(lines)
-    pending: Iterator[str | list[str]] = iter(items)
-    ahead: list[str | list[str]] = []  # sections made early, to know the room they need
+    pending: Iterator[str | list[str] | MdSection] = iter(items)
+    ahead: list[MdSection] = []  # sections made early, to know the room they need
     shown = 0
     while (item := ahead.pop(0) if ahead else next(pending, None)) is not None:
-        section: list[str] = [item] if isinstance(item, str) else item
-        item_size = md_size(section)
+        section = _section(item)
+        item_size = section.size(budget - size)  # exact if it fits
         if size + item_size > budget:
             room = budget - size
             cut = None
-            if rows is not None and not isinstance(item, str):
-                need = sum(md_size([x] if isinstance(x, str) else x) for x in ahead)
+            if rows is not None:
+                # What the sections ahead need matters only up to half the room.
+                need = sum(x.size(room // 2) for x in ahead)
                 while need <= room // 2 and shown + 1 + len(ahead) < total:
                     following = next(pending, None)
                     if following is None:
                         break
-                    ahead.append(following)
-                    need += md_size([following] if isinstance(following, str) else following)
+                    ahead.append(_section(following))
+                    need += ahead[-1].size(room // 2)
                 cut = _cut(section, room - min(need, room // 2), rows, verb)
                 cut = cut or _cut(section, room, rows, verb)
             if cut is None:
                 lines += ["", md_left_out(total - shown, noun, verb)]
                 return
-            section, item_size = cut, md_size(cut)
-        lines += section
-        size += item_size
+            lines += cut
+            size += md_size(cut)
+        else:
+            lines += section.lines()
+            size += item_size
         shown += 1

@@ -13,6 +13,7 @@ from agent_reliability_harness.regression.gate import GateResult
 from agent_reliability_harness.render._markdown import (
     MAX_CHARS,
     MESSAGE_CHARS,
+    MdSection,
     md_code,
     md_fit,
     md_row,
@@ -154,25 +155,32 @@ def render_compare_console(
     return "\n".join(lines) + "\n"
 
 
-def _md_findings(delta: TraceDelta) -> list[str]:
-    rows = [
+def _md_section(delta: TraceDelta) -> MdSection:
+    """The trace's heading and table of new, then resolved findings, whose rows are made as
+    they are shown."""
+    head = [
+        "",
+        f"#### {md_text(delta.trace_id)}",
+        "",
         "| Change | Severity | Rule | Step | Message |",
         "|---|---|---|---|---|",
     ]
-    for change, findings in (("new", delta.new_findings), ("resolved", delta.resolved_findings)):
-        rows += [
-            md_row(
-                [
-                    change,
-                    md_text(f.severity),
-                    md_code(f.rule_id or f.category),
-                    "-" if f.step_id is None else md_code(f.step_id),
-                    md_text(f.message, limit=MESSAGE_CHARS),
-                ]
-            )
-            for f in findings
-        ]
-    return rows
+    new = len(delta.new_findings)
+    findings = delta.new_findings + delta.resolved_findings
+
+    def row(index: int) -> str:
+        f = findings[index]
+        return md_row(
+            [
+                "new" if index < new else "resolved",
+                md_text(f.severity),
+                md_code(f.rule_id or f.category),
+                "-" if f.step_id is None else md_code(f.step_id),
+                md_text(f.message, limit=MESSAGE_CHARS),
+            ]
+        )
+
+    return MdSection(head, len(findings), row)
 
 
 def render_compare_markdown(
@@ -250,9 +258,7 @@ def render_compare_markdown(
         budget = max(MAX_CHARS // 2, md_size(out) + MAX_CHARS // 8)
         md_fit(out, rows, budget, "changed trace")
         with_findings = [d for d in notable if d.new_findings or d.resolved_findings]
-        sections = (
-            ["", f"#### {md_text(d.trace_id)}", "", *_md_findings(d)] for d in with_findings
-        )
+        sections = (_md_section(d) for d in with_findings)
         md_fit(out, sections, MAX_CHARS - 200, "changed trace", count=len(with_findings),
                verb="detailed", rows="finding")  # fmt: skip
     return "\n".join(out) + "\n"

@@ -16,6 +16,7 @@ from agent_reliability_harness.render._fidelity import NotApplicableTally
 from agent_reliability_harness.render._markdown import (
     MAX_CHARS,
     MESSAGE_CHARS,
+    MdSection,
     md_code,
     md_fit,
     md_row,
@@ -46,8 +47,22 @@ def _message(finding: Finding) -> str:
     return md_text(finding.message, limit=MESSAGE_CHARS)
 
 
-def _trace_section(report: TraceReport) -> list[str]:
-    lines = [
+def _finding_row(f: Finding) -> str:
+    return md_row(
+        [
+            f.severity,
+            md_code(f.rule_id or f.category),
+            "-" if f.step_id is None else md_code(f.step_id),
+            _message(f),
+            "" if f.expected is None else md_text(f.expected, limit=MESSAGE_CHARS),
+            "" if f.observed is None else md_text(f.observed, limit=MESSAGE_CHARS),
+        ]
+    )
+
+
+def _trace_section(report: TraceReport) -> MdSection:
+    """The trace's heading and table of findings, whose rows are made as they are shown."""
+    head = [
         "",
         f"### {md_text(report.trace_id)}",
         "",
@@ -62,20 +77,8 @@ def _trace_section(report: TraceReport) -> list[str]:
         "| Severity | Rule | Step | Finding | Expected | Observed |",
         "|---|---|---|---|---|---|",
     ]
-    lines += [
-        md_row(
-            [
-                f.severity,
-                md_code(f.rule_id or f.category),
-                "-" if f.step_id is None else md_code(f.step_id),
-                _message(f),
-                "" if f.expected is None else md_text(f.expected, limit=MESSAGE_CHARS),
-                "" if f.observed is None else md_text(f.observed, limit=MESSAGE_CHARS),
-            ]
-        )
-        for f in report.findings
-    ]
-    return lines
+    findings = report.findings
+    return MdSection(head, len(findings), lambda index: _finding_row(findings[index]))
 
 
 def _row(r: TraceReport) -> str:
@@ -179,11 +182,12 @@ class MarkdownWriter:
             self._first.append(report)
         if not report.passed:
             self._failing_count += 1
-            # Keep failing traces until neither the table nor the sections could show another.
+            # Keep failing traces until neither the table nor the sections could show another;
+            # a section is measured only as far as it takes to pass MAX_CHARS.
             if self._rows <= MAX_CHARS // 2 or self._sections <= MAX_CHARS:
                 self._failing.append(report)
                 self._rows += len(_row(report)) + 1
-                self._sections += sum(len(line) + 1 for line in _trace_section(report))
+                self._sections += _trace_section(report).size(MAX_CHARS - self._sections)
         return ""
 
     def head(self, summary: RunSummary) -> str:
