@@ -690,7 +690,8 @@ def _validation_markdown(run: RunReport) -> tuple[str, str]:
 def _events(text: str) -> None:
     """Count, for hypothesis' statistics, what the report had to cut."""
     for what in ("findings are not", "failing traces are not", "changed traces are not",
-                 "traces are not listed", "input errors are not", "checks are not"):  # fmt: skip
+                 "traces are not listed", "input errors are not", "checks are not",
+                 "gate reasons are not", "warnings are not"):  # fmt: skip
         if what in text:
             event(f"cut: {what}")
 

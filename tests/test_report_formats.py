@@ -768,6 +768,49 @@ def test_markdown_makes_only_the_rows_it_may_show(monkeypatch: pytest.MonkeyPatc
     assert_rows(lambda: compare.render_compare_markdown(result, evaluate_gate(result)))
 
 
+def test_markdown_escapes_only_the_lines_it_may_show(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Markdown reports escape the values they show (and the next, which does not fit), not
+    those of 20,000 input errors, or of 20,000 traces that regressed (each a gate reason, a row
+    of the table of changed traces and a section of the comparison)."""
+    from agent_reliability_harness.errors import InputError
+    from agent_reliability_harness.regression.compare import compare_reports
+    from agent_reliability_harness.regression.gate import evaluate_gate
+    from agent_reliability_harness.render import _markdown, compare, markdown
+
+    escaped: list[str] = []
+
+    def md_text(text: str, **limit: int) -> str:
+        escaped.append(text)
+        return _markdown.md_text(text, **limit)
+
+    monkeypatch.setattr(markdown, "md_text", md_text)
+    monkeypatch.setattr(compare, "md_text", md_text)
+    errors = tuple(InputError("not JSON", source="runs.jsonl", line=i) for i in range(20_000))
+    text = render_markdown(RunReport((), errors))
+    assert 0 < text.count("\n- ") < len(escaped) <= text.count("\n- ") + 1
+
+    def runs(passed: bool) -> RunReport:
+        findings = () if passed else (Finding("ARH-SCH-001", "error", "schema", "bad", "s1"),)
+        return RunReport(
+            tuple(
+                TraceReport(f"t{i}", "a", "w", "p", 0.0, passed, 0.0, 0.0, None, findings)
+                for i in range(20_000)
+            )
+        )
+
+    result = compare_reports(runs(True), runs(False))
+    escaped.clear()
+    text = compare.render_compare_markdown(result, evaluate_gate(result))
+    reasons, rows, sections = text.count("\n- "), text.count("\n| `t"), text.count("\n#### ")
+    assert min(reasons, rows, sections) > 100
+    for left_out in ("gate reasons are not listed", "changed traces are not listed",
+                     "changed traces are not detailed"):  # fmt: skip
+        assert left_out in text
+    # A reason, a score in the table, a section's trace id, severity and message: those shown,
+    # and the one that does not fit (for a section, also the next, to know the room it needs).
+    assert len(escaped) <= reasons + 1 + rows + 1 + 3 * (sections + 2)
+
+
 def test_junit_line_breaks_from_a_trace_cannot_forge_finding_lines() -> None:
     from agent_reliability_harness.render.junit import render_junit
 

@@ -155,6 +155,18 @@ def render_compare_console(
     return "\n".join(lines) + "\n"
 
 
+def _md_row(delta: TraceDelta) -> str:
+    return md_row(
+        [
+            md_code(delta.trace_id),
+            _ARROWS[delta.status_change] if delta.changed else "score only",
+            md_text(_score(delta)),
+            str(len(delta.new_findings)),
+            str(len(delta.resolved_findings)),
+        ]
+    )
+
+
 def _md_section(delta: TraceDelta) -> MdSection:
     """The trace's heading and table of new, then resolved findings, whose rows are made as
     they are shown."""
@@ -212,14 +224,16 @@ def render_compare_markdown(
     note = exit_status_note(gate.passed, input_errors)
     if note is not None:
         out += ["", f"**{note[0].upper()}{note[1:]}** (listed in the run's log)."]
+    # The lines, rows and sections of the report are made only while they fit.
     if gate.reasons:
-        reasons = [f"- {md_text(r, limit=_MD_REASON_CHARS)}" for r in gate.reasons]
+        reasons = ([f"- {md_text(r, limit=_MD_REASON_CHARS)}"] for r in gate.reasons)
         out.append("")
-        md_fit(out, reasons, md_size(out) + MAX_CHARS // 8, "gate reason")
+        md_fit(out, reasons, md_size(out) + MAX_CHARS // 8, "gate reason", count=len(gate.reasons))
     if result.warnings:
-        warnings = [f"> **Warning:** {md_text(w, limit=_MD_REASON_CHARS)}" for w in result.warnings]
+        warnings = result.warnings
+        lines = ([f"> **Warning:** {md_text(w, limit=_MD_REASON_CHARS)}"] for w in warnings)
         out.append("")
-        md_fit(out, warnings, md_size(out) + MAX_CHARS // 8, "warning")
+        md_fit(out, lines, md_size(out) + MAX_CHARS // 8, "warning", count=len(warnings))
     out += [
         "",
         "| Metric | Value |",
@@ -243,20 +257,9 @@ def render_compare_markdown(
             "| Trace | Change | Score | New findings | Resolved |",
             "|---|---|---|---|---|",
         ]
-        rows = [
-            md_row(
-                [
-                    md_code(d.trace_id),
-                    _ARROWS[d.status_change] if d.changed else "score only",
-                    md_text(_score(d)),
-                    str(len(d.new_findings)),
-                    str(len(d.resolved_findings)),
-                ]
-            )
-            for d in notable
-        ]
+        rows = ([_md_row(d)] for d in notable)
         budget = max(MAX_CHARS // 2, md_size(out) + MAX_CHARS // 8)
-        md_fit(out, rows, budget, "changed trace")
+        md_fit(out, rows, budget, "changed trace", count=len(notable))
         with_findings = [d for d in notable if d.new_findings or d.resolved_findings]
         sections = (_md_section(d) for d in with_findings)
         md_fit(out, sections, MAX_CHARS - 200, "changed trace", count=len(with_findings),

@@ -108,8 +108,9 @@ def _input_errors(summary: RunSummary, budget: int) -> list[str]:
     if not summary.input_errors:
         return []
     lines = ["", "### Input errors", ""]
-    items = [f"- {md_text(str(error), limit=MESSAGE_CHARS)}" for error in summary.input_errors]
-    md_fit(lines, items, budget, "input error")
+    errors = summary.input_errors
+    items = ([f"- {md_text(str(error), limit=MESSAGE_CHARS)}"] for error in errors)
+    md_fit(lines, items, budget, "input error", count=len(errors))  # made only while they fit
     return lines
 
 
