@@ -6,6 +6,7 @@ Nothing here asserts a time or a memory figure; the script only has to measure a
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -225,6 +226,20 @@ def test_taint_search_script_compares_both_strategies() -> None:
     assert ["n", "k", "str.find", "automaton", "automaton/find"] in rows
     assert [row[1] for row in rows if len(row) == 5 and row[1][0].isdigit()] == ["4", "40"]
     assert re.search(r"^FIND_LIMIT in rules/_taint\.py: \d+$", run.stdout, re.MULTILINE)
+
+
+def test_markdown_perf_script_times_each_report() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}  # the arh of this checkout
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "markdown_perf.py"), "--findings", "10",
+         "2000", "--repeat", "1"],
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"arh from {ROOT / 'src' / 'agent_reliability_harness'}\n" in run.stdout
+    rows = [_split_row(line) for line in run.stdout.splitlines()]
+    assert ["findings", "writer", "render", "compare", "json"] in rows
+    assert [row[0] for row in rows if len(row) == 5 and row[0][0].isdigit()] == ["10", "2,000"]
 
 
 def _measurement(perf: ModuleType, name: str) -> object:
