@@ -396,6 +396,31 @@ def test_console_says_when_a_trace_fails_on_its_score_alone() -> None:
     assert not [line for line in render_console(run).splitlines() if "score alone" in line]
 
 
+def test_markdown_says_when_a_trace_fails_on_its_score_alone() -> None:
+    from agent_reliability_harness.render.markdown import MarkdownWriter
+
+    warning = Finding("ARH-GRD-001", "warning", "grounding", "no citations", "s2")
+    error = Finding("ARH-SCH-001", "error", "schema", "tool 'x' is not allowed", "s1")
+    reports = (
+        TraceReport("low", "a", "w", "p", 69.999, False, 0.0, 0.0, None, (warning,)),
+        TraceReport("erring", "a", "w", "p", 50.0, False, 0.0, 0.0, None, (error,)),
+    )
+    run = RunReport(reports)
+    text = render_markdown(run, fail_under=70.0)
+    said = [line for line in text.splitlines() if "score alone" in line]
+    # 69.999 shows as 70.00 with two decimals; the trace with an error finding says nothing
+    assert said == [
+        "Fails on its score alone: 69.999 is below the pass threshold of 70 (`--fail-under`)."
+    ]
+    lines = text.splitlines()
+    assert lines[lines.index(said[0]) - 2].startswith("Score 70.00 · a / w")
+    assert "score alone" not in render_markdown(run)  # the threshold unknown: nothing said
+    writer = MarkdownWriter(fail_under=70.0)
+    for report in reports:
+        writer.add(report)
+    assert writer.head(run.summary()) == text
+
+
 def test_junit_names_stay_on_one_line_and_a_score_failure_says_why() -> None:
     from agent_reliability_harness.errors import InputError
     from agent_reliability_harness.render.junit import render_junit

@@ -98,7 +98,7 @@ def writer(
     if name == "markdown":
         from agent_reliability_harness.render.markdown import MarkdownWriter
 
-        return MarkdownWriter()
+        return MarkdownWriter(fail_under=fail_under)
     if name == "junit":
         from agent_reliability_harness.render.junit import JunitWriter
 

@@ -23,7 +23,12 @@ from agent_reliability_harness.render._markdown import (
     md_size,
     md_text,
 )
-from agent_reliability_harness.render._text import plural, run_headline
+from agent_reliability_harness.render._text import (
+    plural,
+    run_headline,
+    score_below,
+    threshold_text,
+)
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -60,8 +65,19 @@ def _finding_row(f: Finding) -> str:
     )
 
 
-def _trace_section(report: TraceReport) -> MdSection:
-    """The trace's heading and table of findings, whose rows are made as they are shown."""
+def _score_alone(report: TraceReport, fail_under: float | None) -> list[str]:
+    """For a trace that no error finding fails, the paragraph that says its score does."""
+    if report.passed or report.errors or fail_under is None or report.score >= fail_under:
+        return []
+    below = score_below(report.score, fail_under)
+    threshold = threshold_text(fail_under)
+    why = f"{below} is below the pass threshold of {threshold} (`--fail-under`)"
+    return ["", f"Fails on its score alone: {why}."]
+
+
+def _trace_section(report: TraceReport, fail_under: float | None = None) -> MdSection:
+    """The trace's heading and table of findings, whose rows are made as they are shown;
+    ``fail_under`` (the pass threshold) lets a trace failing on its score alone say so."""
     head = [
         "",
         f"### {md_text(report.trace_id)}",
@@ -73,6 +89,7 @@ def _trace_section(report: TraceReport) -> MdSection:
             if report.source_path is None
             else f" \u00b7 {md_code(report.source_path, in_table=False)}"
         ),
+        *_score_alone(report, fail_under),
         "",
         "| Severity | Rule | Step | Finding | Expected | Observed |",
         "|---|---|---|---|---|---|",
@@ -120,6 +137,8 @@ def _document(
     failing: Sequence[TraceReport],
     failing_count: int,
     not_applicable: Sequence[str] = (),
+    *,
+    fail_under: float | None = None,
 ) -> str:
     """The report from the run's summary, its first ``_ALL_ROWS`` reports (all of them when the
     run is no larger) and its first failing reports (all that can fit).
@@ -158,7 +177,7 @@ def _document(
     body: list[str] = []
     if failing_count:
         body += ["", "## Findings of the failing traces"]
-    sections = (_trace_section(report) for report in failing)
+    sections = (_trace_section(report, fail_under) for report in failing)
     md_fit(body, sections, MAX_CHARS - 200, "failing trace", count=failing_count, verb="shown",
            used=md_size(head + tail), rows="finding")  # fmt: skip
     return "\n".join(head + body + tail) + "\n"
@@ -169,7 +188,8 @@ class MarkdownWriter:
     bounded by the report's size limit; :meth:`head` is then the whole report (the text of
     :func:`render_markdown`) and :meth:`add` and :meth:`tail` return nothing."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, fail_under: float | None = None) -> None:
+        self._fail_under = fail_under  # the pass threshold, to say when a score fails a trace
         self._first: list[TraceReport] = []
         self._failing: list[TraceReport] = []
         self._failing_count = 0
@@ -188,7 +208,8 @@ class MarkdownWriter:
             if self._rows <= MAX_CHARS // 2 or self._sections <= MAX_CHARS:
                 self._failing.append(report)
                 self._rows += len(_row(report)) + 1
-                self._sections += _trace_section(report).size(MAX_CHARS - self._sections)
+                section = _trace_section(report, self._fail_under)
+                self._sections += section.size(MAX_CHARS - self._sections)
         return ""
 
     def head(self, summary: RunSummary) -> str:
@@ -198,18 +219,25 @@ class MarkdownWriter:
             self._failing,
             self._failing_count,
             self._not_applicable.markdown(),
+            fail_under=self._fail_under,
         )
 
     def tail(self, _summary: RunSummary) -> str:
         return ""
 
 
-def render_markdown(run: RunReport) -> str:
-    """The report as GitHub-flavoured Markdown, ending with a newline."""
+def render_markdown(run: RunReport, *, fail_under: float | None = None) -> str:
+    """The report as GitHub-flavoured Markdown, ending with a newline. ``fail_under``, the pass
+    threshold the run was checked with, lets a trace that fails on its score alone say so."""
     failing = [r for r in run.reports if not r.passed]
     tally = NotApplicableTally()
     for report in run.reports:
         tally.add(report)
     return _document(
-        run.summary(), run.reports[:_ALL_ROWS], failing, len(failing), tally.markdown()
+        run.summary(),
+        run.reports[:_ALL_ROWS],
+        failing,
+        len(failing),
+        tally.markdown(),
+        fail_under=fail_under,
     )
