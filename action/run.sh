@@ -21,9 +21,34 @@
 
 set -u
 
+output() {
+    [ -n "${GITHUB_OUTPUT-}" ] || return 0
+    printf '%s=%s\n' "$1" "$2" >>"$GITHUB_OUTPUT"
+}
+
+summary() {
+    [ -n "${GITHUB_STEP_SUMMARY-}" ] || return 0
+    printf '%s\n' "$1" >>"$GITHUB_STEP_SUMMARY"
+}
+
+stop() {
+    # stop before arh has written any report: exit status $1, with every output action.yml
+    # declares (the reports' empty) and a one-line summary $2
+    output verdict fail
+    output exit-code "$1"
+    for name in json-report markdown-report junit-report sarif-report compare-report \
+        compare-markdown-report; do
+        output "$name" ""
+    done
+    summary "$2"
+    echo "arh verdict: fail (exit status $1)"
+    exit "$1"
+}
+
 usage_error() {
     printf 'arh action: error: %s\n' "$1" >&2
-    exit 2
+    # the message may quote input values: the summary, which GitHub renders, does not
+    stop 2 "arh action: usage error (exit status 2) before arh ran; the job log says why."
 }
 
 trim() {
@@ -75,6 +100,10 @@ cd -- "$working_directory" || usage_error "cannot enter the working directory '$
 
 # -- Install -------------------------------------------------------------------------------------
 
+install_failed() {
+    stop "$1" "arh action: installing arh failed (exit status $1); the job log says why."
+}
+
 if [ -n "${ARH_ACTION_PYTHON-}" ]; then
     python=$ARH_ACTION_PYTHON
 else
@@ -87,11 +116,12 @@ else
     venv="$RUNNER_TEMP/arh-venv"
     if [ ! -d "$venv" ]; then
         echo "Creating a virtualenv for arh in $venv"
-        "$bootstrap" -I -m venv "$venv" || exit $?
+        "$bootstrap" -I -m venv "$venv" || install_failed $?
     fi
     if [ -x "$venv/bin/python" ]; then python="$venv/bin/python"; else python="$venv/Scripts/python.exe"; fi
     echo "Installing arh from $GITHUB_ACTION_PATH"
-    "$python" -I -m pip install --disable-pip-version-check --no-input --quiet "$GITHUB_ACTION_PATH" || exit $?
+    "$python" -I -m pip install --disable-pip-version-check --no-input --quiet "$GITHUB_ACTION_PATH" ||
+        install_failed $?
 fi
 
 # -- Reports -------------------------------------------------------------------------------------
@@ -186,11 +216,6 @@ case $output_dir in
     /* | [A-Za-z]:*) shown_dir=$output_dir ;;
     *) if [ "$working_directory" = . ]; then shown_dir=$output_dir; else shown_dir="$working_directory/$output_dir"; fi ;;
 esac
-
-output() {
-    [ -n "${GITHUB_OUTPUT-}" ] || return 0
-    printf '%s=%s\n' "$1" "$2" >>"$GITHUB_OUTPUT"
-}
 
 output verdict "$verdict"
 output exit-code "$status"

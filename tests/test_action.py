@@ -45,6 +45,13 @@ REPORTS = {  # output name -> file name in the output directory
 }
 
 
+# the outputs and the summary of the script's own usage errors
+USAGE_ERROR_OUTPUTS = {"verdict": "fail", "exit-code": "2", **dict.fromkeys(REPORTS, "")}
+USAGE_ERROR_SUMMARY = (
+    "arh action: usage error (exit status 2) before arh ran; the job log says why.\n"
+)
+
+
 @dataclass
 class ActionRun:
     status: int
@@ -329,7 +336,8 @@ def test_a_line_break_in_a_single_line_input_is_refused(workspace: Path, field: 
     run = run_action(workspace, {**inputs, field: value})
     assert run.status == 2
     assert f"arh action: error: the '{field}' input must be a single line" in run.err
-    assert run.outputs == {}
+    # only the outputs of a usage error: none of the value's own lines
+    assert run.outputs == USAGE_ERROR_OUTPUTS
 
 
 # -- with a baseline -----------------------------------------------------------------------------
@@ -480,6 +488,28 @@ def test_gate_inputs_need_a_baseline(workspace: Path, name: str) -> None:
 
 
 @needs_bash
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        {"fail-on": "regressions"},  # without a baseline
+        {"any-step": "true"},
+        {"baseline": "b.json", "any-step": "True"},
+        {"output-dir": "a\nb"},
+        {"policy": ""},
+    ],
+)
+def test_usage_errors_write_the_outputs_and_a_summary(
+    workspace: Path, inputs: dict[str, str]
+) -> None:
+    # action.yml promises verdict and exit-code: a usage error of the script itself wrote none
+    run = run_action(workspace, {"policy": POLICY, "traces": "samples/traces/", **inputs})
+    assert run.status == 2
+    assert run.err.startswith("arh action: error: ")
+    assert run.outputs == USAGE_ERROR_OUTPUTS
+    assert run.summary == USAGE_ERROR_SUMMARY
+
+
+@needs_bash
 @pytest.mark.parametrize("missing", ["policy", "traces"])
 def test_required_inputs(workspace: Path, missing: str) -> None:
     inputs = {"policy": POLICY, "traces": "samples/traces/"}
@@ -613,6 +643,20 @@ def test_install_needs_runner_temp(workspace: Path) -> None:
     run = run_action(workspace, inputs, install=True, RUNNER_TEMP="")
     assert run.status == 2
     assert "RUNNER_TEMP is not set" in run.err
+
+
+@needs_bash
+@pytest.mark.skipif(shutil.which("false") is None, reason="no false command")
+def test_a_failed_install_writes_the_outputs_and_a_summary(workspace: Path) -> None:
+    false = shutil.which("false")
+    assert false is not None
+    inputs = {"policy": POLICY, "traces": "samples/traces/"}
+    run = run_action(workspace, inputs, install=True, ARH_ACTION_BOOTSTRAP_PYTHON=false)
+    assert run.status == 1
+    assert run.outputs == {**USAGE_ERROR_OUTPUTS, "exit-code": "1"}
+    assert run.summary == (
+        "arh action: installing arh failed (exit status 1); the job log says why.\n"
+    )
 
 
 # -- static checks of the script -----------------------------------------------------------------
