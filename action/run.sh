@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The logic of the arh GitHub Action (action.yml): install arh, run `arh validate` (and
-# `arh compare` when a baseline is given), publish the reports as outputs and in the step summary,
-# and exit with arh's own status.
+# The logic of the arh GitHub Action (action.yml): install arh, run `arh validate` and, when a
+# baseline is given, `arh compare` on the JSON report it wrote; publish the reports as outputs and
+# in the step summary, and exit with arh's own status.
 #
 # Every input arrives as an environment variable (ARH_INPUT_*) and is only ever expanded inside
 # double quotes or as a glob pattern, so a value is always data: never code, never an option.
@@ -93,6 +93,18 @@ case $any_step in
     '' | true | false) ;;
     *) usage_error "the 'any-step' input must be true or false, not '$any_step'" ;;
 esac
+# what arh compare would refuse, refused before the traces are validated
+case $fail_on in
+    '' | regressions | failures | never) ;;
+    *) usage_error "the 'fail-on' input must be regressions, failures or never, not '$fail_on'" ;;
+esac
+if [ -n "$max_score_drop" ]; then
+    [ "${fail_on:-regressions}" = regressions ] ||
+        usage_error "'max-score-drop' applies only with 'fail-on: regressions', not '$fail_on'"
+    number='^[+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$'
+    [[ $max_score_drop =~ $number ]] ||
+        usage_error "the 'max-score-drop' input must be a number of points, 0 or more, not '$max_score_drop'"
+fi
 [ -n "$output_dir" ] || output_dir=arh-reports
 [ -n "$working_directory" ] || working_directory=.
 
@@ -133,6 +145,23 @@ junit_report="$output_dir/report.xml"
 sarif_report="$output_dir/report.sarif"
 compare_report="$output_dir/compare.json"
 compare_markdown_report="$output_dir/compare.md"
+# A baseline that is one of this run's report files (the report of an earlier run, downloaded
+# back into the output directory) is read from a copy: the file itself is replaced below.
+if [ -n "$baseline" ]; then
+    for report in "$json_report" "$markdown_report" "$junit_report" "$sarif_report" \
+        "$compare_report" "$compare_markdown_report"; do
+        [ "$baseline" -ef "$report" ] || continue
+        copy=$(mktemp "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/arh-baseline.XXXXXX") ||
+            usage_error "cannot copy the baseline '$baseline' aside before this run's reports replace it"
+        trap 'rm -f -- "$copy"' EXIT
+        cp -- "$baseline" "$copy" ||
+            usage_error "cannot copy the baseline '$baseline' aside before this run's reports replace it"
+        echo "The baseline $baseline is replaced by this run's reports: it is read from a copy, $copy"
+        baseline=$copy
+        break
+    done
+fi
+
 # a report left by an earlier run in the same job must not pass for this run's
 rm -f -- "$json_report" "$markdown_report" "$junit_report" "$sarif_report" \
     "$compare_report" "$compare_markdown_report"
@@ -143,7 +172,6 @@ rm -f -- "$json_report" "$markdown_report" "$junit_report" "$sarif_report" \
 set -- "--policy=$policy"
 [ -z "$input_format" ] || set -- "$@" "--format=$input_format"
 [ -z "$fail_under" ] || set -- "$@" "--fail-under=$fail_under"
-common_count=$#
 
 # The traces follow '--', so that a path starting with '-' is a path. Each line is one path; a line
 # holding *, ? or [ is a glob, expanded here (no field splitting: IFS is empty) and kept as given
@@ -182,27 +210,53 @@ arh() {
     "$python" -P -m agent_reliability_harness "$@" </dev/null
 }
 
+input_errors() {
+    # print the number of inputs the JSON report $1 says could not be read (0 if it cannot tell)
+    "$python" -P -c '
+import json, sys
+try:
+    with open(sys.argv[1], "rb") as stream:
+        count = json.load(stream)["summary"]["input_errors"]
+except Exception:
+    count = 0
+print(count if type(count) is int else 0)
+' "$1" </dev/null
+}
+
+compared=no
+all_the_same=
 if [ -z "$baseline" ]; then
     arh validate "--json-out=$json_report" "--md-out=$markdown_report" \
         "--junit-out=$junit_report" "--sarif-out=$sarif_report" "$@"
     status=$?
+    validate_status=$status
 else
     echo "arh validate (the candidate's reports; the comparison below decides the exit status):"
     arh validate "--json-out=$json_report" "--md-out=$markdown_report" \
         "--junit-out=$junit_report" "--sarif-out=$sarif_report" "$@"
+    validate_status=$?
+    status=$validate_status
     echo
-    # compare takes the same policy, format and threshold options and trace list as validate
-    gate="--fail-on=${fail_on:-regressions}"
-    shift "$common_count"
-    if [ -n "$max_score_drop" ]; then
-        set -- "--max-score-drop=$max_score_drop" "$@"
+    if [ -f "$json_report" ]; then
+        # The comparison reads the candidate's JSON report: the traces are validated once, and a
+        # report written into the output directory is never read back as a trace.
+        set -- "--baseline=$baseline" "--candidate=$json_report" "--fail-on=${fail_on:-regressions}"
+        [ -z "$max_score_drop" ] || set -- "$@" "--max-score-drop=$max_score_drop"
+        [ "$any_step" != true ] || set -- "$@" --any-step
+        arh compare "--json-out=$compare_report" "--md-out=$compare_markdown_report" "$@"
+        status=$?
+        compared=yes
+        # inputs that could not be read fail the step whatever the gate says, as when arh
+        # compare validates the traces itself
+        unread=$(input_errors "$json_report")
+        case $unread in '' | *[!0-9]*) unread=0 ;; esac
+        if [ "$status" -eq 0 ] && [ "$unread" -gt 0 ]; then
+            status=1
+            if [ "$unread" -eq 1 ]; then unread="1 candidate input error"; else unread="$unread candidate input errors"; fi
+            all_the_same="exit status 1 all the same: $unread"
+            echo "$all_the_same (arh validate's errors above)"
+        fi
     fi
-    [ "$any_step" != true ] || set -- --any-step "$@"
-    set -- "--baseline=$baseline" "--policy=$policy" "$gate" "$@"
-    [ -z "$input_format" ] || set -- "--format=$input_format" "$@"
-    [ -z "$fail_under" ] || set -- "--fail-under=$fail_under" "$@"
-    arh compare "--json-out=$compare_report" "--md-out=$compare_markdown_report" "$@"
-    status=$?
 fi
 
 echo "::$token::"
@@ -227,15 +281,23 @@ for pair in json-report:report.json markdown-report:report.md junit-report:repor
 done
 
 if [ -n "${GITHUB_STEP_SUMMARY-}" ]; then
-    if [ -f "$compare_markdown_report" ]; then
-        cat -- "$compare_markdown_report" >>"$GITHUB_STEP_SUMMARY"
-        echo >>"$GITHUB_STEP_SUMMARY"
+    if [ "$compared" = yes ]; then
+        if [ -f "$compare_markdown_report" ]; then
+            cat -- "$compare_markdown_report" >>"$GITHUB_STEP_SUMMARY"
+            if [ -n "$all_the_same" ]; then
+                # the gate passed: say why the step fails, as arh compare's own report would
+                summary ""
+                summary "**E${all_the_same#e}** (the validation report below lists the inputs that could not be read)."
+            fi
+        else
+            summary "arh compare exited with status $status before writing its report; the job log says why."
+        fi
+        summary ""
     fi
     if [ -f "$markdown_report" ]; then
         cat -- "$markdown_report" >>"$GITHUB_STEP_SUMMARY"
     else
-        printf 'arh exited with status %s before writing a report; the job log says why.\n' \
-            "$status" >>"$GITHUB_STEP_SUMMARY"
+        summary "arh exited with status $validate_status before writing a report; the job log says why."
     fi
 fi
 

@@ -50,6 +50,10 @@ USAGE_ERROR_OUTPUTS = {"verdict": "fail", "exit-code": "2", **dict.fromkeys(REPO
 USAGE_ERROR_SUMMARY = (
     "arh action: usage error (exit status 2) before arh ran; the job log says why.\n"
 )
+# the summary's first lines when arh compare wrote no report (the validation report follows)
+COMPARE_WROTE_NOTHING = (
+    "arh compare exited with status {} before writing its report; the job log says why.\n\n"
+)
 
 
 @dataclass
@@ -428,14 +432,16 @@ def test_baseline_gate_options(workspace: Path, arh: Callable[..., Run]) -> None
         }
     )
     assert run_action(workspace, inputs).status == 0
-    inputs["fail-on"] = "never"  # arh compare refuses --max-score-drop with --fail-on never
+    # what arh compare would refuse (--max-score-drop with --fail-on never, a gate mode it does
+    # not know) is refused before the traces are validated
+    inputs["fail-on"] = "never"
     run = run_action(workspace, inputs)
     assert run.status == 2
-    assert "--max-score-drop applies only to --fail-on regressions" in run.err
+    assert "'max-score-drop' applies only with 'fail-on: regressions', not 'never'" in run.err
     inputs["fail-on"] = "sometimes"
     run = run_action(workspace, inputs)
     assert run.status == 2
-    assert "invalid choice: 'sometimes'" in run.err
+    assert "the 'fail-on' input must be regressions, failures or never, not 'sometimes'" in run.err
 
 
 @needs_bash
@@ -472,7 +478,187 @@ def test_invalid_baseline_fails_with_the_reports_still_written(workspace: Path) 
     assert "error: invalid baseline: bad.json: /reports: must be an array, got number" in run.err
     assert run.outputs["compare-report"] == ""
     assert run.outputs["json-report"] == "arh-reports/report.json"
-    assert run.summary == _read(run, "markdown-report")
+    assert run.summary == COMPARE_WROTE_NOTHING.format(1) + _read(run, "markdown-report")
+
+
+@needs_bash
+def test_a_baseline_in_the_output_directory_is_read_before_it_is_replaced(
+    workspace: Path, arh: Callable[..., Run]
+) -> None:
+    # the main branch's reports, downloaded back into the output directory: the report of this
+    # run replaces the baseline's file, and the comparison must still read the baseline (it
+    # used to compare the candidate with itself and pass)
+    baseline = _baseline(workspace, arh)
+    traces = "docs/examples/regression/candidate-runs/"
+    reference = _arh_in(
+        workspace, arh, "compare", "--baseline", baseline, "--policy", POLICY, traces,
+        "--json-out", "ref.json", "--quiet",
+    )  # fmt: skip
+    assert reference.status == 1
+    for name in ("report.json", "compare.json"):
+        (workspace / "arh-reports").mkdir(exist_ok=True)
+        shutil.copyfile(workspace / baseline, workspace / "arh-reports" / name)
+        inputs = {"policy": POLICY, "traces": traces, "baseline": f"arh-reports/{name}"}
+        run = run_action(workspace, inputs)
+        assert run.status == 1, run.out + run.err
+        assert "GATE: FAIL (fail-on regressions)" in run.out
+        assert _read(run, "compare-report") == (workspace / "ref.json").read_text("utf-8")
+        assert "regressed from pass to fail" in run.summary
+        # the copy it was read from is gone
+        assert not list((workspace.parent / "runner-temp").glob("arh-baseline*"))
+
+
+def _evals(workspace: Path) -> Path:
+    """A directory of trace files with nothing else in it, as an evaluation may write them."""
+    evals = workspace / "evals"
+    shutil.copytree(workspace / "docs/examples/regression/baseline-runs", evals)
+    return evals
+
+
+@needs_bash
+def test_baseline_mode_reads_no_report_as_a_trace(workspace: Path, arh: Callable[..., Run]) -> None:
+    # the traces are the whole working directory, and the reports go under it: the comparison
+    # used to validate the traces again, reading the JSON report just written as a trace
+    _evals(workspace)
+    baseline = _baseline(workspace, arh)
+    inputs = {
+        "policy": "../" + POLICY,
+        "traces": ".",
+        "baseline": "../" + baseline,
+        "working-directory": "evals",
+    }
+    for _ in range(2):  # the second run finds the first one's reports in the traces' directory
+        run = run_action(workspace, inputs)
+        assert run.status == 0, run.out + run.err
+        assert run.err == ""
+        assert run.outputs["compare-report"] == "evals/arh-reports/compare.json"
+        assert _read(run, "compare-markdown-report").startswith("## arh regression gate: PASS")
+
+
+@needs_bash
+@pytest.mark.skipif(os.name == "nt", reason="the stub is a bash script")
+def test_baseline_mode_validates_the_traces_once(workspace: Path, arh: Callable[..., Run]) -> None:
+    baseline = _baseline(workspace, arh)
+    inputs = {
+        "policy": POLICY,
+        "traces": "docs/examples/regression/candidate-runs/",
+        "baseline": baseline,
+        "max-score-drop": "5",
+        "any-step": "true",
+    }
+    calls = install_with_stub(workspace, inputs, 1)
+    runs = [call for call in calls if "-m agent_reliability_harness" in call]
+    assert len(runs) == 2
+    assert " validate " in runs[0]
+    # the comparison reads the report validate wrote, with the gate's options and no traces
+    compare = runs[1].split("-m agent_reliability_harness ", 1)[1]
+    assert compare == (
+        "compare --json-out=arh-reports/compare.json --md-out=arh-reports/compare.md "
+        f"--baseline={baseline} --candidate=arh-reports/report.json --fail-on=regressions "
+        "--max-score-drop=5 --any-step"
+    )
+
+
+@needs_bash
+def test_unreadable_candidate_inputs_fail_whatever_the_gate_says(
+    workspace: Path, arh: Callable[..., Run]
+) -> None:
+    baseline = _baseline(workspace, arh)
+    traces = "docs/examples/regression/baseline-runs/\nmissing.json"
+    run = run_action(workspace, {"policy": POLICY, "traces": traces, "baseline": baseline})
+    # arh compare validating the same inputs: the gate passes, the exit status is 1
+    reference = _arh_in(
+        workspace, arh, "compare", "--baseline", baseline, "--policy", POLICY,
+        "docs/examples/regression/baseline-runs/", "missing.json",
+    )  # fmt: skip
+    assert reference.status == 1
+    assert "GATE: PASS" in reference.out
+    assert (run.status, run.outputs["verdict"], run.outputs["exit-code"]) == (1, "fail", "1")
+    assert "error: missing.json: no such file or directory" in run.err
+    assert "GATE: PASS" in run.out
+    assert "exit status 1 all the same: 1 candidate input error" in run.out
+    compare_md = _read(run, "compare-markdown-report")
+    assert run.summary == (
+        compare_md
+        + "\n**Exit status 1 all the same: 1 candidate input error** (the validation report"
+        " below lists the inputs that could not be read).\n\n" + _read(run, "markdown-report")
+    )
+    # a failing gate needs no such line
+    candidate = "docs/examples/regression/candidate-runs/\nmissing.json"
+    run = run_action(workspace, {"policy": POLICY, "traces": candidate, "baseline": baseline})
+    assert run.status == 1
+    assert "all the same" not in run.out + run.summary
+
+
+@needs_bash
+@pytest.mark.parametrize(
+    ("gate", "message"),
+    [
+        ({"fail-on": "Regressions"}, "the 'fail-on' input must be regressions, failures or never"),
+        (
+            {"fail-on": "never", "max-score-drop": "5"},
+            "'max-score-drop' applies only with 'fail-on: regressions', not 'never'",
+        ),
+        (
+            {"fail-on": "failures", "max-score-drop": "5"},
+            "'max-score-drop' applies only with 'fail-on: regressions', not 'failures'",
+        ),
+        (
+            {"max-score-drop": "-1"},
+            "the 'max-score-drop' input must be a number of points, 0 or more, not '-1'",
+        ),
+        (
+            {"max-score-drop": "five"},
+            "the 'max-score-drop' input must be a number of points, 0 or more, not 'five'",
+        ),
+        (
+            {"max-score-drop": "nan"},
+            "the 'max-score-drop' input must be a number of points, 0 or more, not 'nan'",
+        ),
+    ],
+)
+def test_gate_inputs_arh_compare_would_refuse_are_refused_before_validating(
+    workspace: Path, arh: Callable[..., Run], gate: dict[str, str], message: str
+) -> None:
+    baseline = _baseline(workspace, arh)
+    inputs = {"policy": POLICY, "traces": "samples/traces/", "baseline": baseline, **gate}
+    run = run_action(workspace, inputs)
+    assert run.status == 2
+    assert f"arh action: error: {message}" in run.err
+    assert not (workspace / "arh-reports").exists()  # nothing was validated
+    assert run.outputs == USAGE_ERROR_OUTPUTS
+    assert run.summary == USAGE_ERROR_SUMMARY
+
+
+@needs_bash
+@pytest.mark.parametrize("value", ["0", "5", "0.5", ".5", "+2", "1e1", "2.", "10"])
+def test_score_drops_arh_compare_accepts(
+    workspace: Path, arh: Callable[..., Run], value: str
+) -> None:
+    baseline = _baseline(workspace, arh)
+    traces = "docs/examples/regression/baseline-runs/"
+    inputs = {"policy": POLICY, "traces": traces, "baseline": baseline, "max-score-drop": value}
+    run = run_action(workspace, inputs)
+    assert run.status == 0, run.err
+    reference = _arh_in(
+        workspace, arh, "compare", "--baseline", baseline, "--policy", POLICY, traces,
+        f"--max-score-drop={value}", "--quiet",
+    )  # fmt: skip
+    assert reference.status == 0
+
+
+@needs_bash
+def test_a_missing_baseline_says_in_the_summary_why_there_is_no_comparison(
+    workspace: Path,
+) -> None:
+    inputs = {"policy": POLICY, "traces": "samples/traces/", "baseline": "main/report.json"}
+    run = run_action(workspace, inputs)
+    assert run.status == 1
+    assert "error: invalid baseline: main/report.json: " in run.err
+    assert run.outputs["compare-markdown-report"] == ""
+    # the candidate's reports are still written and published, after the line that says why
+    # the comparison is missing
+    assert run.summary == COMPARE_WROTE_NOTHING.format(1) + _read(run, "markdown-report")
 
 
 @needs_bash
@@ -598,10 +784,15 @@ exit 9
 """
 
 
-def install_with_stub(workspace: Path, **env: str) -> list[str]:
+def install_with_stub(
+    workspace: Path,
+    inputs: dict[str, str] | None = None,
+    status: int | None = None,
+    **env: str,
+) -> list[str]:
     """Run the action's install path with a stub for the Python that creates the virtualenv (it
     makes a virtualenv whose python logs pip calls and runs everything else with this Python);
-    return the logged calls."""
+    return the logged calls. ``status`` is the exit status expected (default: the stub pip's)."""
     stub = workspace.parent / "stub-python"
     stub.write_text(_STUB, encoding="utf-8")
     stub.chmod(0o755)
@@ -613,10 +804,11 @@ def install_with_stub(workspace: Path, **env: str) -> list[str]:
         "REAL_PYTHON": sys.executable,
         **env,
     }
-    inputs = {"policy": POLICY, "traces": "samples/traces/rebook_pass.json"}
+    if inputs is None:
+        inputs = {"policy": POLICY, "traces": "samples/traces/rebook_pass.json"}
     run = run_action(workspace, inputs, install=True, **environ)
     calls = log.read_text(encoding="utf-8").splitlines()
-    expected = int(env.get("STUB_PIP_STATUS", "0"))
+    expected = int(env.get("STUB_PIP_STATUS", "0")) if status is None else status
     assert run.status == expected, run.out + run.err
     return calls
 
