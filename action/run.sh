@@ -8,6 +8,10 @@
 # Written for bash 3.2 (the /bin/bash of macOS) and Git for Windows' bash: no arrays (the
 # argument list is built in "$@"), no mapfile, no ${var,,}, no associative arrays.
 #
+# arh runs where the step starts (the workspace): the relative paths of the inputs are relative to
+# 'working-directory', so they are prefixed with it, and the paths in the reports (SARIF, JUnit)
+# are relative to the workspace, as code scanning and the test reporters read them.
+#
 # Environment:
 #   ARH_INPUT_POLICY, ARH_INPUT_TRACES (one path, directory or glob per line), ARH_INPUT_BASELINE,
 #   ARH_INPUT_FAIL_ON, ARH_INPUT_MAX_SCORE_DROP, ARH_INPUT_FAIL_UNDER, ARH_INPUT_FORMAT,
@@ -20,6 +24,7 @@
 #                                 (the tests use it; so can a job that installed arh itself)
 
 set -u
+unset CDPATH # a relative 'cd' below must not land elsewhere
 
 output() {
     [ -n "${GITHUB_OUTPUT-}" ] || return 0
@@ -57,6 +62,21 @@ trim() {
     _t=${_t#"${_t%%[![:space:]]*}"}
     _t=${_t%"${_t##*[![:space:]]}"}
     printf '%s' "$_t"
+}
+
+tidy() {
+    # print the path $1 without trailing slashes (a root, / or C:/, keeps its own) and without
+    # leading ./ parts
+    _p=$1
+    while :; do
+        case $_p in
+            / | [A-Za-z]:/) break ;;
+            */) _p=${_p%/} ;;
+            ./?*) _p=${_p#./} ;;
+            *) break ;;
+        esac
+    done
+    printf '%s' "$_p"
 }
 
 policy=$(trim "${ARH_INPUT_POLICY-}")
@@ -105,10 +125,41 @@ if [ -n "$max_score_drop" ]; then
     [[ $max_score_drop =~ $number ]] ||
         usage_error "the 'max-score-drop' input must be a number of points, 0 or more, not '$max_score_drop'"
 fi
-[ -n "$output_dir" ] || output_dir=arh-reports
-[ -n "$working_directory" ] || working_directory=.
 
-cd -- "$working_directory" || usage_error "cannot enter the working directory '$working_directory'"
+# -- Paths ---------------------------------------------------------------------------------------
+
+# The relative paths of the inputs are relative to the working directory; arh runs where the step
+# started, with those paths prefixed by it ('$prefix'), so that every path it writes into a report
+# is relative to the workspace (the repository root), as code scanning and test reporters expect.
+[ -n "$working_directory" ] || working_directory=.
+wd=$(tidy "$working_directory")
+if [ "$wd" = . ]; then
+    prefix=
+else
+    [ -d "$wd" ] || usage_error "the working directory '$working_directory' does not exist"
+    prefix="${wd%/}/"
+fi
+start=$PWD
+
+in_wd() {
+    # set $r to the path $1 relative to where the step started: absolute paths, drive paths and
+    # '-' (standard input) as they are
+    case $1 in
+        - | /* | [A-Za-z]:[\\/]*) r=$1 ;;
+        .) if [ -n "$prefix" ]; then r=$wd; else r=.; fi ;;
+        *) r=$prefix$1 ;;
+    esac
+}
+
+in_wd "$policy"
+policy=$r
+if [ -n "$baseline" ]; then
+    in_wd "$baseline"
+    baseline=$r
+fi
+[ -n "$output_dir" ] || output_dir=arh-reports
+in_wd "$(tidy "$output_dir")"
+output_dir=$r
 
 # -- Install -------------------------------------------------------------------------------------
 
@@ -139,12 +190,17 @@ fi
 # -- Reports -------------------------------------------------------------------------------------
 
 mkdir -p -- "$output_dir" || usage_error "cannot create the output directory '$output_dir'"
-json_report="$output_dir/report.json"
-markdown_report="$output_dir/report.md"
-junit_report="$output_dir/report.xml"
-sarif_report="$output_dir/report.sarif"
-compare_report="$output_dir/compare.json"
-compare_markdown_report="$output_dir/compare.md"
+case $output_dir in
+    */) reports=$output_dir ;; # a root: / or C:/
+    *) reports="$output_dir/" ;;
+esac
+json_report="${reports}report.json"
+markdown_report="${reports}report.md"
+junit_report="${reports}report.xml"
+sarif_report="${reports}report.sarif"
+compare_report="${reports}compare.json"
+compare_markdown_report="${reports}compare.md"
+
 # A baseline that is one of this run's report files (the report of an earlier run, downloaded
 # back into the output directory) is read from a copy: the file itself is replaced below.
 if [ -n "$baseline" ]; then
@@ -174,8 +230,8 @@ set -- "--policy=$policy"
 [ -z "$fail_under" ] || set -- "$@" "--fail-under=$fail_under"
 
 # The traces follow '--', so that a path starting with '-' is a path. Each line is one path; a line
-# holding *, ? or [ is a glob, expanded here (no field splitting: IFS is empty) and kept as given
-# when nothing matches, so that arh reports it as missing.
+# holding *, ? or [ is a glob, expanded here in the working directory (no field splitting: IFS is
+# empty) and kept as given when nothing matches, so that arh reports it as missing.
 set -- "$@" --
 saved_ifs=$IFS
 IFS=
@@ -184,11 +240,20 @@ while read -r line || [ -n "$line" ]; do
     [ -n "$line" ] || continue
     case $line in
         *'*'* | *'?'* | *'['*)
+            case $line in
+                /* | [A-Za-z]:[\\/]*) here= ;;
+                *) here=$prefix ;;
+            esac
+            [ -z "$here" ] || cd -- "$wd" || usage_error "cannot enter the working directory '$working_directory'"
             for path in $line; do
-                set -- "$@" "$path"
+                set -- "$@" "$here$path"
             done
+            [ -z "$here" ] || cd -- "$start" || usage_error "cannot return to the directory the step started in, '$start'"
             ;;
-        *) set -- "$@" "$line" ;;
+        *)
+            in_wd "$line"
+            set -- "$@" "$r"
+            ;;
     esac
 done <<EOF
 $traces
@@ -204,7 +269,7 @@ token=$(od -An -N16 -tx1 /dev/urandom 2>/dev/null | tr -d ' \n')
 echo "::stop-commands::$token"
 
 arh() {
-    # no standard input: a trace input '-' reads nothing instead of waiting. -P: the working
+    # no standard input: a trace input '-' reads nothing instead of waiting. -P: the current
     # directory (the user's files) is not searched for modules, so a json.py there cannot replace
     # the standard library's (-I for venv and pip above; it would also drop PYTHON* variables)
     "$python" -P -m agent_reliability_harness "$@" </dev/null
@@ -265,19 +330,14 @@ echo "::$token::"
 
 if [ "$status" -eq 0 ]; then verdict=pass; else verdict=fail; fi
 
-# Paths are given relative to where the step started (the workspace), or absolute.
-case $output_dir in
-    /* | [A-Za-z]:*) shown_dir=$output_dir ;;
-    *) if [ "$working_directory" = . ]; then shown_dir=$output_dir; else shown_dir="$working_directory/$output_dir"; fi ;;
-esac
-
+# Paths are relative to where the step started (the workspace), or absolute, as arh was given them.
 output verdict "$verdict"
 output exit-code "$status"
 for pair in json-report:report.json markdown-report:report.md junit-report:report.xml \
     sarif-report:report.sarif compare-report:compare.json compare-markdown-report:compare.md; do
     name=${pair%%:*}
-    file=${pair#*:}
-    if [ -f "$output_dir/$file" ]; then output "$name" "$shown_dir/$file"; else output "$name" ""; fi
+    file="$reports${pair#*:}"
+    if [ -f "$file" ]; then output "$name" "$file"; else output "$name" ""; fi
 done
 
 if [ -n "${GITHUB_STEP_SUMMARY-}" ]; then

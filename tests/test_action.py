@@ -681,6 +681,7 @@ def test_gate_inputs_need_a_baseline(workspace: Path, name: str) -> None:
         {"any-step": "true"},
         {"baseline": "b.json", "any-step": "True"},
         {"output-dir": "a\nb"},
+        {"working-directory": "missing"},
         {"policy": ""},
     ],
 )
@@ -721,6 +722,105 @@ def test_working_directory_prefixes_output_paths(workspace: Path) -> None:
     assert run.status == 0, run.err
     assert run.outputs["json-report"] == "work/arh-reports/report.json"
     assert (workspace.parent / run.outputs["json-report"]).is_file()
+
+
+def _sarif_uris(text: str) -> set[str]:
+    return set(re.findall(r'"uri": "([^"]+)"', text)) - {"stdin"}
+
+
+@needs_bash
+@pytest.mark.parametrize("directory", ["work", "work/", "./work", "./work//"])
+def test_working_directory_report_paths_are_relative_to_the_workspace(
+    workspace: Path, arh: Callable[..., Run], directory: str
+) -> None:
+    # code scanning and the JUnit reporters read the paths in the reports from the repository
+    # root: with a working directory, they used to be relative to it, and named no file
+    baseline = _baseline(workspace, arh)
+    absolute = (workspace / "samples/traces/more_runs.jsonl").as_posix()
+    traces = (
+        "samples/traces/rebook_double_rebooking.json\n"  # a file
+        "docs/examples/regression/candidate-runs/\n"  # a directory
+        "samples/traces/rebook_[p]rompt*.json\n"  # a glob, matched in the working directory
+        f"{absolute}\n"  # an absolute path, as it is
+        "samples/nothing-*.json\n"  # a glob that matches nothing
+    )
+    inputs = {
+        "policy": POLICY,
+        "traces": traces,
+        "baseline": baseline,
+        "fail-on": "failures",
+        "output-dir": "out/",
+        "working-directory": directory,
+    }
+    run = run_action(workspace.parent, inputs)
+    assert run.status == 1, run.err
+    for name, file in REPORTS.items():
+        assert run.outputs[name] == f"work/out/{file}", name
+    assert run.err == "error: work/samples/nothing-*.json: no such file or directory\n"
+    sarif = _read(run, "sarif-report")
+    assert _sarif_uris(sarif) == {
+        "work/samples/traces/rebook_double_rebooking.json",
+        "work/samples/traces/rebook_prompt_injection.json",
+        "work/docs/examples/regression/candidate-runs/rebook_1001.json",
+        "work/docs/examples/regression/candidate-runs/rebook_1004.json",
+        "file://" + ("" if absolute.startswith("/") else "/") + absolute,
+    }
+    for uri in _sarif_uris(sarif):
+        if not uri.startswith("file:"):
+            assert (workspace.parent / uri).is_file(), uri
+    junit_files = set(re.findall(r' file="([^"]+)"', _read(run, "junit-report")))
+    assert "work/samples/traces/rebook_double_rebooking.json" in junit_files
+    assert absolute in junit_files
+    # the same reports as arh run from the workspace with the paths prefixed
+    reference = _arh_in(
+        workspace.parent, arh, "validate", "--policy", "work/" + POLICY,
+        "work/samples/traces/rebook_double_rebooking.json",
+        "work/docs/examples/regression/candidate-runs/",
+        "work/samples/traces/rebook_prompt_injection.json", absolute,
+        "work/samples/nothing-*.json", "--sarif-out", "ref.sarif", "--quiet",
+    )  # fmt: skip
+    assert reference.status == 1
+    assert sarif == (workspace.parent / "ref.sarif").read_text("utf-8")
+
+
+@needs_bash
+def test_working_directory_with_glob_characters_in_its_name(workspace: Path) -> None:
+    odd = workspace.parent / "evals [1]"  # a glob character Windows allows in a name
+    shutil.copytree(workspace / "samples", odd / "samples")
+    traces = "samples/traces/rebook_pa*.json\nsamples/traces/rebook_double_rebooking.json"
+    inputs = {"policy": POLICY, "traces": traces, "working-directory": odd.name}
+    run = run_action(workspace.parent, inputs)
+    assert run.status == 1, run.err
+    assert run.err == ""
+    assert run.outputs["sarif-report"] == f"{odd.name}/arh-reports/report.sarif"
+    assert _sarif_uris(_read(run, "sarif-report")) == {
+        "evals%20%5B1%5D/samples/traces/rebook_double_rebooking.json"
+    }
+    assert '"source_path": "evals [1]/samples/traces/rebook_pass.json"' in _read(run, "json-report")
+
+
+@needs_bash
+def test_a_missing_working_directory_is_a_usage_error(workspace: Path) -> None:
+    inputs = {"policy": POLICY, "traces": "samples/traces/", "working-directory": "nowhere"}
+    run = run_action(workspace, inputs)
+    assert run.status == 2
+    # the script's own message, not bash's
+    assert run.err == "arh action: error: the working directory 'nowhere' does not exist\n"
+    assert run.outputs == USAGE_ERROR_OUTPUTS
+    assert run.summary == USAGE_ERROR_SUMMARY
+
+
+@needs_bash
+@pytest.mark.parametrize(
+    ("output_dir", "shown"),
+    [("out/", "out"), ("out//", "out"), ("./out/", "out"), (".", "."), ("./", ".")],
+)
+def test_output_dir_paths_are_normalised(workspace: Path, output_dir: str, shown: str) -> None:
+    inputs = {"policy": POLICY, "traces": "samples/traces/rebook_pass.json"}
+    run = run_action(workspace, {**inputs, "output-dir": output_dir})
+    assert run.status == 0, run.err
+    assert run.outputs["json-report"] == f"{shown}/report.json"
+    assert (workspace / shown / "report.json").is_file()
 
 
 @needs_bash
