@@ -14,8 +14,8 @@
 #
 # Environment:
 #   ARH_INPUT_POLICY, ARH_INPUT_TRACES (one path, directory or glob per line), ARH_INPUT_BASELINE,
-#   ARH_INPUT_FAIL_ON, ARH_INPUT_MAX_SCORE_DROP, ARH_INPUT_FAIL_UNDER, ARH_INPUT_FORMAT,
-#   ARH_INPUT_OUTPUT_DIR, ARH_INPUT_WORKING_DIRECTORY   the action's inputs
+#   ARH_INPUT_FAIL_ON, ARH_INPUT_MAX_SCORE_DROP, ARH_INPUT_ANY_STEP, ARH_INPUT_FAIL_UNDER,
+#   ARH_INPUT_FORMAT, ARH_INPUT_OUTPUT_DIR, ARH_INPUT_WORKING_DIRECTORY   the action's inputs
 #   GITHUB_ACTION_PATH            the action's checkout, installed with pip into a virtualenv
 #   RUNNER_TEMP                   where the virtualenv goes
 #   GITHUB_OUTPUT, GITHUB_STEP_SUMMARY   files the runner reads back (skipped when unset)

@@ -11,6 +11,7 @@ arguments: the action must fail exactly when arh fails and publish exactly what 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -1080,6 +1081,151 @@ def test_action_yml_mentions_no_secrets() -> None:
     assert "secrets." not in text
     assert "GITHUB_TOKEN" not in text
     assert "github.token" not in text
+
+
+# -- the documentation of the action -------------------------------------------------------------
+
+CI_DOC = ROOT / "docs" / "ci.md"
+
+
+def _collapsed(path: Path) -> str:
+    return " ".join(path.read_text(encoding="utf-8").split())
+
+
+def _steps_with_permissions(
+    document: Any, permissions: dict[str, str] | None = None
+) -> list[tuple[dict[str, Any], dict[str, str] | None]]:
+    """Every step that uses an action, with the permissions of its job (or workflow)."""
+    found: list[tuple[dict[str, Any], dict[str, str] | None]] = []
+    if isinstance(document, dict):
+        if isinstance(document.get("permissions"), dict):
+            permissions = document["permissions"]
+        if isinstance(document.get("uses"), str):
+            found.append((document, permissions))
+        for value in document.values():
+            found.extend(_steps_with_permissions(value, permissions))
+    elif isinstance(document, list):
+        for value in document:
+            found.extend(_steps_with_permissions(value, permissions))
+    return found
+
+
+def _documented_steps() -> list[tuple[dict[str, Any], dict[str, str] | None]]:
+    return [
+        found
+        for path in _docs_with_yaml()
+        for block in _yaml_blocks(path)
+        for found in _steps_with_permissions(yaml.safe_load(block))
+    ]
+
+
+def test_documented_sarif_uploads_set_no_category() -> None:
+    # arh's SARIF always has automationDetails.id, and codeql-action fills it from `category`
+    # only when it is missing: a category in the docs would look like it separates uploads
+    uploads = [
+        step
+        for step, _ in _documented_steps()
+        if step["uses"].startswith("github/codeql-action/upload-sarif@")
+    ]
+    assert len(uploads) >= 2
+    for step in uploads:
+        assert "category" not in step.get("with", {}), step
+    doc = _collapsed(CI_DOC)
+    assert "`category` input does not change it" in doc
+    assert "what separates two uploads of arh results is their policy id alone" in doc
+
+
+def test_documented_publishing_steps_have_the_permissions_they_need() -> None:
+    needs = {
+        "mikepenz/action-junit-report@": "checks",
+        "github/codeql-action/upload-sarif@": "security-events",
+    }
+    checked = set()
+    for step, permissions in _documented_steps():
+        for action, permission in needs.items():
+            if step["uses"].startswith(action):
+                assert permissions is not None, f"{step['uses']} without permissions"
+                assert permissions.get(permission) == "write", (step["uses"], permissions)
+                checked.add(action)
+    assert checked == set(needs)
+    doc = _collapsed(CI_DOC)
+    assert "the JUnit reporter `checks: write`" in doc
+    assert "the SARIF upload `security-events: write`" in doc
+
+
+def _options(text: str) -> set[str]:
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*[a-z]", text))
+
+
+def test_docs_name_every_option_the_action_does_not_pass(arh: Callable[..., Run]) -> None:
+    code = "\n".join(
+        line
+        for line in SCRIPT.read_text(encoding="utf-8").splitlines()
+        if not line.lstrip().startswith("#") and "pip install" not in line
+    )
+    passed = _options(code)
+    assert {"--policy", "--json-out", "--candidate", "--any-step"} <= passed
+    offered = set()
+    for command in ("validate", "compare"):
+        run = arh(command, "--help")
+        assert run.status == 0
+        offered |= _options(run.out)
+    # --candidate-json-out saves what the action's --json-out already wrote
+    missing = offered - passed - {"--help", "--candidate-json-out"}
+    assert {"--messages-at", "--trace-id-at", "--html-out", "--jobs", "--gate"} <= missing
+    doc = CI_DOC.read_text(encoding="utf-8")
+    section = doc.split("### Options the action does not expose", 1)[1].split("\n## ", 1)[0]
+    assert not {option for option in missing if f"`{option}`" not in section}
+    assert "runs arh itself" in section
+    assert "arh validate --policy" in section
+
+
+@needs_bash
+def test_sarif_results_without_a_line_are_documented(workspace: Path) -> None:
+    def locations(inputs: dict[str, str]) -> list[dict[str, Any]]:
+        run = run_action(workspace, inputs)
+        assert run.status == 1, run.err
+        sarif = json.loads(_read(run, "sarif-report"))
+        results = sarif["runs"][0]["results"]
+        assert results
+        return [result["locations"][0] for result in results]
+
+    # a transcript read from a whole file: no line of a step
+    transcript = locations(
+        {
+            "policy": "docs/examples/adapters/policy_refund.json",
+            "traces": "docs/examples/regression/reruns/tuesday.json",
+        }
+    )
+    assert all("region" not in where["physicalLocation"] for where in transcript)
+    # a canonical trace: its steps' findings have their line, a finding about the whole trace not
+    canonical = locations(
+        {"policy": POLICY, "traces": "samples/traces/rebook_ignored_tool_error.json"}
+    )
+    kinds = {
+        where["logicalLocations"][0]["kind"]: "region" in where["physicalLocation"]
+        for where in canonical
+    }
+    assert kinds == {"module": False, "member": True}
+    doc = _collapsed(CI_DOC)
+    assert "A result has no `region` (no line;" in doc
+    assert "for a transcript read from a whole file" in doc
+    assert "for a finding about the whole trace" in doc
+
+
+def test_script_header_lists_every_input_variable() -> None:
+    text = SCRIPT.read_text(encoding="utf-8")
+    header = text.split("\nset -u", 1)[0]
+    read = set(re.findall(r"\bARH_INPUT_[A-Z_]+", text))
+    assert "ARH_INPUT_ANY_STEP" in read
+    assert read == set(re.findall(r"\bARH_INPUT_[A-Z_]+", header))
+
+
+def test_readme_says_what_ci_runs() -> None:
+    # .github/workflows/ci.yml runs `make test` (test_ci_matrix_runs_make_test), not .ci/run
+    readme = _collapsed(ROOT / "README.md")
+    assert "CI runs `.ci/run`" not in readme
+    assert "CI ([.github/workflows/ci.yml](.github/workflows/ci.yml)) runs `make test`" in readme
 
 
 # -- pre-commit ----------------------------------------------------------------------------------
