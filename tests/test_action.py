@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+import agent_reliability_harness
 from agent_reliability_harness._version import PROJECT_URL, __version__
 
 from conftest import ROOT, Run
@@ -31,6 +32,10 @@ from conftest import ROOT, Run
 yaml = pytest.importorskip("yaml", reason="PyYAML is in the dev extra")
 
 SCRIPT = ROOT / "action" / "run.sh"
+# The arh package these tests import, and hold the action to. The script's Python is pointed at
+# it: a relative PYTHONPATH (PYTHONPATH=src) does not hold in the directories the script runs in,
+# where it would import whatever arh is installed (another checkout's, for an editable install).
+PACKAGE_DIR = Path(agent_reliability_harness.__file__).resolve().parent
 ACTION = ROOT / "action.yml"
 BASH = shutil.which("bash")
 needs_bash = pytest.mark.skipif(BASH is None, reason="bash is not installed")
@@ -126,6 +131,10 @@ def run_action(
     )
     if not install:
         environ["ARH_ACTION_PYTHON"] = sys.executable
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    environ["PYTHONPATH"] = os.pathsep.join(
+        [str(PACKAGE_DIR.parent), *(os.path.abspath(p) for p in paths)]
+    )
     for name, value in inputs.items():
         environ["ARH_INPUT_" + name.upper().replace("-", "_")] = value
     environ.update(env)
@@ -822,6 +831,27 @@ def test_output_dir_paths_are_normalised(workspace: Path, output_dir: str, shown
     assert run.status == 0, run.err
     assert run.outputs["json-report"] == f"{shown}/report.json"
     assert (workspace / shown / "report.json").is_file()
+
+
+@needs_bash
+@pytest.mark.skipif(os.name == "nt", reason="the wrapper is a bash script")
+def test_the_script_runs_the_arh_these_tests_import(workspace: Path) -> None:
+    log = workspace.parent / "imported.log"
+    wrapper = workspace.parent / "which-arh"
+    wrapper.write_text(
+        "#!/usr/bin/env bash\n"
+        '"$REAL_PYTHON" -c "import agent_reliability_harness as a; print(a.__file__)"'
+        ' >> "$STUB_LOG"\n'
+        'exec "$REAL_PYTHON" "$@"\n',
+        encoding="utf-8",
+    )
+    wrapper.chmod(0o755)
+    inputs = {"policy": POLICY, "traces": "samples/traces/rebook_pass.json"}
+    environ = {"REAL_PYTHON": sys.executable, "STUB_LOG": str(log)}
+    run = run_action(workspace, inputs, ARH_ACTION_PYTHON=str(wrapper), **environ)
+    assert run.status == 0, run.err
+    imported = {Path(line).resolve().parent for line in log.read_text("utf-8").splitlines()}
+    assert imported == {PACKAGE_DIR}
 
 
 @needs_bash
