@@ -663,6 +663,14 @@ def _entry(**fields: Any) -> dict[str, Any]:
         ({"reports": [], "policy": {"policy_id": 7}}, "/policy/policy_id",
          "must be a string or null, got number"),
         ({"reports": [], "harness": ["arh"]}, "/harness", "must be an object, got array"),
+        # a string was counted as one input error, whatever it said
+        ({"reports": [], "input_errors": "x"}, "/input_errors", "must be an array, got string"),
+        ({"reports": [], "input_errors": ["x"]}, "/input_errors/0",
+         "an input error must be an object with a string message, got string"),
+        ({"reports": [], "input_errors": [{"message": "a"}, {"source": "b.json"}]},
+         "/input_errors/1",
+         "an input error must be an object with a string message, got an object without a "
+         "string message"),
     ],
 )  # fmt: skip
 def test_report_reader_refuses_values_validation_never_writes(

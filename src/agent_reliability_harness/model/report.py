@@ -486,9 +486,27 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
     )
 
 
-def _input_error_from_dict(data: object) -> InputError:
-    if type(data) is not dict:
-        return InputError(str(data), pointer=None)
+def _input_errors_from_dict(data: object) -> tuple[InputError, ...]:
+    """The ``input_errors`` of a report: absent or null, or an array of objects with a string
+    ``message`` (the other members are kept when they have the type arh writes)."""
+    if data is None:
+        return ()
+    if type(data) is not list:
+        raise InputError(f"must be an array, got {json_type(data)}", pointer="/input_errors")
+    errors = []
+    for index, entry in enumerate(data):
+        if type(entry) is not dict or type(entry.get("message")) is not str:
+            shown = "an object without a string message" if type(entry) is dict else None
+            raise InputError(
+                "an input error must be an object with a string message, got "
+                f"{shown or json_type(entry)}",
+                pointer=f"/input_errors/{index}",
+            )
+        errors.append(_input_error_from_dict(entry))
+    return tuple(errors)
+
+
+def _input_error_from_dict(data: dict[str, Any]) -> InputError:
     fields = {k: data.get(k) for k in ("source", "line", "column", "pointer", "message")}
     return InputError(
         str(fields["message"]),
@@ -524,10 +542,9 @@ def _run_report_from_dict(data: object) -> RunReport:
     _get_bounded(summary, "average_score", "/summary", _SCORES)
     harness = _get_member(data, "harness")
     policy = _get_member(data, "policy")
-    errors = data.get("input_errors")
     return RunReport(
         tuple(reports),
-        tuple(_input_error_from_dict(e) for e in errors) if type(errors) is list else (),
+        _input_errors_from_dict(data.get("input_errors")),
         _get_opt_str(policy, "policy_id", "/policy"),
         _get_sha256(policy),
         _get_opt_str(harness, "version", "/harness"),
