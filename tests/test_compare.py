@@ -669,8 +669,8 @@ def _entry(**fields: Any) -> dict[str, Any]:
          "an input error must be an object with a string message, got string"),
         ({"reports": [], "input_errors": [{"message": "a"}, {"source": "b.json"}]},
          "/input_errors/1",
-         "an input error must be an object with a string message, got an object without a "
-         "string message"),
+         ("an input error must be an object with a string message, got an object without a "
+          "string message")),
     ],
 )  # fmt: skip
 def test_report_reader_refuses_values_validation_never_writes(
