@@ -866,6 +866,32 @@ def test_statistics_tables_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     ]
 
 
+def test_gate_reasons_and_warnings_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    # one reason per regressed trace: thousands of them must not take the page past its bound
+    from agent_reliability_harness.errors import InputError
+
+    monkeypatch.setattr(page, "_GATE_ITEMS", 2)
+    before = RunReport(
+        tuple(_report(f"t{i}", passed=True) for i in range(5)),
+        input_errors=(InputError("x"),), harness_version="0.3.0",
+    )  # fmt: skip
+    after = RunReport(
+        tuple(_report(f"t{i}", passed=False) for i in range(5)), harness_version="0.4.0"
+    )
+    result = compare_reports(before, after)
+    gate = evaluate_gate(result)
+    assert (len(gate.reasons), len(result.warnings)) == (5, 2)
+    doc = parse(render_compare_html(result, gate))
+    reasons = next(u for u in doc.iter("ul") if "reasons" in u.classes())
+    assert len(list(reasons.iter("li"))) == 2
+    notes = [p.text() for p in doc.iter("p") if "note" in p.classes()]
+    assert "3 more reasons not listed: see the JSON comparison (--json-out)." in notes
+    # two warnings (arh versions, the baseline's input error): as many as the cap, no note
+    warnings = next(u for u in doc.iter("ul") if "warnings" in u.classes())
+    assert len(list(warnings.iter("li"))) == 2
+    assert not [n for n in notes if "more warning" in n]
+
+
 def test_statistics_rows_are_bounded() -> None:
     # as the other tables' rows (test_a_table_row_is_bounded), at most about 1,600 characters
     # whatever a workflow is named; the gate file names it too, as its threshold

@@ -115,6 +115,7 @@ FINDING_CHARS: Final = 2_000  # each of a finding's message, expected, observed,
 _INPUT_ERRORS: Final = 100  # input errors listed in the overview
 _RULE_ROWS: Final = 200  # rows of the findings-per-rule table
 _STAT_ROWS: Final = 200  # rows of each statistics table of a comparison
+_GATE_ITEMS: Final = 200  # reasons, and warnings, of a comparison's gate listed
 _NOT_APPLICABLE_ROWS: Final = 20  # checks not applicable listed per trace
 _NAMED_TRACES: Final = 3  # trace ids named per check not applicable in the overview
 _SHORT_JSON: Final = 100  # JSON values up to this long are written on one line
@@ -1203,6 +1204,16 @@ def _run_sections(
             yield html_trace_table(passing_rest, "More passing traces", "more-passing")
 
 
+def _items_left(total: int, noun: str) -> str:
+    """The note under a list cut at _GATE_ITEMS items (one reason per regressed trace can make
+    thousands), or nothing when it was not cut."""
+    left = total - _GATE_ITEMS
+    if left <= 0:
+        return ""
+    more = _plural(left, f"more {noun}")
+    return f'<p class="note">{more} not listed: see the JSON comparison (--json-out).</p>\n'
+
+
 def _more_note(shown: int, kind: str) -> str:
     return (
         f'<p class="note">The page shows {_plural(shown, f"{kind} trace")} step by step (at '
@@ -1536,12 +1547,12 @@ def _compare_sections(
                    "(listed in the run's log).</p>\n")  # fmt: skip
     if gate.reasons:
         out.append('<h3>Reasons</h3>\n<ul class="reasons">\n')
-        out += [f"<li>{_clipped(reason)}</li>\n" for reason in gate.reasons]
-        out.append("</ul>\n")
+        out += [f"<li>{_clipped(reason)}</li>\n" for reason in gate.reasons[:_GATE_ITEMS]]
+        out.append("</ul>\n" + _items_left(len(gate.reasons), "reason"))
     if result.warnings:
         out.append('<h3>Warnings</h3>\n<ul class="warnings">\n')
-        out += [f'<li class="warning">{_clipped(w)}</li>\n' for w in result.warnings]
-        out.append("</ul>\n")
+        out += [f'<li class="warning">{_clipped(w)}</li>\n' for w in result.warnings[:_GATE_ITEMS]]
+        out.append("</ul>\n" + _items_left(len(result.warnings), "warning"))
     out += [_summary_table(result.summary()), _sides_table(result), "</section>\n"]
     yield "".join(out)
     if stats is not None:
