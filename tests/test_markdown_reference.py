@@ -407,7 +407,8 @@ _ARROWS: Final = {
 def _score(delta: TraceDelta) -> str:
     base, cand, change = delta.baseline, delta.candidate, delta.score_delta
     if base is not None and cand is not None and change is not None:
-        return f"{base.score:.2f} -> {cand.score:.2f} ({change:+.2f})"
+        # changed on purpose since 9412055: an arrow, where "->" was escaped as "-&gt;"
+        return f"{base.score:.2f} \u2192 {cand.score:.2f} ({change:+.2f})"
     report = cand or base
     assert report is not None
     return f"{report.score:.2f}"

@@ -78,10 +78,10 @@ def render_compare_json(
     return dumps_indented(data) + "\n"
 
 
-def _score(delta: TraceDelta) -> str:
+def _score(delta: TraceDelta, arrow: str = "->") -> str:
     base, cand, change = delta.baseline, delta.candidate, delta.score_delta
     if base is not None and cand is not None and change is not None:
-        return f"{base.score:.2f} -> {cand.score:.2f} ({change:+.2f})"
+        return f"{base.score:.2f} {arrow} {cand.score:.2f} ({change:+.2f})"
     report = cand or base
     assert report is not None
     return f"{report.score:.2f}"
@@ -160,7 +160,7 @@ def _md_row(delta: TraceDelta) -> str:
         [
             md_code(delta.trace_id),
             _ARROWS[delta.status_change] if delta.changed else "score only",
-            md_text(_score(delta)),
+            _score(delta, "\u2192"),  # numbers only: nothing to escape
             str(len(delta.new_findings)),
             str(len(delta.resolved_findings)),
         ]
