@@ -1239,7 +1239,7 @@ def test_sarif_results_without_a_line_are_documented(workspace: Path) -> None:
     assert kinds == {"module": False, "member": True}
     doc = _collapsed(CI_DOC)
     assert "A result has no `region` (no line;" in doc
-    assert "for a transcript read from a whole file" in doc
+    assert "for a transcript read from a file that holds one document" in doc
     assert "for a finding about the whole trace" in doc
 
 

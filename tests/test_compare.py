@@ -681,6 +681,18 @@ def test_report_reader_refuses_values_validation_never_writes(
     assert (caught.value.pointer, caught.value.message) == (pointer, message)
 
 
+def test_report_reader_keeps_an_outcome_as_written() -> None:
+    # validation writes an integer label as an integer: reading it back keeps it one, so a page
+    # or report made from saved reports shows 1, not 1.0
+    run = RunReport.from_dict(
+        {"reports": [_entry(trace_id=str(i), outcome=v) for i, v in enumerate([1, 0, 0.5, True])]}
+    )
+    assert [(r.outcome, type(r.outcome)) for r in run.reports] == [
+        (1, int), (0, int), (0.5, float), (True, bool)
+    ]  # fmt: skip
+    assert [r.to_dict()["outcome"] for r in run.reports] == [1, 0, 0.5, True]
+
+
 def test_report_reader_accepts_the_extremes_validation_writes() -> None:
     run = RunReport.from_dict(
         {

@@ -216,10 +216,11 @@ _PRIMES = (11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 7
 
 
 def test_permutation_test_of_few_tasks_with_coprime_run_counts() -> None:
-    # Nine tasks, run counts 11, 13, ..., 41: seven went from all runs passing to one (a drop
-    # of 1 - 1/n), two from none to one (a rise of 1/n). Only the assignment that makes every
-    # difference negative, and its mirror image, are as extreme: p = 2/2^9 = 1/64. (The table
-    # of every sum would need 9 * ~10^12 cells; the sign test would give 2 * 46/512 = 0.1797.)
+    # Nine tasks, run counts the primes 11 to 41: seven went from all runs passing to one (a
+    # drop of 1 - 1/n), two from none to one (a small rise of 1/n). The assignments as extreme
+    # as the observed one keep the seven drops negative and give the two small terms any signs
+    # (4 of them), with their mirror images: p = 8/2^9 = 1/64. (The table of every sum would
+    # need 9 * ~10^12 cells; the sign test would give 2 * 46/512 = 0.1797.)
     differences = [Fraction(1, n) - 1 for n in _PRIMES[:7]] + [Fraction(1, n) for n in _PRIMES[7:9]]
     assert permutation_p_value(differences) == Fraction(1, 64) == _brute_force(differences)
     assert sign_test(differences) == Fraction(2 * (1 + 9 + 36), 512)

@@ -439,7 +439,8 @@ def _get_outcome(data: Mapping[str, Any], pointer: str) -> bool | float | None:
     value = data.get("outcome")
     if value is None or type(value) is bool:
         return value
-    return _get_number(data, "outcome", pointer)
+    number = _get_number(data, "outcome", pointer)  # checks that it is a finite number
+    return value if type(value) is int else number  # 1 stays 1, as validation wrote it
 
 
 def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
