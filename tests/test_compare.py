@@ -22,6 +22,7 @@ from agent_reliability_harness import Finding, RunReport, TraceReport
 from agent_reliability_harness.errors import InputError, UsageError
 from agent_reliability_harness.regression import compare_reports, evaluate_gate
 from agent_reliability_harness.regression.compare import diff_findings
+from agent_reliability_harness.render.compare import render_compare_json
 
 from conftest import (
     REFERENCE,
@@ -897,12 +898,12 @@ def test_comparison_markdown_cuts_a_big_section_and_still_details_the_next_trace
 def _greedy_diff(
     baseline: list[Finding], candidate: list[Finding], any_step: bool
 ) -> tuple[list[Finding], list[Finding]]:
-    """The matching as the module docstring states it, spelt out pair by pair: in each pass,
-    every finding left in the (sorted) candidate takes the first finding left in the baseline
-    that the pass allows."""
+    """The matching as diff_findings' docstring states it, spelt out pair by pair: in each
+    pass, every finding left in the (sorted) candidate takes the first finding left in the
+    baseline that the pass allows, first among those of its own severity, then among all."""
 
     def order(f: Finding) -> tuple[str, ...]:
-        return (f.rule_id, f.category, f.step_id or "", f.subject or "", f.message)
+        return (f.rule_id, f.category, f.step_id or "", f.subject or "", f.message, f.severity)
 
     new, gone = sorted(candidate, key=order), sorted(baseline, key=order)
 
@@ -918,21 +919,35 @@ def _greedy_diff(
         ),
         lambda a, b: same_step(a, b) and (not a.rule_id or not b.rule_id),
     ]
-    if any_step:
-        passes.append(
+    if any_step:  # the same three passes, whatever the steps
+        passes += [
             lambda a, b: (
                 (a.rule_id, a.category, a.subject or "") == (b.rule_id, b.category, b.subject or "")
-            )
-        )
+            ),
+            lambda a, b: (
+                (a.rule_id, a.category) == (b.rule_id, b.category)
+                and (a.subject is None or b.subject is None)
+            ),
+            lambda a, b: a.category == b.category and (not a.rule_id or not b.rule_id),
+        ]
     for allowed in passes:
-        kept = []
-        for finding in new:
-            pick = next((i for i, old in enumerate(gone) if allowed(finding, old)), None)
-            if pick is None:
-                kept.append(finding)
-            else:
-                del gone[pick]
-        new = kept
+        for same_severity in (True, False):
+            kept = []
+            for finding in new:
+                pick = next(
+                    (
+                        i
+                        for i, old in enumerate(gone)
+                        if allowed(finding, old)
+                        and (finding.severity == old.severity or not same_severity)
+                    ),
+                    None,
+                )
+                if pick is None:
+                    kept.append(finding)
+                else:
+                    del gone[pick]
+            new = kept
     return new, gone
 
 
@@ -940,7 +955,7 @@ _FINDINGS = st.lists(
     st.builds(
         Finding,
         st.sampled_from(["ARH-FLW-003", "ARH-SAF-001", ""]),
-        st.just("error"),
+        st.sampled_from(["error", "warning"]),
         st.sampled_from(["flow", "safety"]),
         st.sampled_from(["m1", "m2"]),
         st.sampled_from([None, "s1", "s2"]),
@@ -961,3 +976,72 @@ def test_matching_is_the_greedy_multiset_matching(
     expected_new, expected_gone = _greedy_diff(baseline, candidate, any_step)
     assert list(new) == expected_new
     assert list(gone) == expected_gone
+
+
+def _one(score: float, findings: tuple[Finding, ...] = (), *, exact: bool = False) -> RunReport:
+    entry: dict[str, Any] = {
+        "trace_id": "t1", "passed": True, "score": round(score, 2),
+        "findings": [f.to_dict() for f in findings],
+    }  # fmt: skip
+    if exact:
+        entry["unrounded_score"] = score
+    return RunReport.from_dict({"reports": [entry]})
+
+
+def test_a_score_drop_is_the_difference_of_the_scores_as_written() -> None:
+    # 8.05 - 3.05 is 5.000000000000001 in floating point: a drop of exactly the limit failed
+    gate = evaluate_gate(compare_reports(_one(8.05), _one(3.05)), max_score_drop=5)
+    assert (gate.passed, gate.reasons) == (True, ())
+    gate = evaluate_gate(compare_reports(_one(8.05), _one(3.04)), max_score_drop=5)
+    assert gate.reasons == ("trace 't1' score dropped 5.01 points (limit 5.00)",)
+    # unrounded scores: a drop of 5.004 is beyond 5, and says so with the decimals it takes
+    gate = evaluate_gate(
+        compare_reports(_one(90.004, exact=True), _one(85.0, exact=True)), max_score_drop=5
+    )
+    assert gate.reasons == ("trace 't1' score dropped 5.004 points (limit 5.00)",)
+    # a limit that 2 decimals would change is shown as written
+    gate = evaluate_gate(compare_reports(_one(100.0), _one(99.0)), max_score_drop=0.999)
+    assert gate.reasons == ("trace 't1' score dropped 1.00 points (limit 0.999)",)
+    # -0 is 0, never "-0.00"
+    gate = evaluate_gate(compare_reports(_one(100.0), _one(99.0)), max_score_drop=-0.0)
+    assert gate.reasons == ("trace 't1' score dropped 1.00 points (limit 0.00)",)
+    assert gate.to_dict()["max_score_drop"] == 0.0
+    assert str(gate.to_dict()["max_score_drop"]) == "0.0"
+    # a drop too small for 2 decimals is not written as -0.0
+    result = compare_reports(_one(90.004, exact=True), _one(90.003, exact=True))
+    data = json.loads(render_compare_json(result, evaluate_gate(result)))
+    assert '"average_score_delta": 0.0,' in render_compare_json(result, evaluate_gate(result))
+    assert str(data["summary"]["average_score_delta"]) == "0.0"
+    assert [str(t["score_delta"]) for t in data["traces"]] in ([], ["0.0"])
+
+
+def test_a_new_error_beside_an_old_warning_of_one_fingerprint_is_new() -> None:
+    warning = Finding("ARH-FLW-003", "warning", "flow", "m", "s1", subject="x")
+    error = Finding("ARH-FLW-003", "error", "flow", "m", "s1", subject="x")
+    before = _one(90.0, (warning,))
+    for findings in ((warning, error), (error, warning)):  # whatever the order in the file
+        result = compare_reports(before, _one(80.0, findings))
+        assert [f.severity for _, f in result.new_findings] == ["error"]
+        assert evaluate_gate(result).reasons == ("1 new error finding: t1:ARH-FLW-003",)
+    # a 0.1.x baseline (no rule IDs): its warning matches the warning, so the error is new
+    old = Finding("", "warning", "schema", "argument note is not declared", "s2")
+    new_error = Finding("ARH-SCH-004", "error", "schema", "bad amount", "s2", subject="/amount")
+    new_warning = Finding("ARH-SCH-005", "warning", "schema", "note", "s2", subject="/note")
+    result = compare_reports(_one(75.0, (old,)), _one(60.0, (new_error, new_warning)))
+    assert [f.rule_id for _, f in result.new_findings] == ["ARH-SCH-004"]
+
+
+def test_any_step_matches_findings_of_old_reports_too() -> None:
+    # a 0.2.x baseline has no subject: with --any-step its finding at another step still matches
+    old = Finding("ARH-FLW-003", "error", "flow", "m", "call_A")
+    new = Finding("ARH-FLW-003", "error", "flow", "m", "call_B", subject="refund")
+    result = compare_reports(_one(90.0, (old,)), _one(90.0, (new,)), any_step=True)
+    assert (result.new_findings, result.resolved_findings) == ([], [])
+    # a 0.1.x baseline has no rule ID either
+    older = Finding("", "error", "flow", "m", "call_A")
+    result = compare_reports(_one(90.0, (older,)), _one(90.0, (new,)), any_step=True)
+    assert (result.new_findings, result.resolved_findings) == ([], [])
+    # two different rule IDs never match, whatever the steps
+    other = Finding("ARH-FLW-001", "error", "flow", "m", "call_A", subject="refund")
+    result = compare_reports(_one(90.0, (other,)), _one(90.0, (new,)), any_step=True)
+    assert len(result.new_findings) == len(result.resolved_findings) == 1

@@ -564,6 +564,11 @@ def test_d35_score_deltas_use_unrounded_scores() -> None:
     assert abs(delta.score_delta + 0.0009) < 1e-9
     (delta,) = compare_reports(run(90.0049, False), run(90.004, True)).traces
     assert delta.score_delta == 0.0
+    # 8.05 to 3.05 is a drop of 5.00 as written (5.000000000000001 in floating point)
+    from agent_reliability_harness.regression import evaluate_gate
+
+    drop = evaluate_gate(compare_reports(run(8.05, False), run(3.05, False)), max_score_drop=5)
+    assert drop.passed
 
 
 def test_d104_report_values_are_held_to_what_validation_writes(
@@ -656,6 +661,15 @@ def test_d40_subjects_keep_different_findings_apart() -> None:
 
     gate = evaluate_gate(compare_reports(run("lookup"), run("refund")))
     assert gate.reasons == ("1 new error finding: t:ARH-SEQ-001",)
+    # a new error beside an old warning of one fingerprint is the new one, in either order
+    warning = Finding("ARH-SEQ-001", "warning", "sequence", "m", None, subject="x")
+    error = Finding("ARH-SEQ-001", "error", "sequence", "m", None, subject="x")
+    old = RunReport((TraceReport("t", "a", "w", "p", 90.0, True, 0.0, 0.0, None, (warning,)),))
+    for findings in ((warning, error), (error, warning)):
+        new = RunReport((TraceReport("t", "a", "w", "p", 80.0, False, 0.0, 0.0, None, findings),))
+        assert evaluate_gate(compare_reports(old, new)).reasons[0] == (
+            "1 new error finding: t:ARH-SEQ-001"
+        )
 
 
 def test_d41_bad_candidate_inputs_fail_the_run(tmp_path: Path, arh: Callable[..., Run]) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
+from decimal import Decimal
 
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
@@ -29,13 +30,14 @@ __all__ = ["CompareResult", "TraceDelta", "compare_reports", "trace_delta"]
 _ROUND_DELTA: Final = 6
 
 
-def _sort_key(finding: Finding) -> tuple[str, str, str, str, str]:
+def _sort_key(finding: Finding) -> tuple[str, str, str, str, str, str]:
     return (
         finding.rule_id,
         finding.category,
         finding.step_id or "",
         finding.subject or "",
         finding.message,
+        finding.severity,
     )
 
 
@@ -78,27 +80,32 @@ def _match(
 def diff_findings(
     baseline: Iterable[Finding], candidate: Iterable[Finding], *, any_step: bool = False
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
-    """Split two findings lists into (new in candidate, resolved from baseline). With
-    ``any_step``, findings still unmatched are then matched whatever their steps: by rule,
-    category and subject, as multisets, so only a finding more than the baseline had is new."""
+    """Split two findings lists into (new in candidate, resolved from baseline).
+
+    Findings are matched by fingerprint, as multisets, in rounds: the whole fingerprint, then
+    without the subject where a finding has none (0.2.x reports), then without the rule ID where
+    one has none (0.1.x reports). With ``any_step``, the findings still unmatched are then
+    matched in the same three rounds without their steps. In every round a finding takes one of
+    its own severity first, so a new error beside an old warning of one fingerprint is the new
+    one, whatever the order of the findings in the files."""
     new = sorted(candidate, key=_sort_key)
     gone = sorted(baseline, key=_sort_key)
-
-    def exact(f: Finding) -> Hashable:
-        return (f.rule_id, f.category, f.step_id or "", f.subject or "")
-
-    _match(new, gone, exact)
-    if new and gone:
-        _match(
-            new,
-            gone,
-            lambda f: (f.rule_id, f.category, f.step_id or ""),
-            lambda f: f.subject is None,
-        )
-    if new and gone:
-        _match(new, gone, lambda f: (f.category, f.step_id or ""), lambda f: not f.rule_id)
-    if any_step and new and gone:
-        _match(new, gone, lambda f: (f.rule_id, f.category, f.subject or ""))
+    rounds: list[tuple[Callable[[Finding], Hashable], Callable[[Finding], bool] | None]] = [
+        (lambda f: (f.rule_id, f.category, f.step_id or "", f.subject or ""), None),
+        (lambda f: (f.rule_id, f.category, f.step_id or ""), lambda f: f.subject is None),
+        (lambda f: (f.category, f.step_id or ""), lambda f: not f.rule_id),
+    ]
+    if any_step:
+        rounds += [
+            (lambda f: (f.rule_id, f.category, f.subject or ""), None),
+            (lambda f: (f.rule_id, f.category), lambda f: f.subject is None),
+            (lambda f: f.category, lambda f: not f.rule_id),
+        ]
+    for key, loose in rounds:
+        if not (new and gone):
+            break
+        _match(new, gone, lambda f, key=key: (key(f), f.severity), loose)  # type: ignore[misc]
+        _match(new, gone, key, loose)
     return tuple(new), tuple(gone)
 
 
@@ -121,11 +128,23 @@ class TraceDelta(Record):
             return self.candidate.score - self.baseline.score
         return round(self.candidate.score, 2) - round(self.baseline.score, 2)
 
+    @property
+    def score_drop(self) -> Decimal | None:
+        """How far the score fell (negative when it rose), as the exact difference of the
+        scores as written: the unrounded ones when both reports carry them, else the 2-decimal
+        ones (8.05 to 3.05 is a drop of 5.00, where the floats differ by 5.000000000000001)."""
+        if self.baseline is None or self.candidate is None:
+            return None
+        before, after = self.baseline.score, self.candidate.score
+        if not (self.baseline.score_is_exact and self.candidate.score_is_exact):
+            before, after = round(before, 2), round(after, 2)
+        return Decimal(repr(before)) - Decimal(repr(after))
+
     def dropped_beyond(self, limit: float | None) -> bool:
-        """Whether the score fell by more than ``limit`` (``--max-score-drop``; None: no limit),
-        which fails the ``regressions`` gate."""
-        delta = self.score_delta
-        return limit is not None and delta is not None and -delta > limit
+        """Whether the score fell by more than ``limit`` (``--max-score-drop``, compared as
+        written; None: no limit), which fails the ``regressions`` gate."""
+        drop = self.score_drop
+        return limit is not None and drop is not None and drop > Decimal(repr(float(limit)))
 
     @property
     def latency_delta_ms(self) -> float | None:
@@ -164,7 +183,7 @@ class TraceDelta(Record):
             "candidate_passed": None if self.candidate is None else self.candidate.passed,
             "baseline_score": None if self.baseline is None else round(self.baseline.score, 2),
             "candidate_score": None if self.candidate is None else round(self.candidate.score, 2),
-            "score_delta": None if delta is None else round(delta, 2),
+            "score_delta": None if delta is None else round(delta, 2) + 0.0,  # not -0.0
             "latency_delta_ms": self.latency_delta_ms,
             "cost_delta_usd": self.cost_delta_usd,
             "new_findings": [_ref(self.trace_id, f) for f in self.new_findings],
@@ -292,7 +311,9 @@ class CompareResult(Record):
             "new_findings": len(new),
             "new_error_findings": sum(1 for _, f in new if f.severity == "error"),
             "resolved_findings": len(self.resolved_findings),
-            "average_score_delta": round(math.fsum(deltas) / len(deltas), 2) if deltas else 0.0,
+            "average_score_delta": (
+                round(math.fsum(deltas) / len(deltas), 2) + 0.0 if deltas else 0.0  # not -0.0
+            ),
             "max_score_drop": round(max(drops), 2) if drops else 0.0,
         }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from decimal import Decimal
 
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import UsageError
@@ -59,6 +60,22 @@ def check_gate_options(
         raise UsageError("fail_on_drift does not apply to fail_on 'never'")
 
 
+def _limit_text(limit: float) -> str:
+    """A score-drop limit with 2 decimals, or as written when those would change it (0.999)."""
+    text = f"{limit:.2f}"
+    return text if Decimal(text) == Decimal(repr(limit)) else repr(limit)
+
+
+def _drop_text(drop: Decimal | None, limit: float) -> str:
+    """A drop beyond ``limit`` with 2 decimals, or as many more as show that it is beyond."""
+    assert drop is not None
+    for places in range(2, 18):
+        text = f"{drop:.{places}f}"
+        if Decimal(text) > Decimal(repr(limit)):
+            return text
+    return str(drop)
+
+
 def _listing(counts: Counter[str]) -> str:
     items = [f"{key} (x{n})" if n > 1 else key for key, n in counts.items()]
     shown = ", ".join(items[:_LISTED])
@@ -81,7 +98,7 @@ def evaluate_gate(
     ``fail_on_drift``, drift warnings (different policy or harness version) fail it too.
     """
     check_gate_options(fail_on, max_score_drop, fail_on_drift)
-    limit = None if max_score_drop is None else float(max_score_drop)
+    limit = None if max_score_drop is None else float(max_score_drop) + 0.0  # no "-0.00"
     reasons: list[str] = []
     if fail_on == "regressions":
         errors = Counter(
@@ -105,10 +122,10 @@ def evaluate_gate(
         ]
         if limit is not None:
             reasons += [
-                f"trace {t.trace_id!r} score dropped {-(t.score_delta or 0):.2f} points "
-                f"(limit {limit:.2f})"
+                f"trace {t.trace_id!r} score dropped {_drop_text(t.score_drop, limit)} points "
+                f"(limit {_limit_text(limit)})"
                 for t in result.traces
-                if t.dropped_beyond(limit)
+                if t.score_drop is not None and t.dropped_beyond(limit)
             ]
     elif fail_on == "failures":
         failing = [
