@@ -1204,16 +1204,6 @@ def _run_sections(
             yield html_trace_table(passing_rest, "More passing traces", "more-passing")
 
 
-def _items_left(total: int, noun: str) -> str:
-    """The note under a list cut at _GATE_ITEMS items (one reason per regressed trace can make
-    thousands), or nothing when it was not cut."""
-    left = total - _GATE_ITEMS
-    if left <= 0:
-        return ""
-    more = _plural(left, f"more {noun}")
-    return f'<p class="note">{more} not listed: see the JSON comparison (--json-out).</p>\n'
-
-
 def _more_note(shown: int, kind: str) -> str:
     return (
         f'<p class="note">The page shows {_plural(shown, f"{kind} trace")} step by step (at '
@@ -1413,7 +1403,7 @@ _VERDICT_CLASSES: Final = {"FAIL": "fail", "insufficient data": "fail", "PASS": 
 
 
 def _rows_left(shown: int, total: int, word: str) -> str:
-    """The note under a table of statistics cut at _STAT_ROWS rows."""
+    """The note under a table or list of a comparison cut to its first ``shown`` items."""
     if total <= shown:
         return ""
     return (
@@ -1547,12 +1537,14 @@ def _compare_sections(
                    "(listed in the run's log).</p>\n")  # fmt: skip
     if gate.reasons:
         out.append('<h3>Reasons</h3>\n<ul class="reasons">\n')
-        out += [f"<li>{_clipped(reason)}</li>\n" for reason in gate.reasons[:_GATE_ITEMS]]
-        out.append("</ul>\n" + _items_left(len(gate.reasons), "reason"))
+        reasons = gate.reasons[:_GATE_ITEMS]  # one per regressed trace: there may be thousands
+        out += [f"<li>{_clipped(reason)}</li>\n" for reason in reasons]
+        out.append("</ul>\n" + _rows_left(len(reasons), len(gate.reasons), "reason"))
     if result.warnings:
         out.append('<h3>Warnings</h3>\n<ul class="warnings">\n')
-        out += [f'<li class="warning">{_clipped(w)}</li>\n' for w in result.warnings[:_GATE_ITEMS]]
-        out.append("</ul>\n" + _items_left(len(result.warnings), "warning"))
+        warnings = result.warnings[:_GATE_ITEMS]
+        out += [f'<li class="warning">{_clipped(w)}</li>\n' for w in warnings]
+        out.append("</ul>\n" + _rows_left(len(warnings), len(result.warnings), "warning"))
     out += [_summary_table(result.summary()), _sides_table(result), "</section>\n"]
     yield "".join(out)
     if stats is not None:
