@@ -9,6 +9,8 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Final
 
+    from agent_reliability_harness.model.report import TraceReport
+
 __all__ = [
     "FORMAT_CHARS",
     "escape_char",
@@ -17,6 +19,7 @@ __all__ = [
     "plain_number",
     "plural",
     "run_headline",
+    "score_alone",
     "score_below",
     "source_text",
     "terminal_safe",
@@ -106,6 +109,18 @@ def score_below(score: float, threshold: float) -> str:
         if float(text) < threshold:
             return text
     return repr(score)
+
+
+def score_alone(report: TraceReport, fail_under: float | None) -> str | None:
+    """For a failing trace that no error finding fails, why it fails: ``66.67 is below the pass
+    threshold of 70``; None otherwise, or when the threshold is not known (``fail_under`` None,
+    as for a report read back from JSON, which does not record it)."""
+    if report.passed or report.errors or fail_under is None or report.score >= fail_under:
+        return None
+    return (
+        f"{score_below(report.score, fail_under)} is below the pass threshold of "
+        f"{threshold_text(fail_under)}"
+    )
 
 
 def source_text(path: str | None, line: int | None) -> str | None:

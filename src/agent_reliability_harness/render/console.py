@@ -9,10 +9,9 @@ from agent_reliability_harness.render._fidelity import console_lines
 from agent_reliability_harness.render._text import (
     plain_number,
     plural,
-    score_below,
+    score_alone,
     source_text,
     terminal_safe,
-    threshold_text,
 )
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -65,12 +64,9 @@ def _trace_lines(report: TraceReport, fail_under: float | None) -> list[str]:
     if where is not None:
         details.append(terminal_safe(where))
     lines.append(_INDENT + " \u00b7 ".join(details))
-    if not report.passed and not report.errors and fail_under is not None:
-        # no finding says why it fails: its score does (warnings lower it too)
-        lines.append(
-            f"{_INDENT}fails on its score alone: {score_below(report.score, fail_under)} is "
-            f"below the pass threshold of {threshold_text(fail_under)} (--fail-under)"
-        )
+    why = score_alone(report, fail_under)  # no finding says why it fails: its score does
+    if why is not None:
+        lines.append(f"{_INDENT}fails on its score alone: {why} (--fail-under)")
     lines += console_lines(report, _INDENT, WIDTH)  # checks its source gave no field for
     step_width = min(_STEP_WIDTH, max((len(_step(f)) for f in report.findings), default=1))
     for finding in report.findings:

@@ -16,8 +16,7 @@ from agent_reliability_harness.render._text import (
     FORMAT_CHARS,
     escape_char,
     plural,
-    score_below,
-    threshold_text,
+    score_alone,
 )
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -60,13 +59,9 @@ def _name(text: str) -> str:
 
 
 def _failure_message(report: TraceReport, fail_under: float | None) -> str:
-    errors = report.errors
-    message = f"score {report.score:.2f}/100; {plural(errors, 'error finding')}"
-    if not errors and fail_under is not None and report.score < fail_under:
-        below = score_below(report.score, fail_under)
-        message += f"; fails on its score alone: {below} is below the pass threshold of "
-        message += threshold_text(fail_under)
-    return message
+    message = f"score {report.score:.2f}/100; {plural(report.errors, 'error finding')}"
+    why = score_alone(report, fail_under)
+    return message if why is None else f"{message}; fails on its score alone: {why}"
 
 
 def _testcase(report: TraceReport, fail_under: float | None) -> ET.Element:

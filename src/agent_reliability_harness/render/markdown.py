@@ -26,8 +26,7 @@ from agent_reliability_harness.render._markdown import (
 from agent_reliability_harness.render._text import (
     plural,
     run_headline,
-    score_below,
-    threshold_text,
+    score_alone,
 )
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -65,14 +64,9 @@ def _finding_row(f: Finding) -> str:
     )
 
 
-def _score_alone(report: TraceReport, fail_under: float | None) -> list[str]:
-    """For a trace that no error finding fails, the paragraph that says its score does."""
-    if report.passed or report.errors or fail_under is None or report.score >= fail_under:
-        return []
-    below = score_below(report.score, fail_under)
-    threshold = threshold_text(fail_under)
-    why = f"{below} is below the pass threshold of {threshold} (`--fail-under`)"
-    return ["", f"Fails on its score alone: {why}."]
+def _why_lines(why: str | None) -> list[str]:
+    """The paragraph that says why a trace that no error finding fails fails (its score)."""
+    return [] if why is None else ["", f"Fails on its score alone: {why} (`--fail-under`)."]
 
 
 def _trace_section(report: TraceReport, fail_under: float | None = None) -> MdSection:
@@ -89,7 +83,7 @@ def _trace_section(report: TraceReport, fail_under: float | None = None) -> MdSe
             if report.source_path is None
             else f" \u00b7 {md_code(report.source_path, in_table=False)}"
         ),
-        *_score_alone(report, fail_under),
+        *_why_lines(score_alone(report, fail_under)),
         "",
         "| Severity | Rule | Step | Finding | Expected | Observed |",
         "|---|---|---|---|---|---|",
