@@ -1045,3 +1045,24 @@ def test_any_step_matches_findings_of_old_reports_too() -> None:
     other = Finding("ARH-FLW-001", "error", "flow", "m", "call_A", subject="refund")
     result = compare_reports(_one(90.0, (other,)), _one(90.0, (new,)), any_step=True)
     assert len(result.new_findings) == len(result.resolved_findings) == 1
+
+
+def test_runs_with_no_trace_id_in_common_are_warned_of() -> None:
+    # e.g. several baseline reports (ids renamed t1@1, t1@2) against one candidate report, or
+    # transcripts whose ids change on every run: nothing is compared, and the gate would pass
+    def run(*ids: str) -> RunReport:
+        return RunReport(
+            tuple(TraceReport(i, "a", "w", "p", 100.0, True, 0.0, 0.0, None, ()) for i in ids)
+        )
+
+    result = compare_reports(run("t1@1", "t1@2"), run("t1"))
+    disjoint = (
+        "no trace id is on both sides, so every trace of the baseline (2) is removed and every "
+        "trace of the candidate (1) added: do the trace ids stay the same from run to run?"
+    )
+    assert result.warnings == (disjoint,)
+    assert evaluate_gate(result).passed  # a warning: it fails only with --fail-on-drift
+    assert not evaluate_gate(result, fail_on_drift=True).passed
+    # one id in common, or an empty side: no such warning
+    assert compare_reports(run("t1", "t2"), run("t2", "t3")).warnings == ()
+    assert disjoint not in compare_reports(run(), run("t1")).warnings

@@ -343,7 +343,17 @@ def compare_reports(
         for trace_id in sorted(base.keys() | cand.keys())
     )
     sides = Side.of(baseline), Side.of(candidate)
-    return CompareResult(sides[0], sides[1], deltas, _drift(*sides))
+    warnings = _drift(*sides)
+    if base and cand and base.keys().isdisjoint(cand.keys()):
+        # nothing is compared: every trace is added or removed, which is almost always a run
+        # whose trace ids change (or the wrong report)
+        disjoint = (
+            f"no trace id is on both sides, so every trace of the baseline ({len(base):,}) is "
+            f"removed and every trace of the candidate ({len(cand):,}) added: do the trace ids "
+            "stay the same from run to run?"
+        )
+        warnings += (disjoint,)
+    return CompareResult(sides[0], sides[1], deltas, warnings)
 
 
 def trace_delta(
