@@ -356,6 +356,16 @@ def test_d25_grounding_rule_is_registered_as_a_warning() -> None:
     assert rule.severity_note is not None
 
 
+def test_d106_a_citation_url_needs_a_host() -> None:
+    policy = _policy(grounding={"require_valid_citation_urls": True})
+    for url, bad in (("http://@", True), ("http://:80", True), ("http://u@h/x", False)):
+        citations = [{"url": url, "source": "kb"}]
+        step = {"step_id": "s1", "type": "model_response", "text": "ok",
+                "requires_grounding": True, "citations": citations}  # fmt: skip
+        report = validate_trace(Trace.from_dict(_trace(step)), Policy.from_dict(policy))
+        assert [f.rule_id for f in report.findings] == (["ARH-GRD-003"] if bad else []), url
+
+
 def test_d26_finding_order_does_not_depend_on_key_order() -> None:
     policy = _policy(allowed_tools={"t": {"required_arguments": {"a": "int", "b": "int"}}})
     one = _trace(_call("s1", "t", {"a": "x", "b": "y"}), _call("s2", "nope"))

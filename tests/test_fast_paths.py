@@ -31,6 +31,19 @@ _URL_PIECES = st.sampled_from(
 @example("https://ex\tample.test/")
 @example("https:///path")
 @example("https://example.test:80?q#f")
+@example("http://@")
+@example("http://:80")
+@example("http://user:pw@")
+@example("http://user@/x")
+@example("http://u@h/x")
 def test_url_check_agrees_with_urlsplit(url: str) -> None:
     # urlsplit alone decides every URL when the shortcut is not taken
     assert _citation_problem({"url": url}) == _parsed_url_problem(url)
+
+
+def test_a_url_needs_a_host() -> None:
+    # POLICY-SPEC: "an absolute http or https URL with a host"; a user part or a port is no host
+    for url in ("http://@", "http://:80", "http://user:pw@", "http://@:80/x", "http://user@/x"):
+        assert _citation_problem({"url": url, "source": "docs"}) == "its url has no host", url
+    for url in ("http://a:80", "http://u@h/x", "https://[::1]/x", "HTTPS://kb.example.test/a"):
+        assert _citation_problem({"url": url}) == "", url

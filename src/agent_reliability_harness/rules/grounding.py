@@ -61,9 +61,11 @@ def prepare(policy: Policy) -> Grounding:
     return policy.grounding
 
 
-# URLs of printable ASCII with an http(s) scheme and a host free of brackets: urlsplit takes
-# them without change or error, as valid. Only other URLs need urlsplit itself.
-_PLAIN_HTTP_URL: Final = re.compile(r"(?i:https?)://[^\x00-\x20\x7f-\U0010ffff/?#\[\]]+"
+# URLs of printable ASCII with an http(s) scheme and a host free of brackets, with no user part
+# and not starting with a port: urlsplit takes them without change or error, as valid, with a
+# host. Only other URLs need urlsplit itself.
+_PLAIN_HTTP_URL: Final = re.compile(r"(?i:https?)://[^\x00-\x20\x7f-\U0010ffff/?#\[\]@:]"
+                                    r"[^\x00-\x20\x7f-\U0010ffff/?#\[\]@]*"
                                     r"(?:[/?#][\x21-\x7e]*)?")  # fmt: skip
 
 
@@ -76,6 +78,8 @@ def _parsed_url_problem(url: str) -> str:
         return "its url cannot be parsed"
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
         return "its url is not an absolute http(s) URL"
+    if not parts.hostname:  # "http://@", "http://:80", "http://user:pw@"
+        return "its url has no host"
     return ""
 
 
