@@ -602,6 +602,55 @@ def test_validate_trace_needs_a_trace_and_a_policy(
             Validator(policy)  # type: ignore[arg-type]
 
 
+_REBUILD = "build the trace with Trace.from_dict(data)"
+
+
+def _code_step(**changes: Any) -> Step:
+    fields: dict[str, Any] = {"step_id": "s", "type": "model_response", "text": "hi"}
+    return Step(**{**fields, **changes})
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        (["a step"], "trace.steps[0] must be a Step, got str; build it with Step.from_dict(data)"),
+        (
+            [_code_step(), PERFECT_STEPS[0]],
+            "trace.steps[1] must be a Step, got dict; build it with Step.from_dict(data)",
+        ),
+        (None, "trace.steps must be a tuple of Step, got NoneType; " + _REBUILD),
+        (5, "trace.steps must be a tuple of Step, got int; " + _REBUILD),
+    ],
+)
+def test_a_trace_built_in_code_with_steps_that_are_not_steps_is_a_usage_error(
+    steps: Any, message: str
+) -> None:
+    # the check that explains why the rules failed raised AttributeError or TypeError itself
+    trace = Trace(trace_id="t", agent_name="a", workflow="w", steps=steps)
+    with pytest.raises(UsageError) as info:
+        validate_trace(trace, full_policy())
+    assert str(info.value) == message
+
+
+def test_a_step_built_in_code_with_extra_that_is_not_a_mapping_is_an_input_error() -> None:
+    # a key that is not a string makes the rules fail; extra=5 then made the explanation fail
+    bad = _code_step(
+        type="tool_call", tool_name="search_docs", arguments={None: 1}, text=None, extra=5
+    )
+    trace = Trace(trace_id="t", agent_name="a", workflow="w", steps=(_code_step(), bad))
+    with pytest.raises(InputError) as info:
+        validate_trace(trace, full_policy())
+    assert info.value.pointer == "/steps/1"
+    assert str(info.value) == (
+        "/steps/1: metadata and extra of a trace or step built in code must be mappings"
+    )
+    keyed = _code_step(type="tool_call", tool_name="search_docs", arguments={None: 1}, text=None)
+    whole = Trace(trace_id="t", agent_name="a", workflow="w", steps=(keyed,), extra=5)
+    with pytest.raises(InputError) as info:
+        validate_trace(whole, full_policy())
+    assert info.value.pointer == ""
+
+
 # policies whose rules walk or compare a call's arguments (or its output)
 _WALKING_POLICIES = {
     "schema": FULL_POLICY,

@@ -8,7 +8,7 @@ from agent_reliability_harness.errors import TOO_DEEP, ArhError, InputError, Usa
 from agent_reliability_harness.model.fidelity import fidelity_plan, not_applicable
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding, TraceReport
-from agent_reliability_harness.model.trace import Trace
+from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.rules import CATEGORIES, CATEGORY_MODULES, lint
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.scoring import (
@@ -44,6 +44,7 @@ def category_modules(policy: Policy) -> list[ModuleType]:
 
 
 NESTED_TRACE: Final = f"a value in the trace is {TOO_DEEP} to check"
+_NOT_A_MAPPING: Final = "metadata and extra of a trace or step built in code must be mappings"
 
 
 class Validator:
@@ -73,7 +74,7 @@ class Validator:
         """Check one trace; raise :class:`InputError` only for values nested too deeply to walk,
         for metric totals too large to report and for objects whose keys are not all strings
         (possible in a trace built in Python), and :class:`UsageError` for a ``trace`` that is
-        not a :class:`Trace`."""
+        not a :class:`Trace` or holds steps that are not :class:`Step` objects."""
         try:
             facts = TraceFacts(trace)
             findings: list[Finding] = []
@@ -116,9 +117,10 @@ class Validator:
 def _unusable(trace: object) -> ArhError | None:
     """Why the rules could not walk ``trace`` (looked for only after they failed): it is not a
     :class:`Trace`, an object in it has a key that is not a string, which JSON cannot hold but a
-    trace built in Python can, or a field has a value ``Trace.from_dict`` refuses (a Step built
-    in code with ``latency_ms="5"``). The rules take what they are given without checking it
-    again, so that the common path pays nothing for this."""
+    trace built in Python can, its steps are not :class:`Step` objects, or a field has a value
+    ``Trace.from_dict`` refuses (a Step built in code with ``latency_ms="5"``). The rules take
+    what they are given without checking it again, so that the common path pays nothing for
+    this."""
     if not isinstance(trace, Trace):
         return UsageError(
             f"trace must be a Trace, got {type(trace).__name__}; "
@@ -126,7 +128,27 @@ def _unusable(trace: object) -> ArhError | None:
         )
     from agent_reliability_harness.model._checks import find_non_string_key
 
-    document = trace.to_dict()
+    steps: object = trace.steps  # typed as a tuple of Step, but built in code it may be anything
+    if not isinstance(steps, tuple | list):
+        return UsageError(
+            f"trace.steps must be a tuple of Step, got {type(steps).__name__}; "
+            "build the trace with Trace.from_dict(data)"
+        )
+    step: object
+    for index, step in enumerate(steps):
+        if not isinstance(step, Step):
+            return UsageError(
+                f"trace.steps[{index}] must be a Step, got {type(step).__name__}; "
+                "build it with Step.from_dict(data)"
+            )
+        try:
+            step.to_dict()
+        except (AttributeError, TypeError, ValueError):  # extra or metadata not a mapping
+            return InputError(_NOT_A_MAPPING, pointer=f"/steps/{index}")
+    try:
+        document = trace.to_dict()
+    except (AttributeError, TypeError, ValueError):
+        return InputError(_NOT_A_MAPPING, pointer="")
     problem = find_non_string_key(document, "")  # no recursion: any depth is walked
     if problem is None:
         try:
