@@ -8,7 +8,8 @@ Run it with ``make perf`` (or ``.venv/bin/python benchmarks/perf.py``). It
    file, plus adversarial shapes for the scaling check. Everything is written to a scratch
    directory (a temporary one unless ``--workdir`` is given), never into the repository;
 2. runs ``arh validate --policy P INPUT --json-out OUT --quiet`` on each corpus in a fresh
-   process and measures wall time (best of ``--repeat``), the child's peak RSS (from ``wait4``)
+   process (and, for the first corpus, ``arh validate ... -`` with the JSON Lines file as standard
+   input) and measures wall time (best of ``--repeat``), the child's peak RSS (from ``wait4``)
    and the *floor*: the time a bare Python process takes to read the same bytes and
    ``json.loads`` every file or line, measured in the same run the same way;
 3. measures cold start (``arh --version`` and ``arh validate`` of one small trace against
@@ -1148,19 +1149,22 @@ with open(sys.argv[1], "w") as out:
 """
 
 
-def run_child(argv: Sequence[str], env: dict[str, str] | None = None) -> Run:
+def run_child(
+    argv: Sequence[str], env: dict[str, str] | None = None, stdin: Path | None = None
+) -> Run:
     """Run one command in a fresh process: its wall time (from spawn to exit, without the
     launcher's own start), its peak RSS (``ru_maxrss`` from ``wait4``), status and output.
-    ``argv[0]`` must be a path."""
+    ``argv[0]`` must be a path; standard input is the file ``stdin``, or empty."""
     with (
         tempfile.TemporaryFile() as out,
         tempfile.TemporaryFile() as err,
         tempfile.TemporaryDirectory() as scratch,
+        open(os.devnull if stdin is None else stdin, "rb") as source,
     ):
         result = Path(scratch, "result")
         subprocess.run(
             [sys.executable, "-c", LAUNCHER_CODE, str(result), *argv],
-            stdin=subprocess.DEVNULL,
+            stdin=source,
             stdout=out,
             stderr=err,
             env=env,
@@ -1182,6 +1186,7 @@ class Measurement:
     form: str
     argv: list[str]  # the arh command
     floor_argv: list[str]  # the floor's command on the same input
+    stdin: Path | None = None  # the file arh reads as standard input
     wall: float = float("inf")
     rss: int = 0
     floor: float = float("inf")
@@ -1233,24 +1238,26 @@ class Bench:
         self.run([*arh, "--version"])
         self.run([*arh, "validate", "--policy", str(SAMPLE_POLICY), sample, "--quiet"])
 
-    def run(self, argv: Sequence[str]) -> Run:
-        return run_child(argv, self.env)
+    def run(self, argv: Sequence[str], stdin: Path | None = None) -> Run:
+        return run_child(argv, self.env, stdin)
 
     def plan(
         self, corpus: Corpus, form: str, jobs: int | None = None, policy: Path | None = None
     ) -> Measurement:
-        """A measurement of ``arh validate`` on one form of a corpus, not run yet."""
+        """A measurement of ``arh validate`` on one form of a corpus, not run yet. The form
+        ``jsonl stdin`` gives arh the JSON Lines file as standard input (``-``)."""
         target = corpus.directory if form == "dir" else corpus.jsonl
         assert target is not None
+        stdin = target if form == "jsonl stdin" else None
         label = form if jobs is None else f"{form} -j{jobs}"
         if policy is not None:
             label += f" ({policy.stem.removeprefix('policy_')})"
-        argv = [*self.arh, "validate", "--policy", str(policy or corpus.policy), str(target)]
-        argv += ["--json-out", str(self.out), "--quiet"]
+        argv = [*self.arh, "validate", "--policy", str(policy or corpus.policy)]
+        argv += ["-" if stdin else str(target), "--json-out", str(self.out), "--quiet"]
         if jobs is not None:
             argv += ["--jobs", str(jobs)]
         floor_argv = [self.python, "-c", FLOOR_CODE, str(target)]
-        return Measurement(corpus, label, argv, floor_argv)
+        return Measurement(corpus, label, argv, floor_argv, stdin)
 
     def measure(self, *planned: Measurement) -> None:
         """Run the measurements in turns, one run of each per round, so that all of them see
@@ -1261,7 +1268,7 @@ class Bench:
                 if round_ and result.spent + result.wall > self.budget:
                     continue  # a long run varies little; do not spend minutes repeating it
                 result.runs += 1
-                run = self.run(result.argv)
+                run = self.run(result.argv, result.stdin)
                 result.spent += run.wall
                 if run.status not in (0, 1) or run.err:
                     first = (run.err.strip().splitlines() or [""])[0]
@@ -1424,7 +1431,7 @@ def targets(report: Report) -> list[list[str]]:
     no_unsafe = [m for m in main if m.form.endswith("(no_unsafe)")]
     worst = max((m.ratio for m in plain), default=None)
     worst_plain = max((m.ratio for m in no_unsafe), default=None)
-    big = [m for m in main if m.form == "jsonl" and m.corpus.traces >= 10_000]
+    big = [m for m in main if m.form in ("jsonl", "jsonl stdin") and m.corpus.traces >= 10_000]
     rss = max((m.rss / MB for m in big), default=None)
     by_key = {(m.corpus.name, m.form): m for m in main}
     speedups = [
@@ -1444,7 +1451,9 @@ def targets(report: Report) -> list[list[str]]:
             worst_plain,
             (worst_plain or 0) <= 1.3,
         ),
-        _target("peak RSS, 10,000-trace JSON Lines, MB", "< 50", rss, (rss or 0) < 50, 1),
+        _target(
+            "peak RSS, 10,000-trace JSON Lines (file, stdin), MB", "< 50", rss, (rss or 0) < 50, 1
+        ),
         _target("--jobs 2 speed-up, 10,000 traces", ">= 1.7", speedup, (speedup or 0) >= 1.7),
         _target("time per step, long-trace whole / pieces", "<= 1.5", flat, (flat or 0) <= 1.5),
         _target("adversarial shapes, whole / pieces", "<= 1.5", shapes, (shapes or 0) <= 1.5),
@@ -1483,7 +1492,8 @@ def render_report(report: Report, markdown: bool) -> str:
             f"- Command: `{report.command}`",
             (
                 "- `floor` is a bare Python process that reads the same bytes and `json.loads` "
-                "each file or line; `ratio` = wall / floor. MB are 10^6 bytes. Peak RSS is that "
+                "each file or line; `ratio` = wall / floor; `jsonl stdin` reads the JSON Lines "
+                "file as standard input (`-`). MB are 10^6 bytes. Peak RSS is that "
                 "of the `arh` process (`ru_maxrss` from `wait4`; a bare interpreter starts it, so "
                 "about 10 MB is the least it can show). Every child runs with bytecode caches (in "
                 "the scratch directory), as after an install."
@@ -1976,6 +1986,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ]
             if bench.has_jobs:
                 forms += [("dir", 2, None), ("jsonl", 2, None)]
+            if corpus is corpora[0]:  # read as it streams in: memory must stay as low as a file's
+                forms.append(("jsonl stdin", None, None))
             planned = [bench.plan(corpus, form, jobs, policy) for form, jobs, policy in forms]
             bench.measure(*planned)
             for m in planned:

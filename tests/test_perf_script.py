@@ -247,6 +247,25 @@ def _measurement(perf: ModuleType, name: str) -> object:
     return perf.Measurement(corpus, "jsonl", [name], [f"floor {name}"])
 
 
+def test_the_stdin_form_pipes_the_json_lines_file_and_counts_for_memory(tmp_path: Path) -> None:
+    perf = _load_module()
+    bench = object.__new__(perf.Bench)  # without __init__, which starts real processes
+    bench.arh, bench.python, bench.out = ["arh"], "python", tmp_path / "report.json"
+    corpus = perf.Corpus("10000x20", Path("p.json"), 10_000, 200_000, Path("t.jsonl"), None)
+    planned = bench.plan(corpus, "jsonl stdin")
+    assert planned.form == "jsonl stdin"
+    assert planned.stdin == Path("t.jsonl")
+    assert planned.argv[:5] == ["arh", "validate", "--policy", "p.json", "-"]
+    assert planned.floor_argv[-1] == "t.jsonl"  # the same bytes, read from the file
+    file = bench.plan(corpus, "jsonl")
+    assert (file.stdin, file.argv[4]) == (None, "t.jsonl")
+    file.wall = file.floor = planned.wall = planned.floor = 1.0
+    file.rss, planned.rss = 30 * perf.MB, 60 * perf.MB
+    report = perf.Report("now", "machine", "command", [file, planned], [], [], [], [])
+    rows = {row[0]: row[2:] for row in perf.targets(report)}
+    assert rows["peak RSS, 10,000-trace JSON Lines (file, stdin), MB"] == ["60.0", "no"]
+
+
 def test_targets_read_the_right_ratios() -> None:
     perf = _load_module()
     report = perf.Report("now", "machine", "command", [], [], [], [], [])
@@ -266,7 +285,7 @@ def test_measurements_run_in_turns_within_the_budget() -> None:
     bench.repeat, bench.budget = 3, 10.0
     ran: list[str] = []
 
-    def run(argv: list[str]) -> object:
+    def run(argv: list[str], stdin: Path | None = None) -> object:
         ran.append(argv[0])
         wall = 6.0 if argv[0] == "slow" else 1.0
         return perf.Run(wall, 0, 0, "1", "")  # a floor prints the number of traces: 1

@@ -9,11 +9,13 @@ of one process, including errors, duplicate ids and JSON Lines files cut into ch
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import random
+import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +24,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_reliability_harness import Policy, runner
+from agent_reliability_harness import io as io_module
+from agent_reliability_harness._json import decode_bytes, loads
 from agent_reliability_harness.errors import InputError
-from agent_reliability_harness.io import Chunk, Spool, write_atomic
+from agent_reliability_harness.io import STDIN_NAME, Chunk, Document, Source, Spool, write_atomic
 from agent_reliability_harness.model.report import (
     CategoryResult,
     ExactSum,
@@ -547,3 +551,80 @@ def test_the_reader_keeps_no_document_while_its_trace_is_checked(form: str, tmp_
     assert not _alive(first)
     assert next(reports).trace_id == "two"
     assert errors == []
+
+
+# -- standard input ------------------------------------------------------------------------------
+
+
+class _Stdin:
+    """``sys.stdin`` reading from bytes, and telling how far it has been read."""
+
+    def __init__(self, data: bytes) -> None:
+        self.buffer = io.BytesIO(data)
+
+
+def _stdin_source() -> Source:
+    return Source(STDIN_NAME, None, jsonl=False, relative="stdin")
+
+
+def _outcomes(items: Iterable[Document | InputError]) -> list[tuple[Any, ...]]:
+    return [
+        ("error", item.line, item.message) if isinstance(item, InputError)
+        else ("document", item.line, item.value)
+        for item in items
+    ]  # fmt: skip
+
+
+def _read_stdin_as_before(data: bytes) -> list[tuple[Any, ...]]:
+    """How standard input was read before it was streamed (all of it at once): one document if
+    the whole parses as one, JSON Lines if the parser stops with "Extra data"."""
+    try:
+        return _outcomes([Document(STDIN_NAME, None, loads(decode_bytes(data)))])
+    except InputError as exc:
+        if exc.message.startswith("invalid JSON: Extra data"):
+            lines = data.splitlines(keepends=True)
+            return _outcomes(io_module._jsonl_records(STDIN_NAME, lines))
+        return _outcomes([exc.located(STDIN_NAME)])
+
+
+def test_standard_input_json_lines_are_read_as_they_come(monkeypatch: pytest.MonkeyPatch) -> None:
+    # before, all of standard input was read, decoded and split before the first record was
+    # parsed: memory grew to several times the size of JSON Lines piped in
+    lines = [json.dumps(_trace_document(f"t{n}", "m")) + "\n" for n in range(50)]
+    data = "".join(lines).encode()
+    stdin = _Stdin(data)
+    monkeypatch.setattr(sys, "stdin", stdin)
+    documents = io_module.read_documents(_stdin_source())
+    first = next(documents)
+    assert isinstance(first, Document)
+    assert (first.line, first.value["trace_id"]) == (1, "t0")
+    assert stdin.buffer.tell() <= len(lines[0]) * 3  # the first lines, not all fifty
+    assert [d.line for d in documents] == list(range(2, 51))  # type: ignore[union-attr]
+
+
+_STDIN_LINES = st.sampled_from([
+    '{"a": 1}', "[1, 2]", '"x"', "7", "{", "}", '"a": 1,', '"b": [1', "]}", "nul", "{} {}",
+    "", " ", "\t", "\r", "\x0c", "\u00e9", '{"k": "\\u00e9"}',
+])  # fmt: skip
+
+
+@given(
+    lines=st.lists(_STDIN_LINES, max_size=6),
+    end=st.sampled_from(["", "\n"]),
+    bom=st.booleans(),
+)
+@settings(max_examples=400, deadline=None)
+def test_standard_input_is_read_as_when_it_was_read_whole(
+    lines: list[str], end: str, bom: bool
+) -> None:
+    # "\r" only ever before "\n": a lone carriage return ends a line for bytes.splitlines, which
+    # the old reading used, but not for a stream (nor for a JSON Lines file)
+    data = ("\ufeff" if bom else "").encode() + ("\n".join(lines) + end).encode()
+    stdin = _Stdin(data)
+    old = sys.stdin
+    sys.stdin = stdin  # type: ignore[assignment]
+    try:
+        streamed = _outcomes(io_module.read_documents(_stdin_source()))
+    finally:
+        sys.stdin = old
+    assert streamed == _read_stdin_as_before(data)

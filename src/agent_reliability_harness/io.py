@@ -272,6 +272,41 @@ def _decode_line(raw: bytes) -> str:
         return decode_bytes(raw)  # raises with the offset of the bad byte
 
 
+_JSON_WHITESPACE: Final = b" \t\r\n"
+
+
+def _stdin_lines(name: str) -> Iterator[Document | InputError] | bytes:
+    """Standard input, streamed as JSON Lines when it is JSON Lines: its first line that is not
+    blank holds a whole JSON value and something that is not blank follows it. Otherwise (one
+    document, possibly on many lines) all of its bytes, which the caller decodes as one."""
+    if sys.stdin is None:  # the process was started with standard input closed
+        raise OSError(errno.EBADF, "standard input is closed")
+    stream = sys.stdin.buffer
+    head: list[bytes] = []
+    line = b""
+    for line in iter(stream.readline, b""):
+        head.append(line)
+        if line.strip(_JSON_WHITESPACE):
+            break
+    else:
+        return b"".join(head)  # empty, or only blank lines
+    try:
+        loads(decode_bytes(b"".join(head)))
+    except InputError:
+        return b"".join(head) + stream.read()  # not a value on one line: one document
+    for line in iter(stream.readline, b""):
+        head.append(line)
+        if line.strip(_JSON_WHITESPACE):
+            return _jsonl_records(name, _chain(head, stream))
+    return b"".join(head)  # one value, on its line: one document
+
+
+def _chain(head: list[bytes], rest: Iterable[bytes]) -> Iterator[bytes]:
+    while head:
+        yield head.pop(0)
+    yield from rest
+
+
 def read_documents(source: Source) -> Iterator[Document | InputError]:
     """Yield the documents of one source, or an error for each part that cannot be decoded."""
     try:
@@ -279,7 +314,14 @@ def read_documents(source: Source) -> Iterator[Document | InputError]:
             with open(source.path, "rb") as stream:
                 yield from _jsonl_records(source.name, stream)
             return
-        data = _read_bytes(source)
+        if source.path is None:
+            lines = _stdin_lines(source.name)
+            if not isinstance(lines, bytes):
+                yield from lines
+                return
+            data = lines
+        else:
+            data = _read_bytes(source)
     except OSError as exc:
         yield InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=source.name)
         return
