@@ -41,6 +41,20 @@ def test_url_check_agrees_with_urlsplit(url: str) -> None:
     assert _citation_problem({"url": url}) == _parsed_url_problem(url)
 
 
+def test_url_check_agrees_with_urlsplit_for_every_character_in_a_host() -> None:
+    # the shortcut's host classes are spelt character by character: each one, at the start,
+    # inside and at the end of a host, decides as urlsplit does
+    chars = [chr(c) for c in range(0x300)] + ["\u2100", "\uff0f", "\U0010ffff", "\ud800"]
+    for char in chars:
+        for url in (
+            f"http://{char}",
+            f"http://a{char}b/x",
+            f"https://ab{char}?q",
+            f"http://{char}:8",
+        ):
+            assert _citation_problem({"url": url}) == _parsed_url_problem(url), repr(url)
+
+
 def test_a_url_needs_a_host() -> None:
     # POLICY-SPEC: "an absolute http or https URL with a host"; a user part or a port is no host
     for url in ("http://@", "http://:80", "http://user:pw@", "http://@:80/x", "http://user@/x"):

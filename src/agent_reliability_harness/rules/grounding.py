@@ -63,9 +63,12 @@ def prepare(policy: Policy) -> Grounding:
 
 # URLs of printable ASCII with an http(s) scheme and a host free of brackets, with no user part
 # and not starting with a port: urlsplit takes them without change or error, as valid, with a
-# host. Only other URLs need urlsplit itself.
-_PLAIN_HTTP_URL: Final = re.compile(r"(?i:https?)://[^\x00-\x20\x7f-\U0010ffff/?#\[\]@:]"
-                                    r"[^\x00-\x20\x7f-\U0010ffff/?#\[\]@]*"
+# host. Only other URLs need urlsplit itself. The host's classes are printable ASCII (! to ~)
+# without / ? # [ ] @, and : after the first character; spelt as what they hold, they compile
+# in a fraction of a millisecond, where a negated class reaching U+10FFFF takes milliseconds of
+# every start of the command line.
+_PLAIN_HTTP_URL: Final = re.compile(r"(?i:https?)://[!\x22$-.0-9;->A-Z\\^-~]"
+                                    r"[!\x22$-.0->A-Z\\^-~]*"
                                     r"(?:[/?#][\x21-\x7e]*)?")  # fmt: skip
 
 
