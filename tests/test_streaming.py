@@ -9,6 +9,7 @@ of one process, including errors, duplicate ids and JSON Lines files cut into ch
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
@@ -40,7 +41,7 @@ from agent_reliability_harness.render.junit import render_junit
 from agent_reliability_harness.render.markdown import MAX_CHARS, MarkdownWriter, render_markdown
 from agent_reliability_harness.render.sarif import MAX_RESULTS, render_sarif
 
-from conftest import SAMPLES, Run
+from conftest import ROOT, SAMPLES, Run
 
 Arh = Callable[..., Run]
 
@@ -452,6 +453,86 @@ def test_jobs_with_standard_input_and_samples(arh: Arh, tmp_path: Path) -> None:
     assert "duplicate trace_id" in str(one["err"])  # stdin repeats a sample's id
 
 
+@pytest.mark.parametrize("jobs", ["2", "3"])
+def test_jobs_share_out_json_lines_read_from_standard_input(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    # standard input is read here in chunks of lines that workers check, as a file is
+    _corpus(tmp_path)  # bad lines, blank lines, duplicate ids, transcripts without ids
+    data = (tmp_path / "runs.jsonl").read_bytes()
+    inputs = ["-", str(SAMPLES / "traces")]
+    one = _outputs_stdin(arh, inputs, tmp_path / "one", data)
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(runner, "_STDIN_CHUNK_BYTES", 700)
+    chunks: list[Chunk] = []
+    cut = runner.stdin_chunks
+
+    def counted(size: int) -> Iterator[Chunk] | bytes:
+        read = cut(size)
+        assert not isinstance(read, bytes)
+        for chunk in read:
+            chunks.append(chunk)
+            yield chunk
+
+    monkeypatch.setattr(runner, "stdin_chunks", counted)
+    many = _outputs_stdin(arh, inputs, tmp_path / "many", data, "--jobs", jobs)
+    assert one == many
+    assert len(chunks) > 10
+    assert b"".join(c.data or b"" for c in chunks) == data
+    assert [c.first_line for c in chunks[:2]] == [1, 1 + chunks[0].lines]
+    assert "<stdin>:" in str(one["err"])
+    assert "duplicate trace_id" in str(one["err"])
+
+
+def test_jobs_keep_an_otlp_export_on_standard_input_in_one_piece(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # its traces may span lines: cut into chunks, they would be read as several traces
+    data = (ROOT / "tests/fixtures/adapters/openinference/retry_and_messages.jsonl").read_bytes()
+    one = _outputs_stdin(arh, ["-"], tmp_path / "one", data)
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(runner, "_STDIN_CHUNK_BYTES", 200)
+    many = _outputs_stdin(arh, ["-"], tmp_path / "many", data, "--jobs", "2")
+    assert one == many
+    assert json.loads(one["json"])["summary"]["total_traces"] >= 1  # type: ignore[arg-type]
+
+
+class _FailingInput(io.BytesIO):
+    """Standard input whose reading fails once ``limit`` bytes have been read."""
+
+    def __init__(self, data: bytes, limit: int) -> None:
+        super().__init__(data)
+        self.limit = limit
+
+    def readline(self, size: int | None = -1) -> bytes:
+        if self.tell() >= self.limit:
+            raise OSError(errno.EIO, "Input/output error")
+        return super().readline(size)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.readline, b"")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_standard_input_that_fails_midway_keeps_what_was_read(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    lines = [json.dumps(_trace(f"t{n}")) + "\n" for n in range(40)]
+    data = "".join(lines).encode()
+    stdin = _Stdin(b"")
+    stdin.buffer = _FailingInput(data, limit=len(data) // 2)
+    monkeypatch.setattr(sys, "stdin", stdin)
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(runner, "_STDIN_CHUNK_BYTES", 700)
+    out = tmp_path / "r.json"
+    run = arh("validate", "--policy", SAMPLES / "policy_trajectory.json", "-",
+              "--json-out", out, "--quiet", "--jobs", jobs)  # fmt: skip
+    assert run.err == "error: <stdin>: cannot read: Input/output error\n"
+    ids = [r["trace_id"] for r in json.loads(out.read_text(encoding="utf-8"))["reports"]]
+    read = len(data) // 2 // len(lines[0]) + 1  # the lines begun before the limit
+    assert ids == [f"t{n}" for n in range(read)]
+
+
 def _outputs_stdin(
     arh: Arh, inputs: list[str], out: Path, data: bytes, *extra: str
 ) -> dict[str, object]:
@@ -561,6 +642,9 @@ class _Stdin:
 
     def __init__(self, data: bytes) -> None:
         self.buffer = io.BytesIO(data)
+
+    def close(self) -> None:  # what a worker process does first
+        pass
 
 
 def _stdin_source() -> Source:

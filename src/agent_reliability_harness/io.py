@@ -25,6 +25,7 @@ __all__ = [
     "Document",
     "Source",
     "Spool",
+    "cannot_read",
     "expand_inputs",
     "file_source",
     "is_jsonl_name",
@@ -33,6 +34,8 @@ __all__ = [
     "read_chunk",
     "read_documents",
     "read_json_file",
+    "read_whole",
+    "stdin_chunks",
     "write_atomic",
 ]
 
@@ -167,8 +170,7 @@ def _stdin_bytes() -> bytes:
 
 
 def _read_bytes(source: Source) -> bytes:
-    if source.path is None:
-        return _stdin_bytes()
+    assert source.path is not None
     with open(source.path, "rb") as stream:
         return stream.read()
 
@@ -220,12 +222,14 @@ def no_records(name: str) -> InputError:
 
 class Chunk(Record):
     """Part of a JSON Lines file: ``length`` bytes from ``offset`` (-1: to the end), whole
-    lines, the first of them line number ``first_line``, ``lines`` line breaks in all."""
+    lines, the first of them line number ``first_line``, ``lines`` line breaks in all; or, with
+    ``data``, those lines themselves (standard input, which cannot be read again)."""
 
     offset: int
     length: int
     first_line: int
     lines: int = 0
+    data: bytes | None = None
 
 
 def jsonl_chunks(path: str, size: int) -> Iterator[Chunk]:
@@ -247,13 +251,16 @@ def jsonl_chunks(path: str, size: int) -> Iterator[Chunk]:
 def read_chunk(source: Source, chunk: Chunk, tally: list[int]) -> Iterator[Document | InputError]:
     """The records of one chunk of a JSON Lines file (see :func:`jsonl_chunks`); ``tally[0]``
     gets their number added to it."""
+    if chunk.data is not None:
+        yield from _jsonl_records(source.name, BytesIO(chunk.data), chunk.first_line, tally)
+        return
     assert source.path is not None
     try:
         with open(source.path, "rb") as stream:
             stream.seek(chunk.offset)
             data = stream.read(chunk.length)
     except OSError as exc:
-        yield InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=source.name)
+        yield cannot_read(source.name, exc)
         return
     lines = BytesIO(data)  # split at b"\n" as a file is, without copying every line twice
     del data
@@ -275,10 +282,11 @@ def _decode_line(raw: bytes) -> str:
 _JSON_WHITESPACE: Final = b" \t\r\n"
 
 
-def _stdin_lines(name: str) -> Iterator[Document | InputError] | bytes:
-    """Standard input, streamed as JSON Lines when it is JSON Lines: its first line that is not
-    blank holds a whole JSON value and something that is not blank follows it. Otherwise (one
-    document, possibly on many lines) all of its bytes, which the caller decodes as one."""
+def _stdin_lines() -> Iterator[bytes] | bytes:
+    """Standard input, as its lines when it is JSON Lines (read as they are asked for): its
+    first line that is not blank holds a whole JSON value and something that is not blank
+    follows it. Otherwise (one document, possibly on many lines) all of its bytes, which
+    :func:`read_whole` decodes as one."""
     if sys.stdin is None:  # the process was started with standard input closed
         raise OSError(errno.EBADF, "standard input is closed")
     stream = sys.stdin.buffer
@@ -297,7 +305,7 @@ def _stdin_lines(name: str) -> Iterator[Document | InputError] | bytes:
     for line in iter(stream.readline, b""):
         head.append(line)
         if line.strip(_JSON_WHITESPACE):
-            return _jsonl_records(name, _chain(head, stream))
+            return _chain(head, stream)
     return b"".join(head)  # one value, on its line: one document
 
 
@@ -305,6 +313,27 @@ def _chain(head: list[bytes], rest: Iterable[bytes]) -> Iterator[bytes]:
     while head:
         yield head.pop(0)
     yield from rest
+
+
+def stdin_chunks(size: int) -> Iterator[Chunk] | bytes:
+    """Standard input for worker processes: JSON Lines in chunks of about ``size`` bytes of
+    whole lines, each holding its lines (read as the chunks are asked for), or all of its bytes
+    when it is one document (see :func:`read_whole`). Raises ``OSError``, also while the chunks
+    are read."""
+    lines = _stdin_lines()
+    return lines if isinstance(lines, bytes) else _line_chunks(lines, size)
+
+
+def _line_chunks(lines: Iterator[bytes], size: int) -> Iterator[Chunk]:
+    first_line, batch, length = 1, [], 0
+    for line in lines:
+        batch.append(line)
+        length += len(line)
+        if length >= size:
+            yield Chunk(-1, length, first_line, len(batch), b"".join(batch))
+            first_line, batch, length = first_line + len(batch), [], 0
+    if batch:
+        yield Chunk(-1, length, first_line, len(batch), b"".join(batch))
 
 
 def read_documents(source: Source) -> Iterator[Document | InputError]:
@@ -315,16 +344,25 @@ def read_documents(source: Source) -> Iterator[Document | InputError]:
                 yield from _jsonl_records(source.name, stream)
             return
         if source.path is None:
-            lines = _stdin_lines(source.name)
+            lines = _stdin_lines()
             if not isinstance(lines, bytes):
-                yield from lines
+                yield from _jsonl_records(source.name, lines)
                 return
             data = lines
         else:
             data = _read_bytes(source)
     except OSError as exc:
-        yield InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=source.name)
+        yield cannot_read(source.name, exc)
         return
+    yield from read_whole(source, data)
+
+
+def cannot_read(name: str, exc: OSError) -> InputError:
+    return InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=name)
+
+
+def read_whole(source: Source, data: bytes) -> Iterator[Document | InputError]:
+    """The document of a whole file, or of standard input that is not streamed as JSON Lines."""
     try:
         value = loads(decode_bytes(data))
     except InputError as exc:

@@ -11,6 +11,7 @@ import os
 import posixpath
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from itertools import chain, islice
 
 from agent_reliability_harness._formats import SPAN_FORMAT_NAMES
@@ -29,12 +30,15 @@ from agent_reliability_harness.io import (
     Chunk,
     Document,
     Source,
+    cannot_read,
     expand_inputs,
     jsonl_chunks,
     no_records,
     read_chunk,
     read_documents,
     read_json_file,
+    read_whole,
+    stdin_chunks,
 )
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import RunReport, TraceReport
@@ -350,11 +354,17 @@ def _outcomes(
 
 
 class _Unit(Record):
-    """Work for one worker: whole sources, or one chunk of a JSON Lines file."""
+    """Work for one worker: whole sources, or one chunk of a JSON Lines file (or of standard
+    input); or, with ``local``, documents this process reads and checks itself."""
 
     sources: tuple[Source, ...]
     chunk: Chunk | None = None
     last: bool = True  # the chunk is the file's last
+    local: Iterator[Document | InputError] | None = None
+
+    @property
+    def for_worker(self) -> bool:
+        return self.local is None and (self.chunk is not None or self.sources[0].path is not None)
 
 
 _worker: tuple[Validator, _Settings] | None = None
@@ -374,9 +384,11 @@ def _unit_outcomes(
     """The outcomes of a unit; ``tally[0]`` gets the records (lines that decode and are not
     blank) of a chunk added to it. Not a generator itself: the checks run as deep in the stack
     as those of one process do (how deeply nested a value can be checked depends on it)."""
+    source = unit.sources[0]
+    if unit.local is not None:
+        return _checked(validator, unit.local, _base(source), settings)
     if unit.chunk is None:
         return chain.from_iterable(_outcomes(validator, s, settings) for s in unit.sources)
-    source = unit.sources[0]
     documents = read_chunk(source, unit.chunk, tally)
     return _checked(validator, documents, _base(source), settings)
 
@@ -391,6 +403,7 @@ def _run_unit(unit: _Unit) -> tuple[list[_Checked | InputError], int]:
 
 _CHUNK_BYTES: Final = 4 << 20  # work is handed out in pieces of at most about this size,
 _MIN_CHUNK_BYTES: Final = 64 << 10  # and at least this, about four per worker
+_STDIN_CHUNK_BYTES: Final = 1 << 20  # (standard input is read, and held, a piece at a time)
 _BATCH_FILES: Final = 64
 
 
@@ -422,6 +435,11 @@ def _jsonl_units(source: Source, chunk_bytes: int) -> Iterator[_Unit]:
     yield _Unit((source,)) if previous is None else _Unit((source,), previous)  # (empty file)
 
 
+def _names_spans(head: bytes) -> bool:
+    """Do the first bytes of JSON Lines name OTLP resource spans?"""
+    return b'"resourceSpans"' in head or b'"resource_spans"' in head
+
+
 def _span_export_file(path: str, fmt: str) -> bool:
     """Is this JSON Lines file read as OTLP export requests? Their traces may span lines, so
     such a file is one unit of work. (Auto: its first kilobytes name ``resourceSpans``.)"""
@@ -434,12 +452,52 @@ def _span_export_file(path: str, fmt: str) -> bool:
             head = stream.read(1 << 16)
     except OSError:
         return False
-    return b'"resourceSpans"' in head or b'"resource_spans"' in head
+    return _names_spans(head)
+
+
+def _stdin_units(source: Source, fmt: str) -> Iterator[_Unit]:
+    """Standard input as units of work: JSON Lines in chunks of the lines read so far, for the
+    workers; one document, an OTLP export (whose traces may span lines) or a read error, for
+    this process."""
+    try:
+        chunks = stdin_chunks(_STDIN_CHUNK_BYTES)
+        if isinstance(chunks, bytes):
+            yield _Unit((source,), local=read_whole(source, chunks))
+            return
+        pending = next(chunks)  # there is one: the input has a line that is not blank
+        head = (pending.data or b"")[: 1 << 16]
+        if fmt in SPAN_FORMAT_NAMES or (fmt == "auto" and _names_spans(head)):
+            yield _Unit((source,), local=_read_chunks(source, chain([pending], chunks)))
+            return
+    except OSError as exc:
+        yield _Unit((source,), local=iter([cannot_read(source.name, exc)]))
+        return
+    while True:
+        try:
+            chunk = next(chunks, None)
+        except OSError as exc:  # what was read is checked, then the error reported
+            yield _Unit((source,), pending)
+            yield _Unit((source,), local=iter([cannot_read(source.name, exc)]))
+            return
+        if chunk is None:
+            yield _Unit((source,), pending)
+            return
+        yield _Unit((source,), pending, last=False)
+        pending = chunk
+
+
+def _read_chunks(source: Source, chunks: Iterator[Chunk]) -> Iterator[Document | InputError]:
+    tally = [0]
+    try:
+        for chunk in chunks:
+            yield from read_chunk(source, chunk, tally)
+    except OSError as exc:
+        yield cannot_read(source.name, exc)
 
 
 def _units(sources: Sequence[Source], fmt: str, chunk_bytes: int) -> Iterator[_Unit]:
-    """Cut the sources into units of work: JSON Lines files in chunks (except OTLP exports),
-    other files in batches (standard input alone, for the main process)."""
+    """Cut the sources into units of work: JSON Lines files and standard input in chunks
+    (except OTLP exports), other files in batches."""
     batch: list[Source] = []
     size = 0
     for source in sources:
@@ -453,7 +511,7 @@ def _units(sources: Sequence[Source], fmt: str, chunk_bytes: int) -> Iterator[_U
             if batch:
                 yield _Unit(tuple(batch))
                 batch, size = [], 0
-            yield _Unit((source,))
+            yield from _stdin_units(source, fmt)
             continue
         batch.append(source)
         size += _file_size(source.path)
@@ -486,54 +544,58 @@ def _parallel(
     jobs: int,
 ) -> Iterator[_Checked | InputError]:
     """The outcomes of every source in input order, computed by ``jobs`` worker processes."""
-    local = Validator(policy, fail_under)  # for standard input, read by this process
+    local = Validator(policy, fail_under)  # for what this process checks itself
     total = sum(_file_size(source.path) for source in sources if source.path is not None)
     chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
     units = _units(sources, settings.fmt, chunk_bytes)
-    # Standard input (one source at most) is read by this process. When a worker would get
-    # one piece of work at most (one trace, say), workers would only add their start.
+    # When a worker would get one piece of work at most (one trace, say), workers would only
+    # add their start: this process does it all.
     first = list(islice(units, 3))
-    if sum(unit.sources[0].path is not None for unit in first) < 2:
-        for source in sources:
-            yield from _outcomes(local, source, settings)
-        return
     units = chain(first, units)
-    import multiprocessing
+    context: Any = nullcontext()  # no pool
+    if sum(unit.for_worker for unit in first) >= 2:
+        import multiprocessing
+
+        context = multiprocessing.get_context().Pool(
+            jobs, _start_worker, (policy, fail_under, settings, sys.get_int_max_str_digits())
+        )
     from collections import deque
 
-    with multiprocessing.get_context().Pool(
-        jobs, _start_worker, (policy, fail_under, settings, sys.get_int_max_str_digits())
-    ) as pool:
+    # (one loop for both, in this frame: how deeply a value can be checked here depends on the
+    # frames below, which must be those of one process)
+    with context as pool:
         pending: deque[tuple[_Unit, Any]] = deque()
         records = 0  # of the JSON Lines file being read in chunks
 
         def submit() -> None:
             unit = next(units, None)
-            if unit is not None:  # standard input is read here, not by a worker
-                local = unit.sources[0].path is None
-                pending.append((unit, None if local else pool.apply_async(_run_unit, (unit,))))
+            if unit is not None:
+                worker = pool is not None and unit.for_worker
+                pending.append((unit, pool.apply_async(_run_unit, (unit,)) if worker else None))
 
         for _ in range(2 * jobs):
             submit()
         while pending:
             unit, job = pending.popleft()
             submit()
-            if job is None:
-                source = unit.sources[0]
-                yield from _outcomes(local, source, settings)
-                continue
-            try:
-                outcomes, count = job.get()
-            except Exception:  # noqa: BLE001 - whatever it was, one process has the answer
-                # A result the worker could not send back (pickling a trace that holds a value
-                # nested deeply exceeds the recursion limit), or a failure in the worker: its
-                # unit is done again here, as one process would do it (a failure that is not
-                # the worker's own happens here again, as it would with one process).
-                outcomes = None
-            if outcomes is None or any(map(_too_deep, outcomes)):
-                # How deep a value can be decoded and checked depends on the stack, which is
-                # deeper in a worker: its unit is done again here, at the depth one process
-                # would do it (the same frames as in iter_reports), for the same outcome.
+            outcomes: list[_Checked | InputError] | None = None
+            if job is not None:
+                try:
+                    outcomes, count = job.get()
+                except Exception:  # noqa: BLE001 - whatever it was, one process has the answer
+                    # A result the worker could not send back (pickling a trace that holds a
+                    # value nested deeply exceeds the recursion limit), or a failure in the
+                    # worker: its unit is done again here, as one process would do it (a
+                    # failure that is not the worker's own happens here again, as it would
+                    # with one process).
+                    outcomes = None
+                if outcomes is not None and any(map(_too_deep, outcomes)):
+                    # How deep a value can be decoded and checked depends on the stack, which
+                    # is deeper in a worker: its unit is done again here, at the depth one
+                    # process would do it (the same frames as in iter_reports), for the same
+                    # outcome.
+                    outcomes = None
+            if outcomes is None:  # a unit for this process, or one to do again
                 tally = [0]
                 yield from _unit_outcomes(local, settings, unit, tally)
                 count = tally[0]
