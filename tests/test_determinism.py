@@ -8,7 +8,10 @@ the report), only the order of arguments or of keys inside the files changes.
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,3 +226,79 @@ def test_reorder_helper_keeps_values_and_list_order() -> None:
     assert list(flipped) == ["c", "b", "a"]
     assert list(flipped["b"][0]) == ["y", "x"]
     assert flipped["b"][1] == 3
+
+
+def _validate_in(folder: Path, env: dict[str, str]) -> dict[str, bytes]:
+    """Run ``arh validate`` (every report format) and ``arh stats`` as their own process, in
+    ``folder``, with ``env`` added to the environment; the bytes of each file written."""
+    out = folder / "out"
+    out.mkdir(exist_ok=True)
+    commands = [
+        ["validate", "--policy", "policy.json", "traces", "--quiet", "--json-out", "out/r é.json",
+         "--md-out", "out/r.md", "--junit-out", "out/r.xml", "--sarif-out", "out/r.sarif",
+         "--html-out", "out/r.html"],
+        ["stats", "out/r é.json", "--quiet", "--json-out", "out/s.json", "--md-out", "out/s.md"],
+    ]  # fmt: skip
+    for command in commands:
+        done = subprocess.run(
+            [sys.executable, "-m", "agent_reliability_harness", *command],
+            cwd=folder,
+            env={**os.environ, **env},
+            capture_output=True,
+            check=False,
+            timeout=60,
+        )
+        assert b"Traceback" not in done.stderr, done.stderr.decode("utf-8", "replace")
+    return {path.name: path.read_bytes() for path in sorted(out.iterdir())}
+
+
+@pytest.mark.skipif(os.name == "nt", reason="file names are bytes on POSIX systems only")
+def test_file_names_are_reported_the_same_whatever_the_locale(tmp_path: Path) -> None:
+    # Under a locale that is not UTF-8 (PYTHONUTF8=0 with LC_ALL=C, or a Latin-1 locale) Python
+    # decodes file names with that locale's encoding: a name's non-ASCII bytes became lone
+    # surrogates (or other characters) in every report, and in the ids of traces named after
+    # their file, so that baselines no longer matched.
+    folder = tmp_path / "run"
+    write = _writer(folder)
+    policy = {"policy_id": "names", "allowed_tools": {"search": {}}}
+    write("policy.json", json.dumps(policy))
+    failing = {
+        "trace_id": "t-1",
+        "agent_name": "agent",
+        "workflow": "flow",
+        "steps": [
+            {"step_id": "s1", "type": "tool_call", "tool_name": "delete"},
+            {"step_id": "s2", "type": "model_response", "text": "done"},
+        ],
+    }
+    write("traces/caf\u00e9 \u4e2d\u6587.json", json.dumps(failing, indent=2))
+    transcript = [  # no id: it is named after its file
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+    ]
+    write("traces/sub/na\u00efve run.json", json.dumps(transcript))
+    write("traces/bad \u00e9.json", '{"trace_id": ')
+    write(os.fsdecode(b"traces/raw\xff.json"), json.dumps({**failing, "trace_id": "t-2"}))
+    utf8 = _validate_in(folder, {"PYTHONUTF8": "1"})
+    assert set(utf8) == {"r é.json", "r.md", "r.xml", "r.sarif", "r.html", "s.json", "s.md"}
+    report = json.loads(utf8["r é.json"])
+    assert [r["source_path"] for r in report["reports"]] == [
+        "traces/caf\u00e9 \u4e2d\u6587.json",
+        "traces/raw\udcff.json",
+        "traces/sub/na\u00efve run.json",
+    ]
+    assert report["reports"][2]["trace_id"] == "sub/na\u00efve run"
+    assert [e["source"] for e in report["input_errors"]] == ["traces/bad \u00e9.json"]
+    assert b"traces/caf%C3%A9%20%E4%B8%AD%E6%96%87.json" in utf8["r.sarif"]
+    assert b'"startLine": 6' in utf8["r.sarif"]  # the failing step's line, read again
+    for env in ({"PYTHONUTF8": "0", "LC_ALL": "C", "LANG": "C"}, {"PYTHONUTF8": "0"}):
+        assert _validate_in(folder, env) == utf8, env
+
+
+def _writer(folder: Path) -> Callable[[str, str], None]:
+    def write(name: str, text: str) -> None:
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    return write

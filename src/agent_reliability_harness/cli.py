@@ -755,6 +755,7 @@ def _stat_usage(args: argparse.Namespace, *, baseline: bool = True) -> str | Non
 def _read_reports(paths: Sequence[str], label: str) -> list[tuple[str, Any]] | None:
     """Each report with its path, or None after printing why each one that cannot be read
     cannot (every report is read: one bad report does not hide the others' problems)."""
+    from agent_reliability_harness.io import utf8_name
     from agent_reliability_harness.render._text import terminal_safe
     from agent_reliability_harness.runner import load_report
 
@@ -773,7 +774,7 @@ def _read_reports(paths: Sequence[str], label: str) -> list[tuple[str, Any]] | N
             continue
         seen.add(same)
         try:
-            runs.append((path, load_report(path)))
+            runs.append((utf8_name(path), load_report(path)))  # the path, as reports show it
         except InputError as exc:
             _error(f"invalid {label}: {exc}")
             bad = True
@@ -871,7 +872,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             task_key=args.task_key,
             outcome_at=args.outcome_at,
         )
-        candidates = [(args.candidate_json_out or "(validated now)", candidate)]
+        from agent_reliability_harness.io import utf8_name
+
+        candidates = [(utf8_name(args.candidate_json_out or "(validated now)"), candidate)]
         input_errors = len(candidate.input_errors)
         if args.candidate_json_out:
             unwritten += _write(

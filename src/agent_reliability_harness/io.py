@@ -5,6 +5,7 @@ Only this module and :mod:`cli` touch the file system.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import sys
@@ -31,11 +32,13 @@ __all__ = [
     "is_jsonl_name",
     "jsonl_chunks",
     "no_records",
+    "os_path",
     "read_chunk",
     "read_documents",
     "read_json_file",
     "read_whole",
     "stdin_chunks",
+    "utf8_name",
     "write_atomic",
 ]
 
@@ -66,8 +69,37 @@ class Document(Record):
     value: Any
 
 
+_UTF8_NAMES: Final = codecs.lookup(sys.getfilesystemencoding()).name == "utf-8"
+
+
+def utf8_name(path: str) -> str:
+    """A path with its bytes read as UTF-8, whatever the locale. Python decodes the names it gets
+    from the system (arguments, directory listings) with the locale's encoding: under one that
+    is not UTF-8 (``LC_ALL=C`` with ``PYTHONUTF8=0``, a Latin-1 locale) ``é`` came out as two
+    lone surrogates or as ``Ã©``. Bytes that are not UTF-8 are lone surrogates (U+DC80 to
+    U+DCFF) in any locale, as Python spells them in UTF-8 mode."""
+    if _UTF8_NAMES:
+        return path
+    try:
+        return os.fsencode(path).decode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # not a name from the system (a string given in code): as it is
+        return path
+
+
+def os_path(name: str) -> str:
+    """The path that opens the file named ``name`` by a report (see :func:`utf8_name`)."""
+    if _UTF8_NAMES:
+        return name
+    try:
+        return os.fsdecode(name.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:
+        return name
+
+
 def _display(path: str) -> str:
-    """A path as the reports show it: ``/`` separators, no empty or ``.`` parts (``..`` kept)."""
+    """A path as the reports show it: ``/`` separators, no empty or ``.`` parts (``..`` kept),
+    its bytes read as UTF-8 (:func:`utf8_name`)."""
+    path = utf8_name(path)
     for separator in (os.sep, os.altsep):
         if separator and separator != "/":
             path = path.replace(separator, "/")

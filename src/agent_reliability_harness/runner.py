@@ -34,6 +34,7 @@ from agent_reliability_harness.io import (
     expand_inputs,
     jsonl_chunks,
     no_records,
+    os_path,
     read_chunk,
     read_documents,
     read_json_file,
@@ -735,7 +736,7 @@ class StepLines:
         if path != self._path:
             self._path = path
             try:
-                with open(path, "rb") as stream:
+                with open(os_path(path), "rb") as stream:
                     self._lines = member_array_lines(decode_bytes(stream.read()), "steps")
             except (OSError, InputError):
                 self._lines = []
