@@ -299,6 +299,41 @@ def test_directory_without_traces_is_an_error(
     assert_one_error(run, empty, "no .json, .jsonl or .ndjson files")
 
 
+def test_a_directory_that_cannot_be_listed_is_an_error(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A directory below an argument that could not be listed (no read permission) was skipped
+    # without a word, so its traces went unchecked and the run could pass; one given as the
+    # argument was said to hold no trace files. (The refusal is simulated: the superuser may
+    # list any directory.)
+    root = write(tmp_path / "traces" / "a.json", trace("a")).parent
+    write(root / "locked" / "b.json", trace("b"))
+    write(root / "z-locked" / "c.json", trace("c"))
+    top = write(tmp_path / "top" / "d.json", trace("d")).parent
+    refused = {os.fspath(p) for p in (root / "locked", root / "z-locked", top)}
+    listing = os.scandir
+
+    def scandir(path: str) -> Any:
+        if os.fspath(path) in refused:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        return listing(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    out = tmp_path / "report.json"
+    run = arh("validate", "--policy", policy, top, root, root / "locked", "--json-out", out)
+    assert run.status == 1
+    assert_no_traceback(run)
+    denied = os.strerror(errno.EACCES)
+    assert run.err.splitlines() == [
+        f"error: {top.as_posix()}: cannot read: {denied}",
+        f"error: {(root / 'locked').as_posix()}: cannot read: {denied}",
+        f"error: {(root / 'z-locked').as_posix()}: cannot read: {denied}",
+    ]  # each directory once, though one is also named itself
+    report = report_of(out)
+    assert [r["trace_id"] for r in report["reports"]] == ["a"]  # the others are still checked
+    assert report["summary"]["input_errors"] == 3
+
+
 def test_nonexistent_path(arh: Callable[..., Run], policy: Path, tmp_path: Path) -> None:
     missing = tmp_path / "missing.json"
     run = arh("validate", "--policy", policy, missing)

@@ -119,17 +119,23 @@ def is_jsonl_name(name: str) -> bool:
     return _suffix(name) in _JSONL_SUFFIXES
 
 
-def _walk(root: str) -> list[tuple[str, str]]:
+def _walk(root: str) -> tuple[list[tuple[str, str]], list[OSError]]:
     """(path, path relative to ``root``) of every trace file below ``root``, including entries
-    with a trace file's name that are not regular files (the caller refuses those)."""
+    with a trace file's name that are not regular files (the caller refuses those); and why
+    each directory that could not be listed (``root`` itself among them) could not be."""
     found: list[tuple[str, str]] = []
-    for directory, subdirs, files in os.walk(root):
+    unlisted: list[OSError] = []
+    for directory, subdirs, files in os.walk(root, onerror=unlisted.append):
         subdirs[:] = [d for d in subdirs if not d.startswith(".")]
         for name in files:
             if not name.startswith(".") and _suffix(name) in _TRACE_SUFFIXES:
                 path = os.path.join(directory, name)
                 found.append((path, os.path.relpath(path, root)))
-    return found
+    return found, unlisted
+
+
+def _cannot_read(exc: OSError, name: str) -> InputError:
+    return InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=name)
 
 
 _NOT_REGULAR: Final = (
@@ -147,6 +153,7 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
     """
     sources: dict[str, Source] = {}
     errors: list[InputError] = []
+    unreadable: set[str] = set()  # the directories that could not be listed
 
     def add(source: Source) -> None:
         # a file reached from two arguments keeps its longest relative path, whatever the order
@@ -164,8 +171,13 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
         name = _display(arg)
         try:
             if os.path.isdir(arg):
-                files = _walk(arg)
-                if not files:
+                files, unlisted = _walk(arg)
+                for exc in sorted(unlisted, key=lambda e: str(e.filename)):
+                    shown = _display(str(exc.filename or arg))
+                    if shown not in unreadable:  # also named, or found under another argument
+                        unreadable.add(shown)
+                        errors.append(_cannot_read(exc, shown))
+                if not files and not unlisted:
                     errors.append(
                         InputError(
                             "the directory contains no .json, .jsonl or .ndjson files",
@@ -189,9 +201,7 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                     os.stat(arg)  # or a name too long: raise what it swallowed
                 errors.append(InputError("no such file or directory", pointer=None, source=name))
         except OSError as exc:
-            errors.append(
-                InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=name)
-            )
+            errors.append(_cannot_read(exc, name))
     return [sources[key] for key in sorted(sources)], errors
 
 
