@@ -752,6 +752,33 @@ def test_a_standard_output_that_cannot_be_written_is_an_error(policy: Path, tmp_
     assert report_of(out)["summary"]["passed_traces"] == 1  # the file is written all the same
 
 
+def test_a_temporary_file_that_cannot_be_written_is_an_error(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The body of a report is kept in a temporary file (in TMPDIR) beyond a megabyte; when that
+    # file could not be made or written (a full disk, a file size limit) the run ended in a
+    # traceback, and no report was written at all.
+    import tempfile
+
+    from agent_reliability_harness.io import Spool
+
+    def no_room(*args: object, **kwargs: object) -> Any:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Spool, "_MEMORY", 100)  # so that a small run needs the file
+    monkeypatch.setattr(tempfile, "TemporaryFile", no_room)
+    inputs = [write(tmp_path / "in" / f"t{i}.json", trace(f"t{i}")) for i in range(3)]
+    out = tmp_path / "out"
+    run = arh("validate", "--policy", policy, *inputs, "--json-out", out / "r.json",
+              "--html-out", out / "r.html", "--quiet")  # fmt: skip
+    assert run.status == 1
+    assert_no_traceback(run)
+    reason = f"the temporary file that holds it cannot be written: {os.strerror(errno.ENOSPC)}"
+    assert run.err == f"error: cannot write {out / 'r.json'}: {reason}\n"
+    assert not (out / "r.json").exists()
+    assert "t2" in (out / "r.html").read_text(encoding="utf-8")  # the others are still written
+
+
 def test_closed_standard_streams(policy: Path, tmp_path: Path) -> None:
     good = write(tmp_path / "good.json", trace())
     out = tmp_path / "report.json"

@@ -650,6 +650,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         if console is not None:
             _print(console.tail(summary), sys.stdout)
         for path, report_writer, spool, what in outputs:
+            if spool.problem is not None:
+                _error(f"cannot write {path}: {spool.problem}")
+                unwritten += 1
+                continue
             parts: list[str | Spool] = [
                 report_writer.head(summary),
                 spool,

@@ -523,7 +523,10 @@ def write_atomic(path: str, text: str | Sequence[str | Spool]) -> None:
 
 class Spool:
     """Text kept in memory while small and in an anonymous temporary file beyond that: the body
-    of a report written one trace at a time, whose head can only be written at the end."""
+    of a report written one trace at a time, whose head can only be written at the end.
+
+    When the temporary file cannot be made or written (no room in the temporary directory, a
+    file size limit), ``problem`` says why, and the spool takes no more text."""
 
     _MEMORY: Final = 1 << 20
 
@@ -533,10 +536,16 @@ class Spool:
         self._file = tempfile.SpooledTemporaryFile(  # noqa: SIM115 - closed by close()
             max_size=self._MEMORY, mode="w+", encoding="utf-8", newline=""
         )
+        self.problem: str | None = None
 
     def write(self, text: str) -> None:
-        if text:
-            self._file.write(text)
+        if text and self.problem is None:
+            try:
+                self._file.write(text)
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                self.problem = f"the temporary file that holds it cannot be written: {reason}"
+                self.close()
 
     def copy_to(self, stream: IO[str]) -> None:
         self._file.seek(0)
@@ -544,4 +553,7 @@ class Spool:
             stream.write(block)
 
     def close(self) -> None:
-        self._file.close()
+        from contextlib import suppress
+
+        with suppress(OSError):  # what a failed temporary file still buffers goes nowhere
+            self._file.close()
