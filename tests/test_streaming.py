@@ -18,7 +18,7 @@ import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 from hypothesis import given, settings
@@ -350,6 +350,33 @@ def test_jobs_start_workers_only_for_more_than_one_piece_of_work(
     monkeypatch.setattr(runner, "_BATCH_FILES", 2)
     _outputs(arh, [str(SAMPLES / "traces")], tmp_path / "several", "--jobs", "2")
     assert started  # six files in pieces of two: workers
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        OSError(errno.ENOSYS, "Function not implemented"),
+        ImportError("This platform lacks a functioning sem_open"),
+    ],
+)
+def test_jobs_on_a_system_that_cannot_start_workers(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception
+) -> None:
+    # Worker processes need the system's shared semaphores, which some containers and
+    # sandboxes lack (no /dev/shm): --jobs ended in a traceback there. The traces are now
+    # checked in this process, with the same outputs.
+    import multiprocessing
+
+    class NoWorkers:
+        def Pool(self, *_: object) -> NoReturn:
+            raise failure
+
+    inputs = _corpus(tmp_path)
+    one = _outputs(arh, inputs, tmp_path / "one")
+    monkeypatch.setattr(multiprocessing, "get_context", lambda *_: NoWorkers())
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(runner, "_BATCH_FILES", 4)
+    assert _outputs(arh, inputs, tmp_path / "many", "--jobs", "2") == one
 
 
 def _nested_trace(depth: int) -> str:

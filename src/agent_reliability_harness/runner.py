@@ -557,9 +557,14 @@ def _parallel(
     if sum(unit.for_worker for unit in first) >= 2:
         import multiprocessing
 
-        context = multiprocessing.get_context().Pool(
-            jobs, _start_worker, (policy, fail_under, settings, sys.get_int_max_str_digits())
-        )
+        try:
+            context = multiprocessing.get_context().Pool(
+                jobs, _start_worker, (policy, fail_under, settings, sys.get_int_max_str_digits())
+            )
+        except (OSError, ImportError):
+            # no worker processes on this system (they need its shared semaphores, which some
+            # containers lack): this process checks everything, as with one job
+            context = nullcontext()
     from collections import deque
 
     # (one loop for both, in this frame: how deeply a value can be checked here depends on the
