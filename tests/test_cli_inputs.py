@@ -779,6 +779,33 @@ def test_a_temporary_file_that_cannot_be_written_is_an_error(
     assert "t2" in (out / "r.html").read_text(encoding="utf-8")  # the others are still written
 
 
+def test_a_current_directory_that_was_removed(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Relative paths are resolved (to tell whether two of them name one file) against the
+    # current directory, which ended in a traceback when it had been removed meanwhile
+    # (`rm -rf build` run from inside build/).
+    if os.name == "nt":
+        pytest.skip("the current directory cannot be removed on Windows")
+    good = write(tmp_path / "good.json", trace())
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    missing = os.strerror(errno.ENOENT)
+    run = arh("validate", "--policy", policy, good, "--json-out", "r.json", "--quiet")
+    assert run.status == 1
+    assert_one_error(run, None, f"cannot write r.json: {missing}")
+    for command, label in (
+        (["stats", "r.json"], "report"),
+        (["compare", "--baseline", "r.json", "--candidate", "c.json"], "baseline"),
+    ):
+        run = arh(*command)
+        assert run.status == 1
+        assert_no_traceback(run)
+        assert f"error: invalid {label}: r.json: cannot read: {missing}\n" in run.err
+
+
 def test_closed_standard_streams(policy: Path, tmp_path: Path) -> None:
     good = write(tmp_path / "good.json", trace())
     out = tmp_path / "report.json"

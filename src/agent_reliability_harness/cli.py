@@ -525,8 +525,17 @@ def _file_key(path: str) -> tuple[object, ...] | None:
     try:
         info = os.stat(path)
     except OSError:
-        return ("path", os.path.normcase(os.path.realpath(path)))
+        return ("path", os.path.normcase(_real_path(path)))
     return ("file", info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def _real_path(path: str) -> str:
+    """``path`` absolute, with links resolved; as it is when the current directory that a
+    relative path needs was removed (reading or writing it then fails, and says so)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return path
 
 
 def _overwrite_usage(
@@ -768,7 +777,7 @@ def _read_reports(paths: Sequence[str], label: str) -> list[tuple[str, Any]] | N
     seen: set[str] = set()
     for path in paths:
         # one file named twice (a glob and a name, ./a and a) would count its runs twice
-        same = os.path.realpath(path) if path != "-" else path
+        same = _real_path(path) if path != "-" else path
         if same in seen:
             _print(
                 f"warning: {terminal_safe(path)}: this {label} is named more than once; it is "
