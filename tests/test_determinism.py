@@ -295,6 +295,34 @@ def test_file_names_are_reported_the_same_whatever_the_locale(tmp_path: Path) ->
         assert _validate_in(folder, env) == utf8, env
 
 
+@pytest.mark.skipif(os.name == "nt", reason="file names are bytes on POSIX systems only")
+def test_report_files_do_not_depend_on_the_rest_of_the_environment(tmp_path: Path) -> None:
+    # only the console may follow the terminal, the time zone and colour settings are not read,
+    # and nothing is ordered by hash
+    folder = tmp_path / "run"
+    write = _writer(folder)
+    write("policy.json", json.dumps({"policy_id": "env", "allowed_tools": {"search": {}}}))
+    for index, tool in enumerate(["search", "delete", "pay", "search"]):
+        steps = [
+            {"step_id": "s1", "type": "tool_call", "tool_name": tool, "arguments": {"q": "x"}},
+            {"step_id": "s2", "type": "model_response", "text": "done"},
+        ]
+        trace = {"trace_id": f"t{index}", "agent_name": "a", "workflow": "w", "steps": steps}
+        write(f"traces/t{index}.json", json.dumps(trace))
+    write("traces/bad.json", "{")
+    plain = _validate_in(folder, {"PYTHONHASHSEED": "0"})
+    other = {
+        "PYTHONHASHSEED": "12345",
+        "TZ": "Asia/Kolkata",
+        "COLUMNS": "7",
+        "FORCE_COLOR": "1",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "PYTHONIOENCODING": "ascii",
+    }
+    assert _validate_in(folder, other) == plain
+
+
 def _writer(folder: Path) -> Callable[[str, str], None]:
     def write(name: str, text: str) -> None:
         path = folder / name
