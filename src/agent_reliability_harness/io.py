@@ -134,10 +134,6 @@ def _walk(root: str) -> tuple[list[tuple[str, str]], list[OSError]]:
     return found, unlisted
 
 
-def _cannot_read(exc: OSError, name: str) -> InputError:
-    return InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=name)
-
-
 _NOT_REGULAR: Final = (
     "not a regular file (a device, pipe or socket, or a link to one): only regular files are "
     "read from a directory"
@@ -176,7 +172,7 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                     shown = _display(str(exc.filename or arg))
                     if shown not in unreadable:  # also named, or found under another argument
                         unreadable.add(shown)
-                        errors.append(_cannot_read(exc, shown))
+                        errors.append(cannot_read(shown, exc))
                 if not files and not unlisted:
                     errors.append(
                         InputError(
@@ -201,7 +197,7 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                     os.stat(arg)  # or a name too long: raise what it swallowed
                 errors.append(InputError("no such file or directory", pointer=None, source=name))
         except OSError as exc:
-            errors.append(_cannot_read(exc, name))
+            errors.append(cannot_read(name, exc))
     return [sources[key] for key in sorted(sources)], errors
 
 
