@@ -9,9 +9,10 @@ Run it with ``make perf`` (or ``.venv/bin/python benchmarks/perf.py``). It
    directory (a temporary one unless ``--workdir`` is given), never into the repository;
 2. runs ``arh validate --policy P INPUT --json-out OUT --quiet`` on each corpus in a fresh
    process (and, for the first corpus, ``arh validate ... -`` with the JSON Lines file as standard
-   input) and measures wall time (best of ``--repeat``), the child's peak RSS (from ``wait4``)
-   and the *floor*: the time a bare Python process takes to read the same bytes and
-   ``json.loads`` every file or line, measured in the same run the same way;
+   input, alone and with ``--jobs 2``) and measures wall time (best of ``--repeat``), the
+   child's peak RSS (from ``wait4``) and the *floor*: the time a bare Python process takes to
+   read the same bytes and ``json.loads`` every file or line, measured in the same run the same
+   way;
 3. measures cold start (``arh --version`` and ``arh validate`` of one small trace against
    ``python -c pass``) and scaling (time per unit for long traces and adversarial shapes against
    the same amount of work cut into small pieces);
@@ -1988,6 +1989,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 forms += [("dir", 2, None), ("jsonl", 2, None)]
             if corpus is corpora[0]:  # read as it streams in: memory must stay as low as a file's
                 forms.append(("jsonl stdin", None, None))
+                if bench.has_jobs:
+                    forms.append(("jsonl stdin", 2, None))
             planned = [bench.plan(corpus, form, jobs, policy) for form, jobs, policy in forms]
             bench.measure(*planned)
             for m in planned:
