@@ -320,10 +320,10 @@ def _decode_line(raw: bytes) -> str:
 _JSON_WHITESPACE: Final = b" \t\r\n"
 
 
-def _stdin_lines() -> Iterator[bytes] | bytes:
-    """Standard input, as its lines when it is JSON Lines (read as they are asked for): its
-    first line that is not blank holds a whole JSON value and something that is not blank
-    follows it. Otherwise (one document, possibly on many lines) all of its bytes, which
+def _stdin_start() -> tuple[list[bytes], IO[bytes]] | bytes:
+    """Standard input, as the lines read so far and the stream of the rest when it is JSON
+    Lines: its first line that is not blank holds a whole JSON value and something that is not
+    blank follows it. Otherwise (one document, possibly on many lines) all of its bytes, which
     :func:`read_whole` decodes as one."""
     if sys.stdin is None:  # the process was started with standard input closed
         raise OSError(errno.EBADF, "standard input is closed")
@@ -343,7 +343,7 @@ def _stdin_lines() -> Iterator[bytes] | bytes:
     for line in iter(stream.readline, b""):
         head.append(line)
         if line.strip(_JSON_WHITESPACE):
-            return _chain(head, stream)
+            return head, stream
     return b"".join(head)  # one value, on its line: one document
 
 
@@ -357,21 +357,40 @@ def stdin_chunks(size: int) -> Iterator[Chunk] | bytes:
     """Standard input for worker processes: JSON Lines in chunks of about ``size`` bytes of
     whole lines, each holding its lines (read as the chunks are asked for), or all of its bytes
     when it is one document (see :func:`read_whole`). Raises ``OSError``, also while the chunks
-    are read."""
-    lines = _stdin_lines()
-    return lines if isinstance(lines, bytes) else _line_chunks(lines, size)
+    are read: after a chunk of the lines read whole before the error, as reading them one by
+    one would have read them."""
+    start = _stdin_start()
+    if isinstance(start, bytes):
+        return start
+    head, stream = start
+    return _line_blocks(b"".join(head), stream, size)
 
 
-def _line_chunks(lines: Iterator[bytes], size: int) -> Iterator[Chunk]:
-    first_line, batch, length = 1, [], 0
-    for line in lines:
-        batch.append(line)
-        length += len(line)
-        if length >= size:
-            yield Chunk(-1, length, first_line, len(batch), b"".join(batch))
-            first_line, batch, length = first_line + len(batch), [], 0
-    if batch:
-        yield Chunk(-1, length, first_line, len(batch), b"".join(batch))
+def _line_blocks(data: bytes, stream: IO[bytes], size: int) -> Iterator[Chunk]:
+    read = getattr(stream, "read1", stream.read)  # what is there, without waiting for more
+    first_line = 1
+    while True:
+        parts, got, failure = [data], len(data), None
+        try:
+            while got < size and (part := read(size - got)):
+                parts.append(part)
+                got += len(part)
+            if got >= size:
+                parts.append(stream.readline())  # to the end of its last line
+        except OSError as exc:
+            failure = exc
+        data = b"".join(parts)
+        if failure is not None:
+            data = data[: data.rfind(b"\n") + 1]  # a line cut by the error is not read
+        if data:
+            lines = data.count(b"\n")
+            yield Chunk(-1, len(data), first_line, lines, data)
+            first_line += lines
+        if failure is not None:
+            raise failure
+        if got < size:
+            return  # the end of the input
+        data = b""
 
 
 def read_documents(source: Source) -> Iterator[Document | InputError]:
@@ -382,11 +401,11 @@ def read_documents(source: Source) -> Iterator[Document | InputError]:
                 yield from _jsonl_records(source.name, stream)
             return
         if source.path is None:
-            lines = _stdin_lines()
-            if not isinstance(lines, bytes):
-                yield from _jsonl_records(source.name, lines)
+            start = _stdin_start()
+            if not isinstance(start, bytes):
+                yield from _jsonl_records(source.name, _chain(*start))
                 return
-            data = lines
+            data = start
         else:
             data = _read_bytes(source)
     except OSError as exc:
