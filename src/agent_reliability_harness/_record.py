@@ -3,10 +3,10 @@
 Importing ``dataclasses`` pulls in ``inspect`` and costs about 15 ms, and each dataclass costs
 about half a millisecond more to create; the command line has to start in a few tens of
 milliseconds. A :class:`Record` subclass lists its fields as annotations, exactly as a dataclass
-does, and gets ``__slots__``, an ``__init__`` in field order, equality, hashing, ``repr`` and
-pickling; instances cannot be changed after ``__init__``. ``field`` sets a default, a default
-factory, or leaves a field out of comparisons. Type checkers see the same thing through
-``dataclass_transform``.
+does, and gets ``__slots__``, an ``__init__`` in field order (compiled once the class has made
+a few instances), equality, hashing, ``repr`` and pickling; instances cannot be changed after
+``__init__``. ``field`` sets a default, a default factory, or leaves a field out of
+comparisons. Type checkers see the same thing through ``dataclass_transform``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it here
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, ClassVar, TypeVar, dataclass_transform, overload
+    from typing import Any, ClassVar, Final, TypeVar, dataclass_transform, overload
 
     _T = TypeVar("_T")
     _R = TypeVar("_R", bound="Record")
@@ -68,12 +68,85 @@ class _RecordMeta(type):
             value = namespace.pop(key, _MISSING)
             spec = value if isinstance(value, _Field) else _Field(value, _MISSING, True)
             specs.append((key, spec))
+        optional = False
+        for key, spec in specs:  # as a def of __init__ would (it is compiled later: _first_init)
+            if spec.default is not _MISSING or spec.factory is not _MISSING:
+                optional = True
+            elif optional:
+                raise TypeError(f"{name}: field {key!r} without a default follows one with one")
         namespace["__slots__"] = tuple(key for key, _ in specs)
         cls = super().__new__(mcls, name, bases, namespace)
         if specs:
-            cls.__init__ = _make_init(name, specs)  # type: ignore[misc]
+            cls.__init__ = _first_init(cls, specs)  # type: ignore[misc]
         cls._compared = tuple(key for key, spec in specs if spec.compare)  # type: ignore[attr-defined]
         return cls
+
+
+# A class's ``__init__`` is compiled from source once it has made this many instances; until
+# then a generic one binds the arguments. Compiling costs about as much as a few hundred
+# generic calls, and most classes make only a few instances in a run, or none: compiling
+# them all at import took milliseconds of every start of the command line.
+_COMPILE_AFTER: Final = 64
+
+
+def _first_init(cls: type, specs: list[tuple[str, _Field]]) -> Callable[..., None]:
+    """The class's ``__init__`` until it is compiled (see ``_COMPILE_AFTER``): it binds its
+    arguments as the compiled one does, and refuses what it refuses."""
+    name = f"{cls.__name__}.__init__"
+    positions = {key: at for at, (key, _) in enumerate(specs)}
+    required = sum(spec.default is _MISSING and spec.factory is _MISSING for _, spec in specs)
+    calls = 0
+
+    def first(self: Any, *args: Any, **kwargs: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls > _COMPILE_AFTER:
+            init = _make_init(cls.__name__, specs)
+            if cls.__dict__.get("__init__") is first:
+                cls.__init__ = init  # type: ignore[misc]
+            init(self, *args, **kwargs)
+            return
+        if len(args) > len(specs):
+            takes = f"from {required + 1} to " if required < len(specs) else ""
+            raise TypeError(
+                f"{name}() takes {takes}{len(specs) + 1} positional arguments but "
+                f"{len(args) + 1} were given"
+            )
+        values = [*args, *[_MISSING] * (len(specs) - len(args))]
+        for key, value in kwargs.items():
+            at = positions.get(key)
+            if at is None:
+                raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+            if at < len(args):
+                raise TypeError(f"{name}() got multiple values for argument {key!r}")
+            values[at] = value
+        missing = [
+            repr(key)
+            for (key, _), value in zip(specs[:required], values, strict=False)
+            if value is _MISSING
+        ]
+        if missing:
+            plural = "s" if len(missing) > 1 else ""
+            raise TypeError(
+                f"{name}() missing {len(missing)} required positional argument{plural}: "
+                + _listed(missing)
+            )
+        for (key, spec), given in zip(specs, values, strict=True):
+            value = given
+            if value is _MISSING:
+                value = spec.default if spec.factory is _MISSING else spec.factory()
+            object.__setattr__(self, key, value)
+
+    first.__name__ = "__init__"
+    first.__qualname__ = name
+    return first
+
+
+def _listed(names: list[str]) -> str:
+    """``'a'``, ``'a' and 'b'``, ``'a', 'b', and 'c'``: as Python lists missing arguments."""
+    if len(names) < 3:
+        return " and ".join(names)
+    return f"{', '.join(names[:-1])}, and {names[-1]}"
 
 
 def _make_init(name: str, specs: list[tuple[str, _Field]]) -> Callable[..., None]:
