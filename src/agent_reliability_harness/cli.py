@@ -19,7 +19,7 @@ from agent_reliability_harness.errors import InputError
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it here
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from typing import IO, Any, Final, NoReturn
 
     from agent_reliability_harness.io import Spool
@@ -1161,20 +1161,45 @@ _COMMANDS: Final[dict[str, tuple[str, str, Callable[[_Parser], None], Callable[.
 }
 
 
+@contextlib.contextmanager
+def _untranslated() -> Iterator[None]:
+    """argparse's own words (``usage:``, ``the following arguments are required``) in English,
+    as the docs show them, whatever the locale. argparse asks gettext for a translation of each
+    of them, which reads the environment and looks for catalogue files, a few milliseconds of
+    every start; and arh's own messages are English anyway."""
+    saved = getattr(argparse, "_"), getattr(argparse, "ngettext")  # noqa: B009 - not in stubs
+    setattr(argparse, "_", _same)  # noqa: B010
+    setattr(argparse, "ngettext", _singular_or_plural)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(argparse, "_", saved[0])  # noqa: B010
+        setattr(argparse, "ngettext", saved[1])  # noqa: B010
+
+
+def _same(message: str) -> str:
+    return message
+
+
+def _singular_or_plural(singular: str, plural: str, count: int) -> str:
+    return singular if count == 1 else plural
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``arh`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status."""
     _safe_streams()
     arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = _build_parser(next((a for a in arguments if not a.startswith("-")), None))
-    try:
-        args = parser.parse_args(arguments)
-    except _ExitRequestError as exc:
-        if exc.message:
-            _print(exc.message, sys.stderr if exc.status else sys.stdout)
-        return exc.status
-    if args.command is None:
-        _print(parser.format_usage() + "arh: error: a command is required\n", sys.stderr)
-        return EXIT_USAGE
+    with _untranslated():
+        parser = _build_parser(next((a for a in arguments if not a.startswith("-")), None))
+        try:
+            args = parser.parse_args(arguments)
+        except _ExitRequestError as exc:
+            if exc.message:
+                _print(exc.message, sys.stderr if exc.status else sys.stdout)
+            return exc.status
+        if args.command is None:
+            _print(parser.format_usage() + "arh: error: a command is required\n", sys.stderr)
+            return EXIT_USAGE
     stdout, stderr = sys.stdout, sys.stderr
     guarded = _Guarded(stdout)
     sys.stdout, sys.stderr = guarded, _Guarded(stderr)
