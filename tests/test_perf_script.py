@@ -261,9 +261,16 @@ def test_the_stdin_form_pipes_the_json_lines_file_and_counts_for_memory(tmp_path
     assert (file.stdin, file.argv[4]) == (None, "t.jsonl")
     file.wall = file.floor = planned.wall = planned.floor = 1.0
     file.rss, planned.rss = 30 * perf.MB, 60 * perf.MB
-    report = perf.Report("now", "machine", "command", [file, planned], [], [], [], [])
+    file_j2, stdin_j2 = bench.plan(corpus, "jsonl", 2), bench.plan(corpus, "jsonl stdin", 2)
+    assert stdin_j2.form == "jsonl stdin -j2"
+    file_j2.wall, stdin_j2.wall = 0.5, 0.625  # 2.0 and 1.6 times one process
+    measured = [file, planned, file_j2, stdin_j2]
+    report = perf.Report("now", "machine", "command", measured, [], [], [], [])
     rows = {row[0]: row[2:] for row in perf.targets(report)}
     assert rows["peak RSS, 10,000-trace JSON Lines (file, stdin), MB"] == ["60.0", "no"]
+    # the target is on its two forms of the corpus; standard input is in the notes
+    assert rows["--jobs 2 speed-up, 10,000 traces"] == ["2.00", "yes"]
+    assert "--jobs 2 on 10000x20 jsonl stdin: 1.60 x one process" in perf.jobs_notes(measured)
 
 
 def test_targets_read_the_right_ratios() -> None:
