@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
-
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._fidelity import console_lines
 from agent_reliability_harness.render._text import (
@@ -38,6 +36,8 @@ def _finding_lines(finding: Finding, step_width: int) -> list[str]:
     lines: list[str] = []
     if len(head) > WIDTH - _ROOM:  # a long step id: the message starts on the next line, whole
         lines, head = [head.rstrip()], indent
+    import textwrap  # only for findings: its regexes cost a millisecond of a start without any
+
     return lines + textwrap.wrap(
         terminal_safe(finding.message),
         width=WIDTH,
