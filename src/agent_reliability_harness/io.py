@@ -329,7 +329,6 @@ def _stdin_start() -> tuple[list[bytes], IO[bytes]] | bytes:
         raise OSError(errno.EBADF, "standard input is closed")
     stream = sys.stdin.buffer
     head: list[bytes] = []
-    line = b""
     for line in iter(stream.readline, b""):
         head.append(line)
         if line.strip(_JSON_WHITESPACE):
@@ -367,7 +366,7 @@ def stdin_chunks(size: int) -> Iterator[Chunk] | bytes:
 
 
 def _line_blocks(data: bytes, stream: IO[bytes], size: int) -> Iterator[Chunk]:
-    read = getattr(stream, "read1", stream.read)  # what is there, without waiting for more
+    read = getattr(stream, "read1", stream.read)  # what the stream has, not waiting for a block
     first_line = 1
     while True:
         parts, got, failure = [data], len(data), None
