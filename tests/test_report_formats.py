@@ -359,7 +359,11 @@ def test_console_colour(arh: Arh, monkeypatch: pytest.MonkeyPatch) -> None:
 
     assert _use_color("auto", Terminal()) is False  # type: ignore[arg-type]
     monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("TERM", "xterm-256color")
     assert _use_color("auto", Terminal()) is True  # type: ignore[arg-type]
+    monkeypatch.setenv("TERM", "dumb")  # a terminal that cannot show colour
+    assert _use_color("auto", Terminal()) is False  # type: ignore[arg-type]
+    assert _use_color("always", Terminal()) is True  # type: ignore[arg-type]
 
 
 def test_console_lines_fit_100_columns() -> None:

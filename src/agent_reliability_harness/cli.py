@@ -241,7 +241,8 @@ def _validate_arguments(validate: _Parser) -> None:
         "--color",
         choices=("auto", "always", "never"),
         default="auto",
-        help="colour the console report (default: auto, on a terminal unless NO_COLOR is set)",
+        help="colour the console report (default: auto, on a terminal unless NO_COLOR is set "
+        "or TERM is dumb)",
     )
     validate.add_argument("--quiet", action="store_true", help="do not print the console report")
     validate.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
@@ -503,7 +504,9 @@ def _use_color(choice: str, stream: IO[str]) -> bool:
     if choice != "auto":
         return choice == "always"
     isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+    if not (isatty and isatty()) or os.environ.get("NO_COLOR"):
+        return False
+    return os.environ.get("TERM") != "dumb"  # a terminal that says it cannot show colour
 
 
 # (option attribute, report format, what the "written to" line calls it), in writing order
