@@ -141,14 +141,10 @@ def _unusable(trace: object) -> ArhError | None:
                 f"trace.steps[{index}] must be a Step, got {type(step).__name__}; "
                 "build it with Step.from_dict(data)"
             )
-        try:
-            step.to_dict()
-        except (AttributeError, TypeError, ValueError):  # extra or metadata not a mapping
-            return InputError(_NOT_A_MAPPING, pointer=f"/steps/{index}")
     try:
         document = trace.to_dict()
-    except (AttributeError, TypeError, ValueError):
-        return InputError(_NOT_A_MAPPING, pointer="")
+    except (AttributeError, TypeError, ValueError):  # extra or metadata not a mapping: whose?
+        return InputError(_NOT_A_MAPPING, pointer=_first_unwritable(steps))
     problem = find_non_string_key(document, "")  # no recursion: any depth is walked
     if problem is None:
         try:
@@ -156,6 +152,16 @@ def _unusable(trace: object) -> ArhError | None:
         except InputError as exc:
             problem = exc
     return problem
+
+
+def _first_unwritable(steps: tuple[Step, ...] | list[Step]) -> str:
+    """The pointer of the first step ``to_dict`` fails on, or of the trace itself."""
+    for index, step in enumerate(steps):
+        try:
+            step.to_dict()
+        except (AttributeError, TypeError, ValueError):
+            return f"/steps/{index}"
+    return ""
 
 
 _CACHE_SIZE: Final = 8

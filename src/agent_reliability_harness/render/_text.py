@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT_CHARS",
+    "below_threshold",
     "escape_char",
     "exit_status_note",
     "gate_verdict",
@@ -117,10 +118,13 @@ def score_alone(report: TraceReport, fail_under: float | None) -> str | None:
     as for a report read back from JSON, which does not record it)."""
     if report.passed or report.errors or fail_under is None or report.score >= fail_under:
         return None
-    return (
-        f"{score_below(report.score, fail_under)} is below the pass threshold of "
-        f"{threshold_text(fail_under)}"
-    )
+    return below_threshold(report.score, fail_under)
+
+
+def below_threshold(score: float, fail_under: float) -> str:
+    """``66.67 is below the pass threshold of 70``, for a score below ``fail_under``."""
+    below = score_below(score, fail_under)
+    return f"{below} is below the pass threshold of {threshold_text(fail_under)}"
 
 
 def source_text(path: str | None, line: int | None) -> str | None:

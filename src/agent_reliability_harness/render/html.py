@@ -34,15 +34,14 @@ from agent_reliability_harness.regression.compare import CompareResult, TraceDel
 from agent_reliability_harness.regression.gate import GateResult
 from agent_reliability_harness.render._text import (
     FORMAT_CHARS,
+    below_threshold,
     escape_char,
     exit_status_note,
     gate_verdict,
     plain_number,
     plural,
     run_headline,
-    score_below,
     source_text,
-    threshold_text,
 )
 from agent_reliability_harness.rules import CATEGORIES, RULES
 
@@ -771,10 +770,7 @@ def _score_verdict(report: TraceReport, fail_under: float | None) -> str:
     if fail_under is not None:
         if report.score >= fail_under:
             return ""
-        below = (
-            f"{score_below(report.score, fail_under)} is below the pass threshold of "
-            f"{threshold_text(fail_under)} (<code>--fail-under</code>)"
-        )
+        below = f"{below_threshold(report.score, fail_under)} (<code>--fail-under</code>)"
         if errors:
             return f"{head} and on its {_plural(errors, 'error finding')}</strong>: {below}.</p>\n"
         return f"{head} alone</strong>: {below}; no error finding fails it.</p>\n"
