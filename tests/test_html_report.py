@@ -634,23 +634,23 @@ def test_a_trace_failing_on_its_score_says_so(arh: Callable[..., Run], tmp_path:
     (data,) = json.loads(report.read_text(encoding="utf-8"))["reports"]
     assert (data["passed"], data["score"]) == (False, 66.67)
     assert [f["severity"] for f in data["findings"]] == ["warning"]
-    section = sections(parse(target.read_text(encoding="utf-8")))["docs-0002"]
-    assert _why(section) == (
+    assert _why(sections(parse(target.read_text(encoding="utf-8")))["docs-0002"]) == (
         "Fails on its score alone: 66.67 is below the pass threshold of 70 (--fail-under); no "
         "error finding fails it."
     )
+
+    def uncited_why(fail_under: str) -> str:
+        arh("validate", "--policy", DOCS_POLICY, UNCITED, "--html-out", target, "--quiet",
+            "--fail-under", fail_under)  # fmt: skip
+        return _why(sections(parse(target.read_text(encoding="utf-8")))["docs-0002"])
+
     # the verdict compares the unrounded score: 66.666... fails 66.67, and the page shows the
     # digit that says so instead of "66.67 is below 66.67"; it passes 66.66
-    arh("validate", "--policy", DOCS_POLICY, UNCITED, "--html-out", target, "--quiet",
-        "--fail-under", "66.67")  # fmt: skip
-    section = sections(parse(target.read_text(encoding="utf-8")))["docs-0002"]
-    assert _why(section) == (
+    assert uncited_why("66.67") == (
         "Fails on its score alone: 66.667 is below the pass threshold of 66.67 (--fail-under); "
         "no error finding fails it."
     )
-    arh("validate", "--policy", DOCS_POLICY, UNCITED, "--html-out", target, "--quiet",
-        "--fail-under", "66.66")  # fmt: skip
-    assert _why(sections(parse(target.read_text(encoding="utf-8")))["docs-0002"]) == ""
+    assert uncited_why("66.66") == ""
     # with error findings too: rebook-1004 has three (docs/reports.md) and scores 88.71
     arh("validate", "--policy", SAMPLES / "policy_trajectory.json",
         SAMPLES / "traces" / "rebook_ignored_tool_error.json", "--html-out", target, "--quiet",
