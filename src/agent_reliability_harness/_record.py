@@ -101,7 +101,7 @@ def _first_init(cls: type, specs: list[tuple[str, _Field]]) -> Callable[..., Non
         nonlocal calls
         calls += 1
         if calls > _COMPILE_AFTER:
-            init = _make_init(cls.__name__, specs)
+            init = _make_init(cls, specs)
             if cls.__dict__.get("__init__") is first:
                 cls.__init__ = init  # type: ignore[misc]
             init(self, *args, **kwargs)
@@ -149,11 +149,15 @@ def _listed(names: list[str]) -> str:
     return f"{', '.join(names[:-1])}, and {names[-1]}"
 
 
-def _make_init(name: str, specs: list[tuple[str, _Field]]) -> Callable[..., None]:
-    """Write ``__init__`` as source, once per class, as dataclasses does."""
-    scope: dict[str, Any] = {"_set": object.__setattr__, "_MISSING": _MISSING}
+def _make_init(cls: type, specs: list[tuple[str, _Field]]) -> Callable[..., None]:
+    """Write ``__init__`` as source, once per class, as dataclasses does. Each field is set
+    through its slot's own setter, which skips the attribute lookup of ``object.__setattr__``
+    (a third of the time it takes to make a Step)."""
+    name = cls.__name__
+    scope: dict[str, Any] = {"_MISSING": _MISSING}
     params, body = ["self"], []
     for key, spec in specs:
+        scope[f"_set_{key}"] = cls.__dict__[key].__set__
         if spec.factory is not _MISSING:
             scope[f"_factory_{key}"] = spec.factory
             params.append(f"{key}=_MISSING")
@@ -163,7 +167,7 @@ def _make_init(name: str, specs: list[tuple[str, _Field]]) -> Callable[..., None
             params.append(f"{key}=_default_{key}")
         else:
             params.append(key)
-        body.append(f"    _set(self, {key!r}, {key})")
+        body.append(f"    _set_{key}(self, {key})")
     source = f"def __init__({', '.join(params)}):\n" + "\n".join(body) + "\n"
     exec(compile(source, f"<record {name}>", "exec"), scope)  # noqa: S102 - generated from field names
     init: Callable[..., None] = scope["__init__"]
