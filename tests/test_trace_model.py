@@ -290,7 +290,7 @@ def test_citation_entries_rejected(value: object, pointer: str, fragment: str) -
 
 
 @pytest.mark.parametrize("key", ["latency_ms", "cost_usd"])
-@pytest.mark.parametrize("value", [0, 0.0, 12, 1.5, 1e-9, 10**12, None])
+@pytest.mark.parametrize("value", [0, 0.0, -0.0, 12, 1.5, 1e-9, 10**12, 2**1023, None])
 def test_metrics_accepted(key: str, value: object) -> None:
     stored = getattr(parse_step(**{key: value}), key)
     assert stored == value
@@ -310,6 +310,9 @@ def test_metrics_accepted(key: str, value: object) -> None:
         (INF, "must be a finite number >= 0, got inf"),
         (-INF, "must be a finite number >= 0, got -inf"),
         (NAN, "must be a finite number >= 0, got nan"),
+        # an integer past the largest float (2**1024 less half a unit rounds up to infinity)
+        (2**1024, "must be a finite number >= 0, got an integer of 309 digits"),
+        (2**1024 - 2**970, "must be a finite number >= 0, got an integer of 309 digits"),
     ],
 )
 def test_metrics_rejected(key: str, value: object, fragment: str) -> None:
@@ -437,6 +440,12 @@ def test_unknown_keys_are_kept_in_extra_and_round_trip() -> None:
     assert out["steps"][0]["span_id"] == "abc"
     assert out["steps"][0]["attributes"] == {"http.status": 200}
     assert Trace.from_dict(out) == trace
+
+
+def test_unknown_keys_keep_their_order() -> None:
+    step = Trace.from_dict(trace_doc(tool_step(zeta=1, alpha=2, mid=3))).steps[0]
+    assert list(step.extra) == ["zeta", "alpha", "mid"]
+    assert list(Trace.from_dict(trace_doc(tool_step(zeta=1))).steps[0].extra) == ["zeta"]
 
 
 def test_known_keys_are_not_extra() -> None:

@@ -58,6 +58,8 @@ _TRACE_KEYS: Final = frozenset(
     {"schema_version", "trace_id", "agent_name", "workflow", "steps", "source", "metadata"}
 )
 _EMPTY: Final[Mapping[str, Any]] = {}
+_INF: Final = float("inf")
+_MAX_FLOAT: Final = 1.7976931348623157e308  # an integer above it is not finite (is_finite)
 
 
 def _metric(data: Mapping[str, Any], key: str, base: str) -> int | float | None:
@@ -75,9 +77,22 @@ def _metric(data: Mapping[str, Any], key: str, base: str) -> int | float | None:
 def _citations(value: object, base: str) -> tuple[Mapping[str, Any], ...]:
     if value is None:
         return ()
-    pointer = join_pointer(base, "citations")
     if type(value) is not list:
-        raise bad(pointer, f"must be an array of citation objects, got {json_type(value)}")
+        raise bad(
+            join_pointer(base, "citations"),
+            f"must be an array of citation objects, got {json_type(value)}",
+        )
+    for citation in value:
+        if not isinstance(citation, dict):
+            break
+        url, source = citation.get("url"), citation.get("source")
+        if (url is not None and type(url) is not str) or (
+            source is not None and type(source) is not str
+        ):
+            break
+    else:
+        return tuple(value)
+    pointer = join_pointer(base, "citations")  # name the first bad citation
     for index, citation in enumerate(value):
         if not isinstance(citation, dict):
             raise bad(
@@ -86,12 +101,17 @@ def _citations(value: object, base: str) -> tuple[Mapping[str, Any], ...]:
             )
         opt_str(citation, "url", join_pointer(pointer, index))
         opt_str(citation, "source", join_pointer(pointer, index))
-    return tuple(value)
+    raise AssertionError("unreachable: a citation was found bad above")  # pragma: no cover
 
 
 def _extra(data: Mapping[str, Any], known: frozenset[str], pointer: str) -> dict[str, Any]:
     """The keys of an object that the harness does not read, kept as they are. They are the only
     ones that can be other than strings (data built in Python), so they are checked here."""
+    unknown = data.keys() - known
+    if len(unknown) == 1:  # the usual case (an exporter's own id, say): no order to keep
+        (key,) = unknown
+        if isinstance(key, str):
+            return {key: data[key]}
     extra = {k: v for k, v in data.items() if k not in known}
     for key in extra:
         if not isinstance(key, str):
@@ -196,6 +216,27 @@ class Step(Record):
                 f"must be an object or null, got {json_type(metadata)}",
             )
         extra = _EMPTY if data.keys() <= _STEP_KEYS else _extra(data, _STEP_KEYS, pointer)
+        citations = () if citations is None else _citations(citations, pointer)
+        # The usual values are taken as they are; anything else is checked (and refused, or
+        # normalised) by the general functions, in the order of the fields above.
+        latency = get("latency_ms")
+        if latency is not None and not (
+            (type(latency) is float and 0.0 <= latency < _INF)
+            or (type(latency) is int and 0 <= latency <= _MAX_FLOAT)
+        ):
+            latency = _metric(data, "latency_ms", pointer)
+        cost = get("cost_usd")
+        if cost is not None and not (
+            (type(cost) is float and 0.0 <= cost < _INF)
+            or (type(cost) is int and 0 <= cost <= _MAX_FLOAT)
+        ):
+            cost = _metric(data, "cost_usd", pointer)
+        input_tokens = get("input_tokens")
+        if input_tokens is not None and not (type(input_tokens) is int and input_tokens >= 0):
+            input_tokens = opt_nonneg_int(data, "input_tokens", pointer, integral_float=True)
+        output_tokens = get("output_tokens")
+        if output_tokens is not None and not (type(output_tokens) is int and output_tokens >= 0):
+            output_tokens = opt_nonneg_int(data, "output_tokens", pointer, integral_float=True)
         return cls(
             step_id,
             kind,
@@ -203,14 +244,14 @@ class Step(Record):
             arguments,
             get("output"),
             text,
-            () if citations is None else _citations(citations, pointer),
+            citations,
             grounding,
             status,
             error,
-            _metric(data, "latency_ms", pointer),
-            _metric(data, "cost_usd", pointer),
-            opt_nonneg_int(data, "input_tokens", pointer, integral_float=True),
-            opt_nonneg_int(data, "output_tokens", pointer, integral_float=True),
+            latency,
+            cost,
+            input_tokens,
+            output_tokens,
             metadata,
             extra,
         )
