@@ -7,9 +7,12 @@ gives.
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from agent_reliability_harness.rules._facts import arguments_key
 from agent_reliability_harness.rules.grounding import _citation_problem, _parsed_url_problem
 
 _URL_PIECES = st.sampled_from(
@@ -61,3 +64,30 @@ def test_a_url_needs_a_host() -> None:
         assert _citation_problem({"url": url, "source": "docs"}) == "its url has no host", url
     for url in ("http://a:80", "http://u@h/x", "https://[::1]/x", "HTTPS://kb.example.test/a"):
         assert _citation_problem({"url": url}) == "", url
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=500)
+@given(_JSON_VALUES | st.dictionaries(st.text(max_size=4), _JSON_VALUES, max_size=4))
+@example({"b": 1, "a": [1.5, None, True, "é\u2028\x00"]})
+@example({"x": float("nan"), "y": -0.0, "z": 1e300})
+@example(["not", "an", "object"])
+def test_arguments_key_is_json_dumps_with_sorted_keys(value: object) -> None:
+    # the key is written by one C encoder kept for the process; json.dumps makes its own
+    expected = json.dumps(value or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    assert arguments_key(value) == expected
+
+
+def test_arguments_key_names_what_json_cannot_hold() -> None:
+    assert arguments_key({"when": {1, 2}}) == '{"when":"<non-json:set>"}'
+    assert arguments_key({"b": b"x", "a": object()}) == (
+        '{"a":"<non-json:object>","b":"<non-json:bytes>"}'
+    )
