@@ -712,6 +712,56 @@ def test_keys_that_are_not_strings_in_values_are_input_errors(
     )
 
 
+def _cyclic(where: str) -> Any:
+    """A change that puts into a value of a step a list or object that contains itself."""
+
+    def change(steps: list[dict[str, Any]]) -> None:
+        loop: dict[str, Any] = {"a": 1}
+        loop["again"] = [loop]
+        if where == "arguments":
+            steps[1]["arguments"]["id"] = loop
+        elif where == "output":
+            steps[0]["output"]["items"] = [{"ok": 1}, loop]
+        else:
+            steps[0]["metadata"] = {"trace": loop}
+
+    return change
+
+
+@pytest.mark.parametrize("policy_name", sorted(_WALKING_POLICIES))
+@pytest.mark.parametrize(
+    ("where", "pointer"),
+    [
+        ("arguments", "/steps/1/arguments/id/again/0"),
+        ("output", "/steps/0/output/items/1/again/0"),
+        ("metadata", "/steps/0/metadata/trace/again/0"),
+    ],
+)
+def test_a_value_that_contains_itself_is_an_input_error(
+    policy_name: str, where: str, pointer: str
+) -> None:
+    # JSON cannot hold one; a trace built in Python can, and the rules' walks went on for ever
+    # (the safety rule until memory ran out) or blamed a long integer
+    steps = copy.deepcopy(PERFECT_STEPS)
+    _cyclic(where)(steps)
+    with pytest.raises(InputError) as info:
+        validate_trace(trace_of(*steps), Policy.from_dict(_WALKING_POLICIES[policy_name]))
+    assert (info.value.pointer, info.value.message) == (
+        pointer,
+        "the value contains itself (a reference cycle), which JSON cannot hold",
+    )
+
+
+def test_a_value_shared_by_several_places_is_not_a_cycle() -> None:
+    shared: dict[str, Any] = {"order": "A1"}
+    steps = copy.deepcopy(PERFECT_STEPS)
+    steps[0]["output"]["items"] = [shared, shared, {"again": shared}]
+    steps[0]["metadata"] = {"one": [shared], "two": (shared, shared)}
+    for name, policy in sorted(_WALKING_POLICIES.items()):
+        report = validate_trace(trace_of(*steps), Policy.from_dict(policy))
+        assert report.trace_id, name
+
+
 def test_keys_that_are_not_strings_crash_no_rule() -> None:
     # the rules reached pointer_token (AttributeError) or sorted mixed keys (TypeError)
     steps = copy.deepcopy(PERFECT_STEPS)

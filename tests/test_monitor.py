@@ -636,6 +636,25 @@ def test_a_key_that_is_not_a_string_is_an_input_error_at_its_object() -> None:
         assert error.value.message == "object keys must be strings, got a key of type NoneType"
 
 
+def test_a_value_that_contains_itself_is_an_input_error_at_its_place() -> None:
+    # a copy of the step keeps the cycle; the safety rule walked it until memory ran out
+    policy = Policy.from_dict(
+        {"policy_id": "p", "allow_unlisted_tools": True, "unsafe_patterns": ["secret"]}
+    )
+    monitor = Monitor(policy)
+    loop: list[Any] = ["secret"]
+    loop.append(loop)
+    step = {"step_id": "s1", "type": "tool_call", "tool_name": "t", "arguments": {"b": loop}}
+    for method in (monitor.check, monitor.observe):
+        with pytest.raises(InputError) as error:
+            method(step)
+        assert error.value.pointer == "/steps/0/arguments/b/1"
+        assert error.value.message == (
+            "the value contains itself (a reference cycle), which JSON cannot hold"
+        )
+    assert monitor.steps == ()
+
+
 @pytest.mark.parametrize("step", [None, 5, "s1", ["s1"], ("step_id", "s1")])
 def test_a_step_that_is_not_a_step_or_a_mapping_is_a_usage_error(step: Any) -> None:
     monitor = Monitor(REFUND_POLICY)

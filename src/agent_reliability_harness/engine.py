@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agent_reliability_harness.errors import TOO_DEEP, ArhError, InputError, UsageError
+from agent_reliability_harness.model._checks import find_cycle, find_non_string_key
 from agent_reliability_harness.model.fidelity import fidelity_plan, not_applicable
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding, TraceReport
@@ -73,8 +74,19 @@ class Validator:
     ) -> TraceReport:
         """Check one trace; raise :class:`InputError` only for values nested too deeply to walk,
         for metric totals too large to report and for objects whose keys are not all strings
-        (possible in a trace built in Python), and :class:`UsageError` for a ``trace`` that is
-        not a :class:`Trace` or holds steps that are not :class:`Step` objects."""
+        or that contain themselves (possible in a trace built in Python), and
+        :class:`UsageError` for a ``trace`` that is not a :class:`Trace` or holds steps that
+        are not :class:`Step` objects."""
+        problem = find_trace_cycle(trace)
+        if problem is not None:
+            raise problem
+        return self._validate_parsed(trace, source_path=source_path, source_line=source_line)
+
+    def _validate_parsed(
+        self, trace: Trace, *, source_path: str | None = None, source_line: int | None = None
+    ) -> TraceReport:
+        """:meth:`validate` for a trace whose values cannot contain themselves: one read from
+        JSON text (by the command line) or made of values already checked (by the monitor)."""
         try:
             facts = TraceFacts(trace)
             findings: list[Finding] = []
@@ -114,6 +126,33 @@ class Validator:
         )
 
 
+def find_trace_cycle(trace: object) -> InputError | None:
+    """The error for a value of a trace built in Python that contains itself, or None (also for
+    what is not a trace, or not a step, which :func:`_unusable` explains if a rule fails)."""
+    if not isinstance(trace, Trace):
+        return None
+    problem = find_cycle(trace.metadata, "/metadata") or find_cycle(trace.extra, "")
+    steps: object = trace.steps
+    if problem is not None or not isinstance(steps, tuple | list):
+        return problem
+    for index, step in enumerate(steps):
+        if not isinstance(step, Step):
+            continue
+        base = f"/steps/{index}"
+        for value, pointer in (
+            (step.arguments, f"{base}/arguments"),
+            (step.output, f"{base}/output"),
+            (step.citations, f"{base}/citations"),
+            (step.metadata, f"{base}/metadata"),
+            (step.extra, base),
+        ):
+            if value and not isinstance(value, str):
+                problem = find_cycle(value, pointer)
+                if problem is not None:
+                    return problem
+    return None
+
+
 def _unusable(trace: object) -> ArhError | None:
     """Why the rules could not walk ``trace`` (looked for only after they failed): it is not a
     :class:`Trace`, an object in it has a key that is not a string, which JSON cannot hold but a
@@ -126,8 +165,6 @@ def _unusable(trace: object) -> ArhError | None:
             f"trace must be a Trace, got {type(trace).__name__}; "
             "build it with Trace.from_dict(data)"
         )
-    from agent_reliability_harness.model._checks import find_non_string_key
-
     steps: object = trace.steps  # typed as a tuple of Step, but built in code it may be anything
     if not isinstance(steps, tuple | list):
         return UsageError(

@@ -64,7 +64,7 @@ from collections.abc import Mapping
 from agent_reliability_harness._record import replace
 from agent_reliability_harness.engine import NESTED_TRACE, Validator
 from agent_reliability_harness.errors import ArhError, InputError, UsageError
-from agent_reliability_harness.model._checks import fits_in_text
+from agent_reliability_harness.model._checks import find_cycle, fits_in_text
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding, TraceReport
 from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
@@ -798,11 +798,15 @@ class Monitor:
             raise UsageError(
                 f"a step must be a Step or its JSON form (a mapping), got {type(step).__name__}"
             )
+        where = f"/steps/{len(self._state.steps)}"
         try:
             data = copy.deepcopy(data if type(data) is dict else dict(data))
         except RecursionError:
             raise InputError(NESTED_TRACE, pointer=None) from None
-        return _Probe(Step.from_dict(data, pointer=f"/steps/{len(self._state.steps)}"), self._state)
+        problem = find_cycle(data, where)  # a copy keeps a cycle, and a rule would walk it for ever
+        if problem is not None:
+            raise problem
+        return _Probe(Step.from_dict(data, pointer=where), self._state)
 
     def _look(self, probe: _Probe) -> list[Finding]:
         found: list[Finding] = []
@@ -872,7 +876,7 @@ class Monitor:
 
     def report(self) -> TraceReport:
         """Offline validation of the steps observed so far (score, verdict, findings)."""
-        return self._validator.validate(self.trace())
+        return self._validator._validate_parsed(self.trace())  # its steps were checked by _probe
 
     def finish(self) -> list[Finding]:
         """The findings of offline validation of the recorded run, in report order."""

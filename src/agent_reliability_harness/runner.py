@@ -319,7 +319,7 @@ def _check(validator: Validator, read: ReadTrace, settings: _Settings) -> _Check
     trace = read.trace
     result: TraceReport | InputError
     try:
-        result = validator.validate(
+        result = validator._validate_parsed(  # read from JSON text: no value contains itself
             trace,
             source_path=None if read.source == STDIN_NAME else read.source,
             source_line=read.line,

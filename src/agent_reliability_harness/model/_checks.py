@@ -10,6 +10,7 @@ from agent_reliability_harness.errors import InputError, join_pointer
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any, Final
 
 __all__ = [
@@ -175,6 +176,45 @@ def find_non_string_key(value: object, pointer: str) -> InputError | None:
             continue
         stack.extend(reversed(items))
     return None
+
+
+def find_cycle(value: object, pointer: str) -> InputError | None:
+    """The error for the first container in or below ``value`` (depth first, in order) that is
+    also one of the containers it is in, or None. Data built in Python can hold itself; JSON
+    cannot, and the rules, which walk values without recursion, would walk such a value for
+    ever. Lists, tuples and mappings are walked without recursion."""
+    inside: set[int] = set()  # ids of the containers on the path to the current one
+    stack: list[tuple[str, object] | int] = [(pointer, value)]
+    while stack:
+        item = stack.pop()
+        if type(item) is int:  # every child of that container has been walked
+            inside.discard(item)
+            continue
+        assert type(item) is tuple
+        where, node = item
+        if type(node) is dict or isinstance(node, Mapping):
+            children: Iterable[tuple[str | int, object]] = node.items()
+        elif type(node) is list or isinstance(node, tuple | list):
+            children = enumerate(node)
+        else:
+            continue
+        if id(node) in inside:
+            return bad(
+                where, "the value contains itself (a reference cycle), which JSON cannot hold"
+            )
+        inside.add(id(node))
+        stack.append(id(node))
+        stack.extend(
+            reversed([
+                (join_pointer(where, key), child)
+                for key, child in children
+                if type(child) is dict or type(child) is list or isinstance(child, _CONTAINERS)
+            ])
+        )  # fmt: skip
+    return None
+
+
+_CONTAINERS: Final = (Mapping, list, tuple)
 
 
 def check_json_values(value: object, pointer: str) -> None:
