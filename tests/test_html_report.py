@@ -1758,3 +1758,40 @@ def test_the_title_groups_thousands_as_the_rest_of_the_page() -> None:
     )
     page = render_html(RunReport(reports))
     assert "<title>arh validation: 1,234 of 5,000 traces failed</title>" in page
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="sets the stack size limit of a child process")
+def test_a_deeply_nested_value_is_shown_with_a_small_stack(tmp_path: Path) -> None:
+    # json.dumps with indent resumes a generator per level, each on the C stack: a value 900
+    # levels deep crashed the interpreter (SIGSEGV) under a 256 KB stack, as a thread may have
+    import resource
+
+    value: Any = "bottom"
+    for _ in range(900):
+        value = [value]
+    doc = {
+        "schema_version": "1",
+        "trace_id": "deep",
+        "agent_name": "a",
+        "workflow": "w",
+        "steps": [
+            {"step_id": "s1", "type": "tool_call", "tool_name": "t", "output": {"v": value}},
+            {"step_id": "s2", "type": "model_response", "text": "done"},
+        ],
+    }
+    (tmp_path / "deep.json").write_text(json.dumps(doc), encoding="utf-8")
+    (tmp_path / "policy.json").write_text('{"policy_id": "p", "allow_unlisted_tools": true}')
+
+    def small_stack() -> None:
+        resource.setrlimit(resource.RLIMIT_STACK, (256 * 1024, 256 * 1024))
+
+    command = [sys.executable, "-m", "agent_reliability_harness", "validate", "--policy",
+               "policy.json", "deep.json", "--html-out", "page.html", "--quiet"]  # fmt: skip
+    done = subprocess.run(
+        command, cwd=tmp_path, preexec_fn=small_stack, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    # shown indented (and clipped): {, "v": [, 899 lines of [, "bottom", 900 of ], }
+    assert "<pre>{\n  &quot;v&quot;: [\n    [\n      [\n        [" in page
+    assert "1,803 lines" in page

@@ -1,4 +1,4 @@
-"""The fast indented encoder writes exactly what ``json.dumps(indent=2, ensure_ascii=True)``
+"""The fast indented encoder writes exactly what ``json.dumps(indent=2, ensure_ascii=...)``
 writes, which is the independent reference here."""
 
 from __future__ import annotations
@@ -30,14 +30,23 @@ _VALUES = st.recursive(
 )
 
 
-def _reference(value: Any, level: int) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=True).replace("\n", "\n" + "  " * level)
+def _reference(value: Any, level: int, *, ensure_ascii: bool = True) -> str:
+    text = json.dumps(value, indent=2, ensure_ascii=ensure_ascii)
+    return text.replace("\n", "\n" + "  " * level)
 
 
 @settings(max_examples=400, deadline=None)
 @given(_VALUES, st.integers(min_value=0, max_value=5))
 def test_same_text_as_json_dumps(value: Any, level: int) -> None:
     assert dumps_indented(value, level) == _reference(value, level)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_VALUES)
+def test_same_text_as_json_dumps_with_unicode(value: Any) -> None:
+    # what the HTML report shows of a value: characters outside ASCII as they are
+    expected = _reference(value, 0, ensure_ascii=False)
+    assert dumps_indented(value, ensure_ascii=False) == expected
 
 
 @pytest.mark.parametrize(
@@ -54,6 +63,7 @@ def test_same_text_as_json_dumps(value: Any, level: int) -> None:
 def test_edge_values(value: Any) -> None:
     assert dumps_indented(value) == _reference(value, 0)
     assert dumps_indented(value, 3) == _reference(value, 3)
+    assert dumps_indented(value, ensure_ascii=False) == _reference(value, 0, ensure_ascii=False)
 
 
 class _Text(str):

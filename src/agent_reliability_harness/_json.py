@@ -18,6 +18,7 @@ from agent_reliability_harness.errors import TOO_DEEP, InputError, join_pointer
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, Final
 
 __all__ = ["decode_bytes", "dumps_indented", "loads"]
@@ -262,7 +263,8 @@ def member_array_lines(text: str, key: str) -> list[int]:
 # for the values reports are made of, with the C string escaper, and falls back to ``json.dumps``
 # for anything else.
 
-_ESCAPE_ASCII: Final = json.encoder.encode_basestring_ascii  # the C function when available
+_ESCAPE_ASCII: Final = json.encoder.encode_basestring_ascii  # the C functions when available
+_ESCAPE: Final = json.encoder.encode_basestring
 
 
 class _UnusualValueError(Exception):
@@ -279,10 +281,10 @@ def _float_text(value: float) -> str:
     return float.__repr__(value)
 
 
-def _encode(value: Any, newline: str, parts: list[str]) -> None:
+def _encode(value: Any, newline: str, parts: list[str], escape: Callable[[str], str]) -> None:
     kind = type(value)
     if kind is str:
-        parts.append(_ESCAPE_ASCII(value))
+        parts.append(escape(value))
     elif kind is dict:
         if not value:
             parts.append("{}")
@@ -293,9 +295,9 @@ def _encode(value: Any, newline: str, parts: list[str]) -> None:
             if type(key) is not str:
                 raise _UnusualValueError
             parts.append(separator)
-            parts.append(_ESCAPE_ASCII(key))
+            parts.append(escape(key))
             parts.append(": ")
-            _encode(item, inner, parts)
+            _encode(item, inner, parts, escape)
             separator = "," + inner
         parts.append(newline + "}")
     elif kind is list or kind is tuple:
@@ -306,7 +308,7 @@ def _encode(value: Any, newline: str, parts: list[str]) -> None:
         separator = "[" + inner
         for item in value:
             parts.append(separator)
-            _encode(item, inner, parts)
+            _encode(item, inner, parts, escape)
             separator = "," + inner
         parts.append(newline + "]")
     elif value is None:
@@ -323,13 +325,17 @@ def _encode(value: Any, newline: str, parts: list[str]) -> None:
         raise _UnusualValueError
 
 
-def dumps_indented(value: Any, level: int = 0) -> str:
-    """``json.dumps(value, indent=2, ensure_ascii=True)``, with every line after the first
-    indented by ``level`` more steps of two spaces, as if the value were nested that deep."""
+def dumps_indented(value: Any, level: int = 0, *, ensure_ascii: bool = True) -> str:
+    """``json.dumps(value, indent=2, ensure_ascii=ensure_ascii)``, with every line after the
+    first indented by ``level`` more steps of two spaces, as if the value were nested that deep.
+
+    Nesting costs no C stack here, where the pure-Python encoder that ``json.dumps`` runs with
+    ``indent`` resumes a generator per level (a value 900 levels deep crashed the interpreter
+    with a 256 KB stack)."""
     parts: list[str] = []
     try:
-        _encode(value, "\n" + "  " * level, parts)
+        _encode(value, "\n" + "  " * level, parts, _ESCAPE_ASCII if ensure_ascii else _ESCAPE)
     except (_UnusualValueError, RecursionError):
-        text = json.dumps(value, indent=2, ensure_ascii=True)
+        text = json.dumps(value, indent=2, ensure_ascii=ensure_ascii)
         return text.replace("\n", "\n" + "  " * level) if level else text
     return "".join(parts)

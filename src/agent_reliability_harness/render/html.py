@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from html import escape
 
+from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._record import Record
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
@@ -564,7 +565,7 @@ def _json_text(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False)
         if len(text) <= _SHORT_JSON:
             return text
-        return json.dumps(value, indent=2, ensure_ascii=False)
+        return dumps_indented(value, ensure_ascii=False)
     except (ValueError, TypeError, RecursionError):
         return "(this value cannot be shown: it is nested too deeply or holds a huge number)"
 
