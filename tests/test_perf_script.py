@@ -183,6 +183,7 @@ def test_phases_lists_every_category_and_adds_up(tmp_path: Path) -> None:
     run = _perf("--phases", "4x6", "--phases-traces", "3", "--workdir", tmp_path / "work")
     assert run.returncode == 0, run.stdout + run.stderr
     phases, _, parts_table = run.stdout.partition("the safety scan alone, again, in parts")
+    phases, _, parse_table = phases.partition("the strict parse alone, again")
     lines = phases.splitlines()
     assert any("over the first 3 traces of 4x6 (18 steps" in line for line in lines)
     rows = {row[0]: row[1:] for row in map(_split_row, lines) if len(row) == 4 and row[0][0] != "-"}
@@ -200,6 +201,25 @@ def test_phases_lists_every_category_and_adds_up(tmp_path: Path) -> None:
     assert total > 0
     # each printed value is rounded to 0.1 us
     assert abs(parts - total) <= 0.05 * (len(per_step) + 1)
+    # the strict parse again, its checks added one by one; the note adds decoding to the
+    # second, the least a strict parse costs
+    parse_rows = {
+        row[0]: row[1:]
+        for row in map(_split_row, parse_table.splitlines())
+        if len(row) == 4 and row[0][0] != "-"
+    }
+    assert list(parse_rows) == [
+        "part", "json.loads of the decoded text", "and the duplicate-key check",
+        "and finite numbers (arh)",
+    ]  # fmt: skip
+    assert parse_rows["and finite numbers (arh)"] == rows["strict parse"]
+    least = re.search(r"take (\d+\.\d\d) x the floor", parse_table)
+    assert least is not None, parse_table
+    # each x-floor value is rounded to 0.01: the two added may be off by one in the last digit
+    expected_least = float(rows["decode UTF-8"][2]) + float(
+        parse_rows["and the duplicate-key check"][2]
+    )
+    assert abs(float(least[1]) - expected_least) <= 0.011
     # the corpus policy has unsafe patterns: the scan is timed again in its parts
     parts_rows = [row for row in map(_split_row, parts_table.splitlines()) if len(row) == 4]
     names = [row[0] for row in parts_rows if row[0][0] != "-"]
