@@ -77,7 +77,7 @@ class Validator:
         or that contain themselves (possible in a trace built in Python), and
         :class:`UsageError` for a ``trace`` that is not a :class:`Trace` or holds steps that
         are not :class:`Step` objects."""
-        problem = find_trace_cycle(trace)
+        problem = _find_trace_cycle(trace)
         if problem is not None:
             raise problem
         return self._validate_parsed(trace, source_path=source_path, source_line=source_line)
@@ -126,7 +126,7 @@ class Validator:
         )
 
 
-def find_trace_cycle(trace: object) -> InputError | None:
+def _find_trace_cycle(trace: object) -> InputError | None:
     """The error for a value of a trace built in Python that contains itself, or None (also for
     what is not a trace, or not a step, which :func:`_unusable` explains if a rule fails)."""
     if not isinstance(trace, Trace):
