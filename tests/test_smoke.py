@@ -62,7 +62,7 @@ _HEAVY = ("shutil", "xml", "ssl", "http", "email", "tempfile", "multiprocessing"
         # prints no finding, and no line to wrap
         (["validate", "--policy", str(SAMPLES / "policy_trajectory.json"),
           str(SAMPLES / "traces" / "rebook_pass.json"), "--jobs", "2"], "1 of 1 trace passed",
-         ("textwrap",)),
+         ("textwrap", "copy")),
     ],
 )  # fmt: skip
 def test_start_up_loads_only_what_the_command_needs(

@@ -34,7 +34,6 @@ whole trace can rule a pattern out for all of it.
 
 from __future__ import annotations
 
-import copy
 import re
 from re import _compiler as compiler  # type: ignore[attr-defined]
 from re import _constants as sre  # type: ignore[attr-defined]
@@ -294,11 +293,23 @@ def _literal_prefix(items: list[Any]) -> str:
     return "".join(prefix)
 
 
+def _shallow_copy(state: Any) -> Any:
+    """``copy.copy`` of the parser's state, a plain object, without importing ``copy`` (and the
+    ``weakref`` it loads: about two milliseconds of every start with unsafe patterns)."""
+    if not hasattr(state, "__dict__"):  # pragma: no cover - another Python's parser
+        import copy
+
+        return copy.copy(state)
+    new = object.__new__(type(state))
+    new.__dict__.update(state.__dict__)
+    return new
+
+
 def _variants(pattern: str, flags: int) -> list[_Variant] | None:
     """The pattern as alternatives, each with its literal requirements and folded regex."""
     try:
         tree = parser.parse(pattern, flags)
-        state = copy.copy(tree.state)
+        state = _shallow_copy(tree.state)
         state.flags &= ~re.IGNORECASE
         variants = []
         for items in _split_leading_branch(list(tree)):
