@@ -64,9 +64,14 @@ _MAX_FLOAT: Final = 1.7976931348623157e308  # an integer above it is not finite 
 
 def _metric(data: Mapping[str, Any], key: str, base: str) -> int | float | None:
     value = data.get(key)
-    if value is None:
-        return None
     kind = type(value)
+    # the usual values first, compared without a call: is_finite costs more than the rest
+    if (
+        value is None
+        or (kind is float and 0.0 <= value < _INF)
+        or (kind is int and 0 <= value <= _MAX_FLOAT)
+    ):
+        return value
     if (kind is int or kind is float) and value >= 0 and is_finite(value):
         return value  # type: ignore[no-any-return]
     if kind is not int and kind is not float:
@@ -82,26 +87,20 @@ def _citations(value: object, base: str) -> tuple[Mapping[str, Any], ...]:
             join_pointer(base, "citations"),
             f"must be an array of citation objects, got {json_type(value)}",
         )
-    for citation in value:
+    for index, citation in enumerate(value):  # pointers are made only for an error
         if not isinstance(citation, dict):
-            break
+            raise bad(
+                join_pointer(join_pointer(base, "citations"), index),
+                f"a citation must be an object, got {json_type(citation)}",
+            )
         url, source = citation.get("url"), citation.get("source")
         if (url is not None and type(url) is not str) or (
             source is not None and type(source) is not str
         ):
-            break
-    else:
-        return tuple(value)
-    pointer = join_pointer(base, "citations")  # name the first bad citation
-    for index, citation in enumerate(value):
-        if not isinstance(citation, dict):
-            raise bad(
-                join_pointer(pointer, index),
-                f"a citation must be an object, got {json_type(citation)}",
-            )
-        opt_str(citation, "url", join_pointer(pointer, index))
-        opt_str(citation, "source", join_pointer(pointer, index))
-    raise AssertionError("unreachable: a citation was found bad above")  # pragma: no cover
+            where = join_pointer(join_pointer(base, "citations"), index)
+            opt_str(citation, "url", where)
+            opt_str(citation, "source", where)
+    return tuple(value)
 
 
 def _extra(data: Mapping[str, Any], known: frozenset[str], pointer: str) -> dict[str, Any]:
@@ -217,26 +216,6 @@ class Step(Record):
             )
         extra = _EMPTY if data.keys() <= _STEP_KEYS else _extra(data, _STEP_KEYS, pointer)
         citations = () if citations is None else _citations(citations, pointer)
-        # The usual values are taken as they are; anything else is checked (and refused, or
-        # normalised) by the general functions, in the order of the fields above.
-        latency = get("latency_ms")
-        if latency is not None and not (
-            (type(latency) is float and 0.0 <= latency < _INF)
-            or (type(latency) is int and 0 <= latency <= _MAX_FLOAT)
-        ):
-            latency = _metric(data, "latency_ms", pointer)
-        cost = get("cost_usd")
-        if cost is not None and not (
-            (type(cost) is float and 0.0 <= cost < _INF)
-            or (type(cost) is int and 0 <= cost <= _MAX_FLOAT)
-        ):
-            cost = _metric(data, "cost_usd", pointer)
-        input_tokens = get("input_tokens")
-        if input_tokens is not None and not (type(input_tokens) is int and input_tokens >= 0):
-            input_tokens = opt_nonneg_int(data, "input_tokens", pointer, integral_float=True)
-        output_tokens = get("output_tokens")
-        if output_tokens is not None and not (type(output_tokens) is int and output_tokens >= 0):
-            output_tokens = opt_nonneg_int(data, "output_tokens", pointer, integral_float=True)
         return cls(
             step_id,
             kind,
@@ -248,10 +227,10 @@ class Step(Record):
             grounding,
             status,
             error,
-            latency,
-            cost,
-            input_tokens,
-            output_tokens,
+            _metric(data, "latency_ms", pointer),
+            _metric(data, "cost_usd", pointer),
+            opt_nonneg_int(data, "input_tokens", pointer, integral_float=True),
+            opt_nonneg_int(data, "output_tokens", pointer, integral_float=True),
             metadata,
             extra,
         )
