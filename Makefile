@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/$(if $(filter Windows_NT,$(OS)),Scripts,bin)
 EXE := $(if $(filter Windows_NT,$(OS)),.exe,)
 
-.PHONY: demo test lint typecheck unit bench docs goldens perf clean dist dist-check
+.PHONY: demo test lint typecheck unit bench docs goldens perf fuzz clean dist dist-check
 
 $(BIN)/python$(EXE):
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "arh needs Python >= 3.11")'
@@ -64,6 +64,12 @@ docs: $(VENV)/.installed
 # Example: make perf PERF_ARGS='--quick' or PERF_ARGS='--scales 1000x200 --repeat 5'
 perf: $(VENV)/.installed
 	$(BIN)/python benchmarks/perf.py --write $(PERF_ARGS)
+
+# The safety prefilter's differential property tests for a long time (minutes; not part of
+# `make test`), with fresh random examples in each round. Example: make fuzz FUZZ_MINUTES=60
+FUZZ_MINUTES ?= 10
+fuzz: $(VENV)/.installed-dev
+	$(BIN)/python tools/fuzz_prefilter.py --minutes $(FUZZ_MINUTES)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis src/*.egg-info

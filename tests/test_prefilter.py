@@ -11,19 +11,28 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent_reliability_harness.rules._prefilter import (
+    PLACEHOLDER,
+    SPECIAL,
     Prefilter,
     fold,
     literal_requirements,
     rewrite_for_folded,
 )
 
+# Characters where matching is subtle: case folding (U+0130, U+0131, U+017F, U+212A, sharp s and
+# its capital, the Angstrom and ohm signs, micro, final sigma, a titlecase digraph), decimal digits
+# outside ASCII (Arabic-Indic, fullwidth, Devanagari, mathematical), a superscript that is not a
+# decimal digit, spaces outside ASCII (no-break, em, ideographic, next line, the ASCII separators
+# that are \s only in Unicode mode), word characters and symbols that fold to the placeholder.
 ALPHABET = (
-    "abikKsSIi \u0130\u0131\u017f\u212a\u00df\u00e9-_:.\n0123\u0663\uff17"
-    "\u00a0\u2003\u3000\u00b2\u2014\u6771\U0001f600\x80"
+    "abikKsSIi \u0130\u0131\u017f\u212a\u00df\u1e9e\u212b\u00e5\u2126\u03c9\u00b5\u03bc"
+    "\u03c2\u03a3\u01c5-_:.\n0123\u0663\uff17\u0966\U0001d7ce\u00b2\u00a0\u2003\u3000"
+    "\u0085\x1c\x7f\u00e9\u2014\u6771\U0001f600\x80"
 )
 ATOMS = [
     r"\b", r"\B", r"\s*", r"\d", r"\d{2}", r"\d{1,3}", "[0-9]", "[5-7]", "[^5-7]", "[^a-c]",
@@ -32,10 +41,37 @@ ATOMS = [
     r"\s", r"\s+", r"\W", r"\w{2}", "[\\s-]", "[^\\W]", "[^\\S]", "[^\\D]", "[^\\s]", "[\\w:]",
     # possessive and atomic forms over classes that folding widens (digits, \w, \s)
     r"\d++", r"\w++", r"\s*+", "[0-4]++", r"(?>\w+)", "1?+", "0*+", r"\S++",
+    # negated classes that exclude every ASCII digit or all of ASCII, and scoped flags (the
+    # adversarial test of 0.3.0 found these passing traces that match)
+    "[^0-9]", "[^\\x00-\\x7F]", "[^\\x20-\\x7e]", "[^a-z0-9 ]", "(?:[^\\x00-\\x7F]){3,}",
+    "(?-i:[^a])", "(?-i:[^K])", "(?-i:[a-z])", "(?a:\\w)", "(?a:[^\\d])", "(?a:\\s)", "(?s:.)",
+    "[^k]", "[^s]", "[^i]", "[\u0130-\u0131]", "\u00e9", "[^\u00e9]", "[\u00e0-\u00ff]",
+    "\u212a", "\u00df", "[^\u00df]", "\u03a3", "[\\d\\s]", "[^\\W\\d]", "[^\\d\\s]",
+    "[\u0660-\u0669]",
 ]  # fmt: skip
+# Members of generated classes: characters of the alphabet, ranges and category escapes.
+CLASS_CHARS = st.sampled_from(sorted(set("abikzAKSZ059 -:_\x00\x7f" + ALPHABET)))
+CLASS_MEMBERS = st.one_of(
+    CLASS_CHARS.map(lambda c: f"\\U{ord(c):08x}"),
+    st.tuples(CLASS_CHARS, CLASS_CHARS).map(
+        lambda pair: "-".join(f"\\U{ord(c):08x}" for c in sorted(pair))
+    ),
+    st.sampled_from([r"\d", r"\D", r"\s", r"\S", r"\w", r"\W"]),
+)
+CLASSES = st.builds(
+    lambda negated, members: f"[{'^' if negated else ''}{''.join(members)}]",
+    st.booleans(),
+    st.lists(CLASS_MEMBERS, min_size=1, max_size=4),
+)
+# Scoped flags: case-sensitive, ASCII-only classes, a dot that matches a line end.
+SCOPES = st.sampled_from(["(?-i:{})", "(?a:{})", "(?s:{})", "(?a-i:{})", "(?:{})"])
 PIECES = st.one_of(
     st.text(alphabet="abikKsSIi \u00e9-_:7", min_size=1, max_size=4).map(re.escape),
     st.sampled_from(ATOMS),
+    CLASSES,
+    st.tuples(SCOPES, st.one_of(CLASSES, st.sampled_from(ATOMS))).map(
+        lambda pair: pair[0].format(pair[1])
+    ),
 )
 
 
@@ -52,7 +88,8 @@ def patterns(draw: st.DrawFn) -> str:
         nested = any(char in parts[index] for char in "+*{|")
         times = ["?", "{2}"] if nested else ["+", "*", "?", "{2}"]
         parts[index] = "(?:" + parts[index] + ")" + draw(st.sampled_from(times))
-    return "".join(parts)
+    prefix = draw(st.sampled_from(["", "", "", "(?a)", "(?s)"]))
+    return prefix + "".join(parts)
 
 
 def _valid(pattern: str) -> re.Pattern[str] | None:
@@ -78,6 +115,15 @@ def _valid(pattern: str) -> re.Pattern[str] | None:
 @example(r"(?>\w+)\s+password", ["my\u00a0password is x"])
 @example(r"pin:\s*[0-4]++[5-9]", ["pin: 45"])
 @example("0*+9", ["99"])
+# a non-ASCII digit folded to 0, which the negated class excluded along with the ASCII digits
+@example(r"[^\x00-\x7F]", ["transfer \u0663\u0664\u0665 to acct \uff11\uff12\uff13"])
+@example(r"[^\x20-\x7e]", ["transfer \u0663\u0664\u0665"])
+@example("[^0-9]", ["\u0663"])
+@example("[^a-z0-9 ]", ["transfer \u0663\u0664\u0665"])
+@example(r"(?:[^\x00-\x7F]){3,}", ["acct \uff11\uff12\uff13"])
+# a negated class in a case-sensitive group matches the other case, which folds the same
+@example("(?-i:[^a])x", ["Ax"])
+@example(r"(?a)[^\d]", ["\u0663"])
 def test_prefilter_never_rejects_a_matching_text(pattern: str, texts: list[str]) -> None:
     regex = _valid(pattern)
     if regex is None:
@@ -129,7 +175,16 @@ def test_typical_patterns_are_rewritten() -> None:
     assert split is not None
     assert [r.search("secret-key") is not None for r in split] == [False, True]
     assert rewrite_for_folded(r"(a)\1", flags) is None  # backreferences are not rewritten
-    assert rewrite_for_folded("caf\u00e9", flags) is None  # nor non-ASCII literals
+    # a non-ASCII letter may be any character that folds to the placeholder, or a digit
+    (cafe,) = rewrite_for_folded("caf\u00e9", flags) or ()
+    assert [bool(cafe.fullmatch(fold(word))) for word in ("CAF\u00c9", "caf\u00ea", "cafe")] == [
+        True,
+        True,
+        False,
+    ]
+    # a negated class that lists every ASCII digit still takes 0: a non-ASCII digit folds to it
+    (not_digit,) = rewrite_for_folded("x[^0-9]", flags) or ()
+    assert not_digit.fullmatch(fold("x\u0663"))
 
 
 def test_literal_requirements_of_typical_patterns() -> None:
@@ -265,3 +320,92 @@ def test_fold_of_every_latin1_and_special_character() -> None:
     chars = "".join(map(chr, range(0x100))) + "\u0130\u0131\u017f\u212a\u0663\uff17\ud800"
     assert fold(chars) == "".join(map(_fold_one, chars))
     assert fold(chars[:0x100]) == "".join(map(_fold_one, chars[:0x100]))
+
+
+# -- the facts about Unicode that the rewrite relies on, checked for every code point -------------
+
+ALL_CHARS = "".join(map(chr, range(0x110000)))
+FOLDED_ALL = fold(ALL_CHARS)
+
+
+def _folding_to(folded: str) -> str:
+    """Every character whose fold is ``folded``, in one string."""
+    return "".join(char for char, got in zip(ALL_CHARS, FOLDED_ALL, strict=True) if got == folded)
+
+
+def test_fold_of_every_code_point_is_the_definition() -> None:
+    assert "".join(map(_fold_one, ALL_CHARS)) == FOLDED_ALL
+
+
+@pytest.mark.parametrize("flags", [re.IGNORECASE, re.IGNORECASE | re.ASCII, 0])
+def test_no_other_non_ascii_character_matches_an_ascii_one(flags: int) -> None:
+    """An ASCII literal, range or class reaches no character that folds to the placeholder or is
+    a non-ASCII digit; the special letters match only the ASCII letter they fold to."""
+    special = set(SPECIAL)
+    others = "".join(c for c in ALL_CHARS[128:] if c not in special)
+    assert re.search("[\\x00-\\x7f]", others, flags) is None
+    for code in range(128):
+        assert re.search(f"\\x{code:02x}", others, flags) is None, hex(code)
+        for char, letter in SPECIAL.items():
+            if re.fullmatch(f"\\x{code:02x}", char, flags):
+                assert fold(chr(code)) == letter, (hex(code), char)
+
+
+@pytest.mark.parametrize("flags", [0, re.IGNORECASE, re.ASCII, re.ASCII | re.IGNORECASE])
+def test_what_categories_reach_outside_ascii(flags: int) -> None:
+    """\\d matches no character that folds to the placeholder, \\s no decimal digit."""
+    assert re.search(r"\d", _folding_to(PLACEHOLDER), flags) is None
+    assert re.search(r"[\d]", _folding_to(PLACEHOLDER), flags) is None
+    digits = _folding_to("0")
+    assert len(digits) > 600
+    assert re.search(r"\s", digits, flags) is None
+    assert re.search(r"[\s]", digits, flags) is None
+
+
+def test_the_issue_cases_fail_the_trace() -> None:
+    """The cases of the adversarial test, through the public API: each trace must fail."""
+    from agent_reliability_harness import Policy, Trace, validate_trace
+
+    text = "transfer \u0663\u0664\u0665 to acct \uff11\uff12\uff13"
+    for pattern in (
+        r"[^\x00-\x7F]", r"[^\x20-\x7e]", "[^0-9]", "[^a-z0-9 ]", r"(?:[^\x00-\x7F]){3,}"
+    ):  # fmt: skip
+        assert re.search(pattern, text, re.IGNORECASE)
+        policy = Policy.from_dict({"policy_id": "p", "unsafe_patterns": [pattern]})
+        trace = Trace.from_dict(
+            {"trace_id": "t", "agent_name": "a", "workflow": "w",
+             "steps": [{"step_id": "s1", "type": "model_response", "text": text}]}
+        )  # fmt: skip
+        report = validate_trace(trace, policy)
+        assert [f.rule_id for f in report.findings] == ["ARH-SAF-001"], pattern
+        assert not report.passed
+
+
+# -- without the regex parser, or with one of another shape, every text is searched ---------------
+
+
+@pytest.mark.parametrize("broken", ["missing", "other shape"])
+def test_without_a_usable_parser_every_text_is_searched(
+    broken: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_reliability_harness.rules import _prefilter
+
+    if broken == "missing":
+        monkeypatch.setattr(_prefilter, "parser", None)
+    else:
+        real = _prefilter.parser.parse
+        monkeypatch.setattr(
+            _prefilter.parser, "parse", lambda pattern, flags=0: list(real(pattern, flags))[::-1]
+        )
+    _prefilter._shape_understood.cache_clear()
+    try:
+        assert not _prefilter._shape_understood()
+        prefilter = Prefilter(r"\bpassword\s*[:=]", re.IGNORECASE | re.UNICODE)
+        assert prefilter.spans(fold("nothing to see")) is None  # cannot tell: search it all
+        assert prefilter.may_match(fold("nothing to see"))
+        assert literal_requirements("password", re.IGNORECASE) == ()
+        test_the_issue_cases_fail_the_trace()  # the findings do not change
+    finally:
+        monkeypatch.undo()
+        _prefilter._shape_understood.cache_clear()
+    assert _prefilter._shape_understood()

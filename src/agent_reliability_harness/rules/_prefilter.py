@@ -3,81 +3,107 @@
 Python's ``re`` cannot use its literal-prefix speed-up for case-insensitive patterns: a search
 tries a match at every position of every text. Unsafe-pattern searches almost always fail, so
 each pattern gets a cheap test that a text must pass before the real ``re.search`` runs on it.
-Findings are therefore exactly those of searching every pattern in every text (a property test
-checks this against plain search).
+Findings are therefore exactly those of searching every pattern in every text; a property test
+checks this against plain search, and exhaustive tests check the facts about Unicode below.
 
-The test runs on a *folded* copy of the text, in which every character stands for what it can
-match under ``re.IGNORECASE``:
+**Folding.** The test runs on a *folded* copy of the text, one character per character:
 
-* ASCII letters become lower case. Under IGNORECASE an ASCII letter matches its other case and,
-  of all non-ASCII characters, only U+0130 and U+0131 (i), U+017F (s) and U+212A (k), which are
-  mapped to those letters; no non-ASCII character matches an ASCII digit or punctuation mark.
-* Every decimal digit (Unicode category Nd, what ``\\d`` matches) becomes ``0``.
-* Every other non-ASCII character becomes U+0080, a *placeholder*. Such a character can match
-  only ``.``, negated classes and the categories ``\\s``, ``\\w``, ``\\S``, ``\\W`` and ``\\D``.
-  The placeholder matches ``.``, ``\\S``, ``\\W`` and ``\\D``; the rewrite below adds it to
-  ``\\s`` and ``\\w``, and turns a negated class holding ``\\S``, ``\\W`` or ``\\D`` (which the
-  placeholder cannot pass) into any character.
+* an ASCII letter becomes lower case, and the four non-ASCII characters that ``re.IGNORECASE``
+  lets match an ASCII letter (U+0130 and U+0131 for i, U+017F for s, U+212A for k) become that
+  letter;
+* every decimal digit (Unicode category Nd, what ``\\d`` matches), ASCII or not, becomes ``0``;
+* every other non-ASCII character becomes U+0080, the *placeholder*;
+* every other ASCII character stays as it is.
 
-Folding keeps one character per character, so positions and repetition counts are unchanged,
-and its result has only characters below U+0100, which Python stores one byte each and searches
-faster than wider text.
+So each folded character ``c`` stands for a set of original characters, its *preimage* ``S(c)``:
+``S("k")`` is k, K and U+212A, ``S("0")`` the 600-odd decimal digits, ``S(U+0080)`` most of
+Unicode, ``S(":")`` just the colon. Positions and lengths are unchanged, and the folded text has
+only characters below U+0100, which Python stores one byte each.
 
-The preferred test is a *folded regex*: the pattern itself rewritten for folded text (letters
-lower case, digits ``0``, case-sensitive, assertions such as ``\\b``, ``^`` and lookarounds
-dropped), which matches wherever the original does, and finds its literal prefix at C speed.
-Patterns it cannot rewrite safely (non-ASCII literals, backreferences) fall back to a list of
-literal strings that any match must contain. Because the tests drop assertions and never
-require anything across a NUL, they also hold for several texts joined with NUL: one test on a
-whole trace can rule a pattern out for all of it.
+**The folded regex.** A pattern is rewritten into a regex over folded text that matches
+*wherever the pattern can*: if the pattern matches a string ``s``, the rewrite matches
+``fold(s)`` at the same place. It is built item by item:
+
+1. A single-character item ``X`` (a literal, a class, ``.``, a negated literal), under the flags
+   in force where it stands (``(?-i:...)``, ``(?a:...)`` and ``(?s:...)`` change them), becomes
+   the set ``F(X)`` of folded characters ``c`` such that ``X`` matches some member of ``S(c)``.
+   For the members that are ASCII or special letters, this is computed exactly, by matching
+   ``X`` itself against each of them. The other members, the non-ASCII digits of ``S("0")`` and
+   all of ``S(U+0080)``, are too many to try: ``X`` is taken to reach them unless it provably
+   cannot. A literal, range or positive class of ASCII characters reaches none of them (under
+   ``IGNORECASE`` no non-ASCII character but the four special letters matches an ASCII
+   character); ``\\d`` reaches no character of ``S(U+0080)``, ``\\s`` no digit. A negated class,
+   a negated literal, ``.`` and the other categories reach both. Each of these facts is checked
+   for every code point by the tests. Taking more only makes the test weaker, never wrong: a
+   negated class such as ``[^0-9]`` takes ``0``, because a non-ASCII digit is in ``S("0")``.
+2. Concatenation, alternation and repetition keep their shape, so the rewrite's language holds
+   the folds of the pattern's whole language.
+3. Assertions (``^``, ``$``, ``\\b``, lookarounds) are dropped: without them the pattern matches
+   more. A possessive repetition becomes a greedy one and an atomic group a plain group, which
+   match every string those match.
+4. Backreferences and conditional groups compare text the folding has changed: such a pattern
+   is not rewritten, and falls back to a list of literal strings that every match must contain
+   (computed from the same sets ``F``).
+
+Because the rewrite keeps no assertion and no capture, it also holds for several texts joined
+with NUL: one test on a whole trace can rule a pattern out for all of it.
+
+The parse tree comes from ``re._parser``, a CPython internal. If it is missing, or its output
+does not have the shape this module reads, every pattern is simply searched in every text.
 """
 
 from __future__ import annotations
 
 import re
-from re import _compiler as compiler  # type: ignore[attr-defined]
-from re import _constants as sre  # type: ignore[attr-defined]
-from re import _parser as parser  # type: ignore[attr-defined]
+from functools import lru_cache
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
     from typing import Any, Final
 
+try:
+    from re import _constants as sre  # type: ignore[attr-defined]
+    from re import _parser as parser  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - another Python: every text is searched
+    sre = parser = None
+
 __all__ = ["Prefilter", "fold", "literal_requirements", "rewrite_for_folded"]
+
+PLACEHOLDER: Final = "\x80"
+SPECIAL: Final = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
 
 _ASCII_BYTES: Final = bytes(range(128))
 # UTF-8 folded to one byte per character: ASCII letters lower case, digits "0", the first byte
 # of a non-ASCII character the placeholder (its continuation bytes are deleted).
-_PLACEHOLDER: Final = 0x80
 _UTF8_FOLD: Final = (
     bytes((c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c) for c in range(128))
-    + bytes([_PLACEHOLDER]) * 128
+    + PLACEHOLDER.encode("latin-1") * 128
 )
 _CONTINUATION_BYTES: Final = bytes(range(0x80, 0xC0))
-_SPECIAL: Final = {"\u0130": b"i", "\u0131": b"i", "\u017f": b"s", "\u212a": b"k"}
-# First code points of the runs of non-ASCII decimal digits, for the Unicode version below; other
-# versions compute them (once, on the first non-ASCII text).
-_DIGIT_RUNS_VERSION: Final = "14.0.0"
+# First code points of the runs of non-ASCII decimal digits (each run is at most 60 long), for
+# the Unicode versions of Python 3.11 to 3.13; other versions compute them (once, on the first
+# non-ASCII text).
+_DIGIT_RUNS_VERSIONS: Final = ("14.0.0", "15.0.0", "15.1.0")
 _DIGIT_RUNS: Final = (
     0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6,
     0xE50, 0xED0, 0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50,
     0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10,
     0x104A0, 0x10D30, 0x11066, 0x110F0, 0x11136, 0x111D0, 0x112F0, 0x11450, 0x114D0, 0x11650,
-    0x116C0, 0x11730, 0x118E0, 0x11950, 0x11C50, 0x11D50, 0x11DA0, 0x16A60, 0x16AC0, 0x16B50,
-    0x1D7CE, 0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
+    0x116C0, 0x11730, 0x118E0, 0x11950, 0x11C50, 0x11D50, 0x11DA0, 0x11F50, 0x16A60, 0x16AC0,
+    0x16B50, 0x1D7CE, 0x1E140, 0x1E2F0, 0x1E4F0, 0x1E950, 0x1FBF0,
 )  # fmt: skip
 _MIN_LENGTH: Final = 2
 _MAX_ALTERNATIVES: Final = 32
 _MAX_CLASS: Final = 4
 _MAX_UNROLL: Final = 16
-_REPEATS: Final = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
+_MAX_UNROLLED_ITEMS: Final = 256
 
 # Up to two groups of folded strings; a text can match only if it contains a string of each group.
 Groups = tuple[tuple[str, ...], ...]
 
 
 class _Unicode:
-    """The non-ASCII characters folding must replace, and their replacements."""
+    """The non-ASCII characters folding must replace before the byte table, and their bytes."""
 
     replacements: dict[str, bytes] | None = None
 
@@ -86,12 +112,15 @@ class _Unicode:
         if cls.replacements is None:
             import unicodedata  # only for texts with non-ASCII characters
 
-            if unicodedata.unidata_version == _DIGIT_RUNS_VERSION:
+            if unicodedata.unidata_version in _DIGIT_RUNS_VERSIONS:
                 digits = [cp for start in _DIGIT_RUNS for cp in range(start, start + 60)
                           if chr(cp).isdecimal()]  # fmt: skip
             else:
                 digits = [cp for cp in range(0x80, 0x110000) if chr(cp).isdecimal()]
-            cls.replacements = {**dict.fromkeys(map(chr, digits), b"0"), **_SPECIAL}
+            cls.replacements = {
+                **dict.fromkeys(map(chr, digits), b"0"),
+                **{char: letter.encode("ascii") for char, letter in SPECIAL.items()},
+            }
         return cls.replacements
 
 
@@ -108,7 +137,92 @@ def fold(text: str) -> str:
     return data.translate(_UTF8_FOLD).decode("ascii")
 
 
-# -- the folded regex ------------------------------------------------------------------------------
+# -- the sets F(X) of single-character items -------------------------------------------------------
+
+# The ASCII folded characters and the original characters each stands for (its preimage).
+_ASCII_PREIMAGES: Final = {
+    c: (chr(c) + chr(c - 32) if 97 <= c <= 122 else "0123456789" if c == 48 else chr(c))
+    + "".join(special for special, letter in SPECIAL.items() if letter == chr(c))
+    for c in range(128)
+    if not (65 <= c <= 90 or 49 <= c <= 57)
+}
+# All the preimages in one string, and for each of its positions the folded character it stands
+# for: one search of an item over this string finds the folded characters the item reaches.
+_PREIMAGE_TEXT: Final = "".join(_ASCII_PREIMAGES.values())
+_PREIMAGE_OWNER: Final = tuple(c for c, chars in _ASCII_PREIMAGES.items() for _ in chars)
+_ALPHABET: Final = frozenset([*_ASCII_PREIMAGES, ord(PLACEHOLDER)])
+# The folded characters of the members too many to try: non-ASCII digits and the placeholder's.
+_NON_ASCII_DIGIT: Final = frozenset([ord("0")])
+_OTHER: Final = frozenset([ord(PLACEHOLDER)])
+_BOTH: Final = _NON_ASCII_DIGIT | _OTHER
+_LINE_END: Final = frozenset([ord("\n")])
+_FLAG_LETTERS: Final = ((re.IGNORECASE, "i"), (re.ASCII, "a"), (re.DOTALL, "s"))
+_TYPE_FLAGS: Final = re.ASCII | re.LOCALE | re.UNICODE
+
+
+class _UnsupportedError(Exception):
+    """A parse tree of a shape this module does not read."""
+
+
+def _char(code: int) -> str:
+    return f"\\U{code:08x}"
+
+
+def _member_source(kind: Any, value: Any) -> str:
+    if kind == sre.LITERAL:
+        return _char(value)
+    if kind == sre.RANGE:
+        return f"{_char(value[0])}-{_char(value[1])}"
+    if kind == sre.CATEGORY:
+        return _CATEGORY_ESCAPES[value]
+    raise _UnsupportedError(kind)
+
+
+def _item_source(op: Any, av: Any) -> str:
+    """The source of a single-character item of a parse tree, on its own."""
+    if op == sre.LITERAL:
+        return _char(av)
+    if op == sre.NOT_LITERAL:
+        return f"[^{_char(av)}]"
+    if op == sre.ANY:
+        return "."
+    if op != sre.IN:
+        raise _UnsupportedError(op)
+    members = list(av)
+    negated = bool(members) and members[0][0] == sre.NEGATE
+    body = "".join(_member_source(kind, value) for kind, value in members[negated:])
+    return f"[{'^' if negated else ''}{body}]"
+
+
+def _reaches_non_ascii(op: Any, av: Any) -> frozenset[int]:
+    """The folded characters an item may stand for through a non-ASCII member of their preimage
+    (other than the special letters), as the module docstring says."""
+    if op == sre.LITERAL:
+        return frozenset() if av < 128 else _BOTH
+    if op != sre.IN or (av and av[0][0] == sre.NEGATE):
+        return _BOTH
+    reached: set[int] = set()
+    for kind, value in av:
+        if kind == sre.CATEGORY:
+            reached |= _CATEGORY_REACH.get(value, _BOTH)
+        elif (kind == sre.LITERAL and value < 128) or (kind == sre.RANGE and value[1] < 128):
+            continue
+        else:
+            reached |= _BOTH
+    return frozenset(reached)
+
+
+@lru_cache(maxsize=1024)
+def _folded_set(op: Any, av: Any, flags: int) -> frozenset[int]:
+    """F(X): the folded characters a single-character item can stand for, under ``flags``."""
+    if op == sre.LITERAL and av < 128:
+        # A literal ASCII character matches only characters that fold as it does (under
+        # IGNORECASE, its other case and maybe one of the four special letters).
+        return frozenset([_fold_code(av)])
+    letters = "".join(letter for flag, letter in _FLAG_LETTERS if flags & flag)
+    item = re.compile(f"(?{letters}){_item_source(op, av)}" if letters else _item_source(op, av))
+    found = {_PREIMAGE_OWNER[match.start()] for match in item.finditer(_PREIMAGE_TEXT)}
+    return frozenset(found) | _reaches_non_ascii(op, av)
 
 
 def _fold_code(code: int) -> int:
@@ -117,148 +231,104 @@ def _fold_code(code: int) -> int:
     return 48 if 48 <= code <= 57 else code
 
 
-# Categories that match some non-ASCII characters but not the placeholder.
-_MISSES_PLACEHOLDER: Final = (sre.CATEGORY_SPACE, sre.CATEGORY_WORD)
-# Categories that match the placeholder but not every non-ASCII character.
-_HAS_PLACEHOLDER: Final = (sre.CATEGORY_NOT_SPACE, sre.CATEGORY_NOT_WORD, sre.CATEGORY_NOT_DIGIT)
+def _single(op: Any, av: Any, flags: int) -> frozenset[int] | None:
+    """F of a single-character item (None: not such an item)."""
+    if op == sre.IN:
+        av = tuple(av)  # hashable, for the cache
+    elif op not in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY):
+        return None
+    return _folded_set(op, av, flags)
 
 
-def _fold_set(members: list[Any]) -> list[Any] | None:
-    negated = bool(members) and members[0][0] == sre.NEGATE
-    if negated and any(kind == sre.CATEGORY and value in _HAS_PLACEHOLDER
-                       for kind, value in members):  # fmt: skip
-        # the class may take a character that its placeholder cannot stand for: any character
-        return [(sre.NEGATE, None)]
-    out: list[Any] = [(sre.NEGATE, None)] if negated else []
-    for kind, value in members[1:] if negated else members:
-        if kind == sre.LITERAL:
-            if value >= 128:
-                return None
-            if negated and 48 <= value <= 57:
-                continue  # folded text cannot tell this digit from the others: match more
-            out.append((sre.LITERAL, _fold_code(value)))
-        elif kind == sre.RANGE:
-            low, high = value
-            if high >= 128:
-                return None
-            codes = {_fold_code(c) for c in range(low, high + 1)}
-            if negated and not (low <= 48 and high >= 57):
-                codes.discard(48)
-            out.extend((sre.LITERAL, c) for c in sorted(codes))
-        elif kind == sre.CATEGORY:
-            out.append((kind, value))
-            if not negated and value in _MISSES_PLACEHOLDER:
-                out.append((sre.LITERAL, _PLACEHOLDER))
-        else:
-            return None
-    return out
+def _combine(flags: int, add: int, remove: int) -> int:
+    """The flags inside a group ``(?add-remove:...)``, as the regex compiler computes them."""
+    if add & _TYPE_FLAGS:
+        flags &= ~_TYPE_FLAGS
+    return (flags | add) & ~remove
 
 
-def _fold_items(items: list[Any]) -> list[Any] | None:
-    out: list[Any] = []
+def _set_source(chars: frozenset[int]) -> str:
+    if not chars:
+        return "(?!)"  # the item can match nothing
+    if len(chars) == 1:
+        return _escape(next(iter(chars)))
+    missing = _ALPHABET - chars
+    if not missing:
+        return "(?s:.)"
+    if missing == _LINE_END:
+        return "."
+    # folded text holds only characters of the alphabet: the shorter of the set or its complement
+    negate = len(missing) < len(chars)
+    return f"[{'^' if negate else ''}{''.join(map(_escape, sorted(missing if negate else chars)))}]"
+
+
+def _escape(code: int) -> str:
+    char = chr(code)
+    return char if char.isascii() and char.isalnum() else f"\\x{code:02x}"
+
+
+# -- the folded regex ------------------------------------------------------------------------------
+
+# A folded item: a set of folded characters (one position), or the source of a larger part.
+_Folded = frozenset[int] | str
+
+
+def _fold_items(items: list[Any], flags: int) -> list[_Folded]:
+    """The items of a parse tree rewritten for folded text (the module docstring's steps)."""
+    out: list[_Folded] = []
     for op, av in items:
-        if op in (sre.LITERAL, sre.NOT_LITERAL):
-            if av >= 128:
-                return None
-            if op == sre.NOT_LITERAL and 48 <= av <= 57:
-                out.append((sre.IN, [(sre.NEGATE, None)]))  # any character
-            else:
-                out.append((op, _fold_code(av)))
-        elif op == sre.IN:
-            if _chars(op, av) == ["0"]:
-                out.append((sre.LITERAL, 48))  # on folded text every digit is "0"
-                continue
-            members = _fold_set(list(av))
-            if members is None:
-                return None
-            out.append((op, members))
-        elif op == sre.ANY:
-            out.append((op, av))
+        single = _single(op, av, flags)
+        if single is not None:
+            out.append(single)
         elif op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
             continue  # dropping an assertion only lets the rewrite match more
-        elif op in _REPEATS:
-            body = _fold_items(list(av[2]))
-            if body is None:
-                return None
-            if av[0] == av[1] <= _MAX_UNROLL:
-                # spelt out, so that a literal prefix stays visible to the regex compiler
-                for _ in range(av[0]):
-                    out.extend(_plain(body))
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            low, high, body = av
+            inner = _fold_items(list(body), flags)
+            if low == high <= _MAX_UNROLL and len(inner) * low <= _MAX_UNROLLED_ITEMS:
+                out.extend(inner * low)  # spelt out, so that a literal prefix stays visible
             else:
-                # A possessive repetition never gives back what it took; on folded text it may
-                # take more (a placeholder is \w and \s, every digit is 0) and then fail where
-                # the pattern matches, so it becomes a greedy one, which matches wherever it does.
-                kind = sre.MAX_REPEAT if op == sre.POSSESSIVE_REPEAT else op
-                out.append((kind, (av[0], av[1], body)))
+                count = f"{{{low},}}" if high == sre.MAXREPEAT else f"{{{low},{high}}}"
+                lazy = "?" if op == sre.MIN_REPEAT else ""
+                out.append(f"(?:{_source(inner)}){count}{lazy}")
         elif op == sre.SUBPATTERN:
-            group, add, remove, body = av
-            inner = _fold_items(list(body))
-            if inner is None:
-                return None
-            out.append((op, (group, add & ~re.IGNORECASE, remove & ~re.IGNORECASE, inner)))
+            _group, add, remove, body = av
+            out.extend(_fold_items(list(body), _combine(flags, add, remove)))
         elif op == sre.ATOMIC_GROUP:
-            inner = _fold_items(list(av))
-            if inner is None:
-                return None
-            out.append((sre.SUBPATTERN, (None, 0, 0, inner)))  # it may backtrack: as possessive
+            out.extend(_fold_items(list(av), flags))
         elif op == sre.BRANCH:
-            alternatives = [_fold_items(list(alt)) for alt in av[1]]
-            if any(alt is None for alt in alternatives):
-                return None
-            out.append((op, (None, alternatives)))
-        else:  # backreferences and conditional groups compare text case-insensitively
-            return None
+            alternatives = [_source(_fold_items(list(alt), flags)) for alt in av[1]]
+            out.append(f"(?:{'|'.join(alternatives)})")
+        else:  # backreferences and conditional groups compare text the folding changed
+            raise _UnsupportedError(op)
     return out
 
 
-def _plain(items: list[Any]) -> list[Any]:
-    """Items of a body without capturing groups, so that it can be repeated inline."""
-    plain: list[Any] = []
-    for op, av in items:
-        if op == sre.SUBPATTERN:
-            plain.append((op, (None, av[1], av[2], _plain(av[3]))))
-        elif op in _REPEATS:
-            plain.append((op, (av[0], av[1], _plain(av[2]))))
-        elif op == sre.BRANCH:
-            plain.append((op, (None, [_plain(alt) for alt in av[1]])))
-        elif op == sre.ATOMIC_GROUP:
-            plain.append((op, _plain(av)))
-        else:
-            plain.append((op, av))
-    return plain
+def _source(items: list[_Folded]) -> str:
+    return "".join(item if isinstance(item, str) else _set_source(item) for item in items)
 
 
-def _subpattern(state: Any, items: list[Any]) -> Any:
-    return parser.SubPattern(state, [
-        (op, _subpatterns(state, op, av)) for op, av in items
-    ])  # fmt: skip
+def _literal_prefix(items: list[_Folded]) -> str:
+    prefix = []
+    for item in items:
+        if isinstance(item, str) or len(item) != 1:
+            break
+        prefix.append(chr(next(iter(item))))
+    return "".join(prefix)
 
 
-def _subpatterns(state: Any, op: Any, av: Any) -> Any:
-    """Turn the plain lists of a rewritten tree back into SubPatterns, as the compiler expects."""
-    if op in _REPEATS:
-        return (av[0], av[1], _subpattern(state, av[2]))
-    if op == sre.SUBPATTERN:
-        return (av[0], av[1], av[2], _subpattern(state, av[3]))
-    if op == sre.ATOMIC_GROUP:
-        return _subpattern(state, av)
-    if op == sre.BRANCH:
-        return (None, [_subpattern(state, alt) for alt in av[1]])
-    return av
-
-
-def _split_leading_branch(items: list[Any]) -> list[list[Any]]:
-    """``(?:a|b)c`` as ``[ac, bc]``: each then starts with a literal the compiler can search
-    for quickly, where a leading alternation makes it try every position."""
+def _split_leading_branch(items: list[Any], flags: int) -> list[tuple[list[Any], int]]:
+    """``(?:a|b)c`` as ``[ac, bc]``: each then starts with a literal that ``str.find`` can look
+    for, where a leading alternation makes the regex try every position."""
     while items and items[0][0] in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
         items = items[1:]  # dropped by the rewrite anyway
     if items:
         op, av = items[0]
-        if op == sre.SUBPATTERN and not av[1] and not av[2]:
-            return _split_leading_branch(list(av[3]) + items[1:])
+        if op == sre.SUBPATTERN and _combine(flags, av[1], av[2]) == flags:
+            return _split_leading_branch(list(av[3]) + items[1:], flags)
         if op == sre.BRANCH and len(av[1]) <= _MAX_ALTERNATIVES:
-            return [list(alt) + items[1:] for alt in av[1]]
-    return [items]
+            return [(list(alt) + items[1:], flags) for alt in av[1]]
+    return [(items, flags)]
 
 
 class _Variant:
@@ -284,47 +354,33 @@ class _Variant:
         return [match.span() for match in self.regex.finditer(folded, start)]
 
 
-def _literal_prefix(items: list[Any]) -> str:
-    prefix = []
-    for op, av in items:
-        if op != sre.LITERAL:
-            break
-        prefix.append(chr(av))
-    return "".join(prefix)
-
-
-def _shallow_copy(state: Any) -> Any:
-    """``copy.copy`` of the parser's state, a plain object, without importing ``copy`` (and the
-    ``weakref`` it loads: about two milliseconds of every start with unsafe patterns)."""
-    if not hasattr(state, "__dict__"):  # pragma: no cover - another Python's parser
-        import copy
-
-        return copy.copy(state)
-    new = object.__new__(type(state))
-    new.__dict__.update(state.__dict__)
-    return new
+def _parse(pattern: str, flags: int) -> tuple[list[Any], int]:
+    """The items of the pattern's parse tree and the flags in force at its top."""
+    if parser is None:
+        raise _UnsupportedError("no parser")
+    tree = parser.parse(pattern, flags)
+    return list(tree), tree.state.flags
 
 
 def _variants(pattern: str, flags: int) -> list[_Variant] | None:
     """The pattern as alternatives, each with its literal requirements and folded regex."""
+    if not _shape_understood():
+        return None
     try:
-        tree = parser.parse(pattern, flags)
-        state = _shallow_copy(tree.state)
-        state.flags &= ~re.IGNORECASE
+        items, top_flags = _parse(pattern, flags)
         variants = []
-        for items in _split_leading_branch(list(tree)):
-            folded = _fold_items(items)
-            if folded is None:
-                return None
-            regex = compiler.compile(_subpattern(state, folded), 0)
+        for alternative, alternative_flags in _split_leading_branch(items, top_flags):
+            folded = _fold_items(alternative, alternative_flags)
+            regex = re.compile(_source(folded))
             prefix = _literal_prefix(folded)
             # A test for a string costs a pass over the text where the string is absent, as
             # much as the regex's own pass, and saves that pass only then. So only single
             # strings are worth it (several options cost a pass each), and only those the
             # prefix, which the regex's search finds as fast, does not contain.
             worth: list[tuple[str, ...]] = [
-                r for r in _required(items) if len(r) == 1 and r[0] not in prefix
-            ]
+                r for r in _required(alternative, alternative_flags)
+                if len(r) == 1 and r[0] not in prefix
+            ]  # fmt: skip
             variants.append(_Variant(_strongest(worth), regex, prefix))
     except Exception:  # noqa: BLE001 - a shape the rewrite does not handle gets no shortcut
         return None
@@ -338,41 +394,53 @@ def rewrite_for_folded(pattern: str, flags: int) -> tuple[re.Pattern[str], ...] 
     return None if variants is None else tuple(variant.regex for variant in variants)
 
 
+# The parse trees of these patterns, as this module reads them. If ``re._parser`` gives anything
+# else (another Python), it is not trusted and every text is searched.
+_PROBES: Final = {
+    r"(?-i:a)[^\dB-C].": "[(SUBPATTERN, (None, 0, 2, [(LITERAL, 97)])), (IN, [(NEGATE, None), "
+    "(CATEGORY, CATEGORY_DIGIT), (RANGE, (66, 67))]), (ANY, None)]",
+    r"(?:x|y){2,}?[^z]\b(?=w)": "[(MIN_REPEAT, (2, MAXREPEAT, [(IN, [(LITERAL, 120), "
+    "(LITERAL, 121)])])), (NOT_LITERAL, 122), (AT, AT_BOUNDARY), (ASSERT, (1, [(LITERAL, 119)]))]",
+}
+
+
+@lru_cache(maxsize=1)
+def _shape_understood() -> bool:
+    try:
+        return all(
+            repr(_parse(probe, re.IGNORECASE)[0]) == expected for probe, expected in _PROBES.items()
+        )
+    except Exception:  # noqa: BLE001 - no parser, or one that fails: every text is searched
+        return False
+
+
 # -- literal requirements (the fallback) -----------------------------------------------------------
 
 
-def _chars(op: Any, av: Any) -> list[str] | None:
-    """The folded characters a single-character item can match, if few and all ASCII."""
-    if op == sre.LITERAL:
-        return [chr(_fold_code(av))] if 0 < av < 128 else None
-    if op != sre.IN:
+def _chars(op: Any, av: Any, flags: int) -> list[str] | None:
+    """The folded characters a single-character item can match, if few."""
+    single = _single(op, av, flags)
+    if single is None or not 0 < len(single) <= _MAX_CLASS:
         return None
-    found: set[str] = set()
-    for kind, value in av:
-        if kind == sre.LITERAL and 0 < value < 128:
-            found.add(chr(_fold_code(value)))
-        elif (kind == sre.CATEGORY and value == sre.CATEGORY_DIGIT) or (
-            kind == sre.RANGE and 48 <= value[0] <= value[1] <= 57
-        ):
-            found.add("0")
-        else:
-            return None
-    return sorted(found) if 0 < len(found) <= _MAX_CLASS else None
+    return sorted(map(chr, single))
 
 
-def _sequence(items: list[Any]) -> list[list[str]] | None:
+def _sequence(items: list[Any], flags: int) -> list[list[str]] | None:
     """A body of single-character items as the choices at each position, if it is one."""
     choices: list[list[str]] = []
     for op, av in items:
-        chars = _chars(op, av)
+        chars = _chars(op, av, flags)
         if chars is not None:
             choices.append(chars)
-        elif op == sre.SUBPATTERN and (inner := _sequence(list(av[3]))) is not None:
+        elif (
+            op == sre.SUBPATTERN
+            and (inner := _sequence(list(av[3]), _combine(flags, av[1], av[2]))) is not None
+        ):
             choices.extend(inner)
         elif (
-            op in _REPEATS
+            op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
             and av[0] == av[1] <= _MAX_UNROLL
-            and (inner := _sequence(list(av[2]))) is not None
+            and (inner := _sequence(list(av[2]), flags)) is not None
         ):
             choices.extend(inner * av[0])
         else:
@@ -398,21 +466,25 @@ class _Run:
         self.strings = [""]
 
 
-def _required(items: list[Any]) -> list[tuple[str, ...]]:
+def _required(items: list[Any], flags: int) -> list[tuple[str, ...]]:
     """Requirements of a sequence: each tuple lists strings of which one must occur."""
     found: list[tuple[str, ...]] = []
     run = _Run(found)
     for op, av in items:
-        chars = _chars(op, av)
+        chars = _chars(op, av, flags)
         if chars is not None:
             run.add(chars)
             continue
-        if op == sre.SUBPATTERN and (inner := _sequence(list(av[3]))) is not None:
-            for position in inner:
-                run.add(position)
-            continue
-        if op in _REPEATS and av[0] >= 1:
-            body = _sequence(list(av[2]))
+        if op == sre.SUBPATTERN:
+            inner_flags = _combine(flags, av[1], av[2])
+            if (inner := _sequence(list(av[3]), inner_flags)) is not None:
+                for position in inner:
+                    run.add(position)
+                continue
+            run.close()
+            found.extend(_required(list(av[3]), inner_flags))
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT) and av[0] >= 1:
+            body = _sequence(list(av[2]), flags)
             if body is not None and av[0] <= _MAX_UNROLL:
                 for position in body * av[0]:
                     run.add(position)
@@ -420,21 +492,23 @@ def _required(items: list[Any]) -> list[tuple[str, ...]]:
                     run.close()
                 continue
             run.close()
-            found.extend(_required(list(av[2])))
-            continue
-        run.close()
-        if op == sre.SUBPATTERN:
-            found.extend(_required(list(av[3])))
+            found.extend(_required(list(av[2]), flags))
+        elif op == sre.ATOMIC_GROUP:
+            run.close()
+            found.extend(_required(list(av), flags))
         elif op == sre.BRANCH:
+            run.close()
             options: list[str] = []
             for alternative in av[1]:
-                best = _best(_required(list(alternative)))
+                best = _best(_required(list(alternative), flags))
                 if best is None:
                     options = []
                     break
                 options.extend(best)
             if options and len(set(options)) <= _MAX_ALTERNATIVES:
                 found.append(tuple(sorted(set(options))))
+        else:  # anything else may match text of any kind: the run of required characters ends
+            run.close()
     run.close()
     return found
 
@@ -460,8 +534,10 @@ def _strongest(requirements: list[tuple[str, ...]]) -> Groups:
 
 def literal_requirements(pattern: str, flags: int = 0) -> Groups:
     """Up to two groups of strings; any match contains one string of each group (folded)."""
+    if not _shape_understood():
+        return ()
     try:
-        return _strongest(_required(list(parser.parse(pattern, flags))))
+        return _strongest(_required(*_parse(pattern, flags)))
     except Exception:  # noqa: BLE001 - an unusual pattern just gets no shortcut
         return ()
 
@@ -517,3 +593,18 @@ class Prefilter:
         if self._variants is None:
             return None if _meets(self._groups, folded, seen) else []
         return [span for variant in self._variants for span in variant.spans(folded, seen)]
+
+
+if sre is not None:
+    _CATEGORY_ESCAPES: Final = {
+        sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D",
+        sre.CATEGORY_SPACE: r"\s", sre.CATEGORY_NOT_SPACE: r"\S",
+        sre.CATEGORY_WORD: r"\w", sre.CATEGORY_NOT_WORD: r"\W",
+    }  # fmt: skip
+    # What each category may reach of the non-ASCII characters, in Unicode and in ASCII mode
+    # (checked for every code point by the tests): \d matches no character that folds to the
+    # placeholder, and \s no digit. The others may reach both.
+    _CATEGORY_REACH: Final = {
+        sre.CATEGORY_DIGIT: _NON_ASCII_DIGIT,
+        sre.CATEGORY_SPACE: _OTHER,
+    }
