@@ -45,6 +45,18 @@ def category_modules(policy: Policy) -> list[ModuleType]:
 
 
 NESTED_TRACE: Final = f"a value in the trace is {TOO_DEEP} to check"
+
+
+def engine_failed(exc: SystemError) -> InputError:
+    """The error for a trace on which Python's regular expression engine failed: CPython raises
+    SystemError for some patterns (python/cpython#101955). The policy loader refuses the shapes
+    known to do so; this keeps any other one from ending the run."""
+    return InputError(
+        f"Python's regular expression engine failed on this trace ({exc}); a pattern of the "
+        "policy has a shape the engine cannot run: see SECURITY.md, 'Regular expressions'",
+        pointer=None,
+    )
+
 _NOT_A_MAPPING: Final = "metadata and extra of a trace or step built in code must be mappings"
 
 
@@ -94,6 +106,8 @@ class Validator:
             lint.evaluate(facts, findings)
         except RecursionError:
             raise InputError(NESTED_TRACE, pointer=None) from None
+        except SystemError as exc:
+            raise engine_failed(exc) from None
         except (AttributeError, TypeError):
             problem = _unusable(trace)
             if problem is None:

@@ -62,7 +62,7 @@ from collections import deque
 from collections.abc import Mapping
 
 from agent_reliability_harness._record import replace
-from agent_reliability_harness.engine import NESTED_TRACE, Validator
+from agent_reliability_harness.engine import NESTED_TRACE, Validator, engine_failed
 from agent_reliability_harness.errors import ArhError, InputError, UsageError
 from agent_reliability_harness.model._checks import find_cycle, fits_in_text
 from agent_reliability_harness.model.policy import Policy
@@ -815,6 +815,8 @@ class Monitor:
                 watch.look(probe, found)
         except RecursionError:
             raise InputError(NESTED_TRACE, pointer=None) from None
+        except SystemError as exc:
+            raise engine_failed(exc) from None
         except (AttributeError, TypeError):
             # looked for only after a rule failed, as Validator.validate does: a key that is not
             # a string, which a step built in Python can hold and JSON cannot

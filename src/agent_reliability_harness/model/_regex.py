@@ -186,3 +186,50 @@ def check_consumes(pattern: str, flags: int, pointer: str) -> None:
             "is empty, as with \\b, \\B or a lookahead alone), so it matches almost every "
             "text; make it match at least one character",
         )
+
+
+def _parts(op: Any, av: Any) -> list[list[Any]]:
+    """Every body an item holds: :func:`_children`, and those of repetitions and atomic groups."""
+    if op in (*_REPEATS, sre.POSSESSIVE_REPEAT):
+        return [list(av[2])]
+    if op == sre.ATOMIC_GROUP:
+        return [list(av)]
+    return _children(op, av)
+
+
+def _captures(items: list[Any]) -> bool:
+    """Whether the items hold a capturing group, at any depth."""
+    return any(
+        (op == sre.SUBPATTERN and av[0] is not None) or any(map(_captures, _parts(op, av)))
+        for op, av in items
+    )
+
+
+def _possessive_captures(items: list[Any]) -> bool:
+    """Whether a possessive repetition in the items holds a capturing group."""
+    return any(
+        (op == sre.POSSESSIVE_REPEAT and _captures(list(av[2])))
+        or any(map(_possessive_captures, _parts(op, av)))
+        for op, av in items
+    )
+
+
+def check_engine_safe(pattern: str, flags: int, pointer: str) -> None:
+    """Refuse a pattern with a capturing group inside a possessive repetition (an InputError at
+    ``pointer``): on such patterns CPython's regex engine can raise SystemError in the middle
+    of a search, as ``(?:a(b)++|a-)++`` does on ``aba-`` (python/cpython#101955; Python 3.11 is
+    not fixed). Every searched text would be at risk, so the policy is refused on every Python
+    alike."""
+    try:
+        found = _possessive_captures(list(parser.parse(pattern, flags)))
+    except Exception:  # noqa: BLE001 - an unexpected shape is the caller's compile error to report
+        return
+    if found:
+        from agent_reliability_harness.model._checks import bad
+
+        raise bad(
+            pointer,
+            f"pattern {pattern!r} has a capturing group inside a possessive repetition (such as "
+            "(b)++ or (?:a(b))*+), on which Python's regular expression engine can fail with "
+            "SystemError; make the group non-capturing: (?:...)",
+        )

@@ -129,11 +129,16 @@ def _tool_names(data: Mapping[str, Any], key: str, base: str) -> tuple[str, ...]
 
 def _compile(pattern: str, flags: int, pointer: str) -> re.Pattern[str]:
     try:
-        return re.compile(pattern, flags)
+        regex = re.compile(pattern, flags)
     except re.error as exc:
         raise bad(pointer, f"invalid regular expression {pattern!r}: {exc}") from None
     except (RecursionError, OverflowError, ValueError) as exc:
         raise bad(pointer, f"regular expression {pattern!r} cannot be compiled: {exc}") from None
+    if "+" in pattern:  # a possessive repetition is written with a +
+        from agent_reliability_harness.model._regex import check_engine_safe
+
+        check_engine_safe(pattern, flags, pointer)
+    return regex
 
 
 class ArgSpec(Record):
