@@ -16,7 +16,7 @@ from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
     check_json_values,
-    check_keys_are_strings,
+    check_tree,
     is_finite,
     json_type,
     number_text,
@@ -550,8 +550,9 @@ class Policy(Record):
         """
         if type(data) is not dict:
             raise bad("", f"a policy must be a JSON object, got {json_type(data)}")
-        # JSON has only string keys; a policy built in Python may not: one walk refuses them all
-        check_keys_are_strings(data, "")
+        # JSON has neither keys other than strings nor values that contain themselves; a policy
+        # built in Python may: one walk refuses both, before any other walk (which would not end)
+        check_tree(data, "")
         data = _copy(data)
         version = parse_schema_version(data.get("schema_version"), "/schema_version", "policy")
         _check_keys(data, _POLICY_KEYS, "")
