@@ -4,11 +4,36 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["TOO_DEEP", "ArhError", "InputError", "UsageError", "join_pointer", "pointer_token"]
+__all__ = [
+    "EXCERPT_CHARS",
+    "TOO_DEEP",
+    "ArhError",
+    "InputError",
+    "UsageError",
+    "excerpt",
+    "join_pointer",
+    "pointer_token",
+]
 
 # In every message about a value nested deeper than the stack lets arh decode or walk: the
 # runner looks for it, since how deep that is differs between processes.
 TOO_DEEP = "nested too deeply"
+# The most characters of a value that a message quotes (the rest is counted, not shown).
+EXCERPT_CHARS = 100
+
+
+def excerpt(text: str, *, quote: bool = True) -> str:
+    """``text`` as a message quotes a value: in quotes, as ``repr`` writes it (or as it is, with
+    ``quote=False``), and when it is longer than :data:`EXCERPT_CHARS`, its beginning, an
+    ellipsis and its length: ``'1e999...'... (10002 characters)``. Every message that quotes a
+    value of an input or an argument goes through it, so that one line stays one readable line
+    whatever the input holds."""
+    if len(text) <= EXCERPT_CHARS:
+        return repr(text) if quote else text
+    head = text[:EXCERPT_CHARS]
+    return (
+        f"{head!r}... ({len(text)} characters)" if quote else f"{head}... ({len(text)} characters)"
+    )
 
 
 class ArhError(Exception):
