@@ -130,13 +130,15 @@ def _jobs(text: str) -> int:
 
 
 def _pointer(text: str) -> str:
-    from agent_reliability_harness.adapters._access import check_pointer
-    from agent_reliability_harness.errors import UsageError
+    """A JSON pointer option's value, checked by the parser of every pointer (argparse names the
+    option in the error)."""
+    from agent_reliability_harness.errors import UsageError, parse_pointer
 
     try:
-        return check_pointer(text)
+        parse_pointer(text)
     except UsageError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _record_options(parser: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ __all__ = [
     "UsageError",
     "excerpt",
     "join_pointer",
+    "parse_pointer",
     "pointer_token",
 ]
 
@@ -54,6 +55,28 @@ def pointer_token(key: str | int) -> str:
 def join_pointer(base: str, *keys: str | int) -> str:
     """Append reference tokens to a JSON pointer."""
     return base + "".join("/" + pointer_token(k) for k in keys)
+
+
+def parse_pointer(text: str) -> tuple[str, ...]:
+    """The unescaped reference tokens of a JSON pointer (RFC 6901): ``""``, or tokens each after
+    a ``/``, in which ``~0`` stands for ``~`` and ``~1`` for ``/``. The one parser of every
+    pointer arh reads (command-line options and policy paths); a malformed one is a
+    :class:`UsageError` saying what is wrong, which the caller places (an option, a field)."""
+    if text == "":
+        return ()
+    if not text.startswith("/"):
+        raise UsageError(f"a JSON pointer is empty or starts with '/', got {excerpt(text)}")
+    tokens = text[1:].split("/")
+    for token in tokens:
+        if "~" in token and any(
+            char == "~" and token[at + 1 : at + 2] not in ("0", "1")
+            for at, char in enumerate(token)
+        ):
+            raise UsageError(
+                f"invalid JSON pointer {excerpt(text)}: '~' must be followed by 0 or 1 (~0 is "
+                "'~', ~1 is '/')"
+            )
+    return tuple(t.replace("~1", "/").replace("~0", "~") for t in tokens)
 
 
 class InputError(ArhError):
