@@ -437,7 +437,7 @@ def test_missing_labels_are_input_errors(arh: Arh, tmp_path: Path) -> None:
         (["compare", "--baseline", "b.json", "--candidate", "c.json", "--gate", "x"],
          "is not a gate"),
         (["stats", "r.json", "--gate", "pass rate >= 0." + "9" * 4400],
-         "0." + "9" * 35 + "... has 4401 digits, too many to use"),
+         "0." + "9" * 98 + "... (4402 characters) has 4401 digits, too many to use"),
         (["compare", "--baseline", "b.json", "--candidate", "c.json", "--gate",
           "pass rate >= 0." + "9" * 4400], "has 4401 digits, too many to use (at most 100)"),
         (["stats", "r.json", "--gate", "flaky tasks <= " + "9" * 4400],

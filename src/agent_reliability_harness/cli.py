@@ -15,7 +15,7 @@ import sys
 
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
 from agent_reliability_harness._version import __version__
-from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.errors import InputError, excerpt
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it here
 if TYPE_CHECKING:
@@ -95,9 +95,9 @@ def _fail_under(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number: {excerpt(text)}") from None
     if not (math.isfinite(value) and 0 <= value <= 100):
-        raise argparse.ArgumentTypeError(f"must be a number from 0 to 100, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 100, got {excerpt(text)}")
     return value
 
 
@@ -123,9 +123,9 @@ def _jobs(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number or 'auto': {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number or 'auto': {excerpt(text)}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {excerpt(text)}")
     return value
 
 
@@ -175,9 +175,9 @@ def _score_drop(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number: {excerpt(text)}") from None
     if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {excerpt(text)}")
     return value
 
 
@@ -337,9 +337,9 @@ def _positive_k(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not an integer: {excerpt(text)}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {excerpt(text)}")
     return value
 
 
@@ -764,7 +764,7 @@ def _stat_usage(args: argparse.Namespace, *, baseline: bool = True) -> str | Non
         except UsageError as exc:
             return str(exc)
         if not baseline and setting.key in BASELINE_KEYS:
-            return f"--gate {text!r} compares with a baseline: use it with arh compare"
+            return f"--gate {excerpt(text)} compares with a baseline: use it with arh compare"
         extra.append(setting)
     args.plan = GatePlan(None, tuple(extra), args.k, args.allow_insufficient_data)
     return None
@@ -1058,7 +1058,8 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         except RecursionError:
             fail(
                 InputError(
-                    f"trace {read.trace.trace_id!r} holds a value nested too deeply to write",
+                    f"trace {excerpt(read.trace.trace_id)} holds a value nested too deeply to "
+                    "write",
                     pointer=None,
                 ).located(read.source, read.line)
             )
@@ -1103,7 +1104,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
         close = difflib.get_close_matches(args.rule_id.upper(), list(RULES), n=1)
         hint = f" (did you mean {close[0]}?)" if close else "; `arh rules` lists them"
-        _error(f"unknown rule {args.rule_id!r}{hint}")
+        _error(f"unknown rule {excerpt(args.rule_id)}{hint}")
         return EXIT_USAGE
     _print(explain_text(rule), sys.stdout)
     return EXIT_OK

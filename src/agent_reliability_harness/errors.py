@@ -23,18 +23,26 @@ TOO_DEEP = "nested too deeply"
 EXCERPT_CHARS = 100
 
 
-def excerpt(text: str, *, quote: bool = True) -> str:
-    """``text`` as a message quotes a value: in quotes, as ``repr`` writes it (or as it is, with
-    ``quote=False``), and when it is longer than :data:`EXCERPT_CHARS`, its beginning, an
-    ellipsis and its length: ``'1e999...'... (10002 characters)``. Every message that quotes a
-    value of an input or an argument goes through it, so that one line stays one readable line
-    whatever the input holds."""
+def excerpt(value: object, *, quote: bool = True) -> str:
+    """``value`` as a message quotes it: a string in quotes, as ``repr`` writes it (or as it is,
+    with ``quote=False``), anything else by its ``repr``; and when that is longer than
+    :data:`EXCERPT_CHARS`, its beginning, an ellipsis and its length:
+    ``'1e999...'... (10002 characters)``. Every message that quotes a value of an input or an
+    argument goes through it, so that one line stays one readable line whatever the input
+    holds."""
+    if isinstance(value, str):
+        text = value
+    else:
+        quote = False
+        try:
+            text = repr(value)
+        except ValueError:  # an integer of more digits than Python writes as text
+            text = f"a value of type {type(value).__name__} too long to show"
     if len(text) <= EXCERPT_CHARS:
         return repr(text) if quote else text
     head = text[:EXCERPT_CHARS]
-    return (
-        f"{head!r}... ({len(text)} characters)" if quote else f"{head}... ({len(text)} characters)"
-    )
+    shown = repr(head) if quote else head
+    return f"{shown}... ({len(text)} characters)"
 
 
 class ArhError(Exception):

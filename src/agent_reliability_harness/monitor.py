@@ -63,7 +63,7 @@ from collections.abc import Mapping
 
 from agent_reliability_harness._record import replace
 from agent_reliability_harness.engine import NESTED_TRACE, Validator
-from agent_reliability_harness.errors import ArhError, InputError, UsageError
+from agent_reliability_harness.errors import ArhError, InputError, UsageError, excerpt
 from agent_reliability_harness.model._checks import find_cycle, fits_in_text
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding, TraceReport
@@ -119,9 +119,9 @@ class BlockedCallError(ArhError):
         self.step = step
         self.findings = tuple(findings)
         errors = [f for f in findings if f.severity == "error"]
-        what = f"tool {step.tool_name!r}" if step.type == "tool_call" else f"a {step.type}"
+        what = f"tool {excerpt(step.tool_name)}" if step.type == "tool_call" else f"a {step.type}"
         lines = [f"{f.rule_id} {f.message}" for f in errors]
-        super().__init__(f"blocked {what} at step {step.step_id!r}: " + "; ".join(lines))
+        super().__init__(f"blocked {what} at step {excerpt(step.step_id)}: " + "; ".join(lines))
 
 
 class _Probe:
@@ -740,7 +740,7 @@ def _uncopyable(value: Mapping[str, Any], pointer: str) -> InputError:
     """The error for the first value in ``value`` (depth first, in order) that ``copy.deepcopy``
     refuses (a lock, a generator, an object whose ``__deepcopy__`` fails), at its pointer. Only
     on the error path: each child is copied in turn to find it."""
-    from agent_reliability_harness.errors import excerpt, join_pointer
+    from agent_reliability_harness.errors import join_pointer
     from agent_reliability_harness.model._checks import json_type, key_type_error
 
     node: object = value

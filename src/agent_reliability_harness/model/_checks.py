@@ -6,7 +6,7 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 
-from agent_reliability_harness.errors import InputError, join_pointer
+from agent_reliability_harness.errors import InputError, excerpt, join_pointer
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -274,7 +274,7 @@ def parse_schema_version(value: object, pointer: str, what: str) -> str:
     if text.split(".", 1)[0] != SUPPORTED_MAJOR:
         raise bad(
             pointer,
-            f"{what} declares unsupported schema_version {text!r}; "
+            f"{what} declares unsupported schema_version {excerpt(text)}; "
             f"this build reads major version {SUPPORTED_MAJOR}",
         )
     return text

@@ -235,11 +235,12 @@ def check_consumes(pattern: str, flags: int, pointer: str) -> None:
     """Refuse a searched pattern whose shortest match is empty (an InputError at ``pointer``):
     it would match almost every text."""
     if matches_zero_width(pattern, flags):
+        from agent_reliability_harness.errors import excerpt
         from agent_reliability_harness.model._checks import bad
 
         raise bad(
             pointer,
-            f"pattern {pattern!r} can match without consuming a character (its shortest match "
-            "is empty, as with \\b, \\B or a lookahead alone), so it matches almost every "
+            f"pattern {excerpt(pattern)} can match without consuming a character (its shortest "
+            "match is empty, as with \\b, \\B or a lookahead alone), so it matches almost every "
             "text; make it match at least one character",
         )
