@@ -711,6 +711,7 @@ def _compare_usage(args: argparse.Namespace) -> str | None:
     defaulted = args.fail_on is None
     if defaulted:
         args.fail_on = "never" if gated else "regressions"
+    args.ungated = defaulted and gated  # the trace-by-trace gate is off: say so when it matters
     hint = " (with --gate or --gates it defaults to never)" if defaulted and gated else ""
     validating = args.policy is not None or bool(args.traces)
     if args.candidate is not None and validating:
@@ -930,6 +931,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         console_extra = comparison_console_lines(stats)
         markdown_extra = comparison_markdown_lines(stats)
         data = stats.to_dict()
+    if args.ungated:
+        from agent_reliability_harness.render._markdown import md_text
+        from agent_reliability_harness.render.compare import ungated_regressions
+
+        note = ungated_regressions(result)
+        if note is not None:
+            console_extra += ["", f"note: {note}"]
+            markdown_extra += ["", f"> Note: {md_text(note)}"]
     if not args.quiet:
         _print(render_compare_console(result, gate, extra=console_extra), sys.stdout)
         from agent_reliability_harness.render._text import exit_status_note

@@ -388,6 +388,16 @@ def parse_gate_file(text: str, source: str) -> GateFile:
         settings = _table(workflows_table[name], ("workflows", name), source, lines)
         line = _line_of(lines, ("workflows", name))
         workflows.append((name, source if line is None else f"{source}:{line}", settings))
+    tables = [defaults, *(settings for _, _, settings in workflows)]
+    if not any(s.key in THRESHOLD_KEYS for settings in tables for s in settings):
+        # an empty file (or one with only outcome, k or allow_insufficient_data) would check
+        # nothing, and still make arh compare's --fail-on default to never
+        raise InputError(
+            "sets no gate: a gate file needs at least one threshold (such as min_pass_rate or "
+            "significance) in [defaults] or in a [workflows.<name>] table",
+            pointer=None,
+            source=source,
+        )
     return GateFile(source, outcome, defaults, tuple(workflows))
 
 
@@ -532,13 +542,8 @@ class GatePlan(Record):
 
     @property
     def active(self) -> bool:
-        """Whether any threshold is set (a file with only ``k`` or ``outcome`` sets none)."""
-        if self.extra:
-            return True
-        if self.file is None:
-            return False
-        tables = [self.file.defaults, *(settings for _, _, settings in self.file.workflows)]
-        return any(s.key in THRESHOLD_KEYS for settings in tables for s in settings)
+        """Whether any threshold is set (a gate file sets at least one: parse_gate_file)."""
+        return bool(self.extra) or self.file is not None
 
 
 # -- evaluation -------------------------------------------------------------------------------
