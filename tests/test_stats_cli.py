@@ -289,9 +289,9 @@ def test_statistical_gates_say_what_the_trace_by_trace_gate_lets_through(
     # with 10 new error findings
     base = _one_report(arh, tmp_path, "base", BASELINE)
     cand = _one_report(arh, tmp_path, "cand", REGRESSION)
-    md = tmp_path / "compare.md"
+    md, html = tmp_path / "compare.md", tmp_path / "compare.html"
     gate = ["compare", "--baseline", base, "--candidate", cand, "--gate", "pass rate >= 0"]
-    run = arh(*gate, "--md-out", md)
+    run = arh(*gate, "--md-out", md, "--html-out", html)
     assert run.status == 0
     note = (
         "not gated, as --fail-on defaults to never with --gate or --gates: 10 new error "
@@ -300,6 +300,7 @@ def test_statistical_gates_say_what_the_trace_by_trace_gate_lets_through(
     lines = run.out.splitlines()
     assert lines[lines.index("GATE: PASS (fail-on never)") - 2] == f"note: {note}"
     assert f"> Note: {note}" in md.read_text(encoding="utf-8").splitlines()
+    assert f'<p class="note">Note: {note}.</p>' in html.read_text(encoding="utf-8")
     # asked for: nothing to say
     assert "note: not gated" not in arh(*gate, "--fail-on", "never").out
     regressions = arh(*gate, "--fail-on", "regressions")

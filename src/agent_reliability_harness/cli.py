@@ -931,14 +931,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         console_extra = comparison_console_lines(stats)
         markdown_extra = comparison_markdown_lines(stats)
         data = stats.to_dict()
+    ungated = None
     if args.ungated:
         from agent_reliability_harness.render._markdown import md_text
         from agent_reliability_harness.render.compare import ungated_regressions
 
-        note = ungated_regressions(result)
-        if note is not None:
-            console_extra += ["", f"note: {note}"]
-            markdown_extra += ["", f"> Note: {md_text(note)}"]
+        ungated = ungated_regressions(result)
+        if ungated is not None:
+            console_extra += ["", f"note: {ungated}"]
+            markdown_extra += ["", f"> Note: {md_text(ungated)}"]
     if not args.quiet:
         _print(render_compare_console(result, gate, extra=console_extra), sys.stdout)
         from agent_reliability_harness.render._text import exit_status_note
@@ -965,6 +966,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             input_errors=input_errors,
             statistics=stats,
             fail_under=fail_under,
+            ungated=ungated,
         )
         unwritten += _write(args.html_out, html, "Comparison HTML", args.quiet)
     return EXIT_OK if gate.passed and not input_errors and not unwritten else EXIT_FAILED
