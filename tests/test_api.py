@@ -28,7 +28,7 @@ from agent_reliability_harness import (
     __version__,
     validate_trace,
 )
-from agent_reliability_harness.errors import UsageError
+from agent_reliability_harness.errors import UsageError, excerpt
 
 from conftest import REFERENCE, SAMPLES, load_json, require_shared
 
@@ -836,3 +836,23 @@ def test_a_step_built_in_code_that_a_rule_cannot_read_is_an_input_error(
     with pytest.raises(InputError) as caught:  # was TypeError or AttributeError from a rule
         validate_trace(Trace("t", "a", "w", (step,)), policy)
     assert caught.value.pointer == pointer
+
+
+@pytest.mark.parametrize(
+    ("value", "quote", "shown"),
+    [
+        ("a" * 100, True, "'" + "a" * 100 + "'"),  # 100 characters: whole
+        ("a" * 101, True, "'" + "a" * 100 + "'... (101 characters)"),
+        # cut after 100 characters of the value, then quoted with its escapes
+        ("a\nb" * 60, True, repr("a\nb" * 33 + "a") + "... (180 characters)"),
+        ("7" * 150, False, "7" * 100 + "... (150 characters)"),
+        (None, True, "None"),  # any other value by its repr, without more quotes
+        (10**200, True, "1" + "0" * 99 + "... (201 characters)"),
+        (10**5000, True, "a value of type int too long to show"),  # repr() refuses 4300 digits
+    ],
+    ids=["100", "101", "escapes", "unquoted", "none", "long-int", "huge-int"],
+)
+def test_messages_quote_values_by_their_beginning_and_length(
+    value: object, quote: bool, shown: str
+) -> None:
+    assert excerpt(value, quote=quote) == shown

@@ -249,6 +249,63 @@ def test_integer_with_5000_digits(arh: Callable[..., Run], policy: Path, tmp_pat
     assert_one_error(run, bad, ":1:37:", "more than 4300 digits")
 
 
+HUGE_NUMBER = "1e" + "9" * 10_000  # overflows a float: "too large to represent"
+LONG = "x" * 10_000
+
+
+def _long(text: str) -> str:
+    """How a message quotes a long value: its first 100 characters, then its length."""
+    return f"{text[:100]!r}... ({len(text)} characters)"
+
+
+@pytest.mark.parametrize(
+    ("where", "shown"),
+    [
+        ("trace-number", f"the number {HUGE_NUMBER[:100]}... (10002 characters) is too large"),
+        ("policy-number", f"the number {HUGE_NUMBER[:100]}... (10002 characters) is too large"),
+        ("step-type", f"unknown step type {_long(LONG)} (expected"),
+        ("step-status", f"must be 'ok' or 'error', got {_long(LONG)}"),
+        # the key as JSON writes it, quotes included: 10,002 characters
+        ("duplicate-key", f'duplicate key "{LONG[:99]}... (10002 characters): JSON objects'),
+        ("schema-version", f"unsupported schema_version {_long('2' + LONG)};"),
+        ("policy-pattern", f"invalid regular expression {_long('(' + LONG)}: missing )"),
+        ("policy-unknown-tool", f"tool {_long(LONG)} is not in allowed_tools"),
+    ],
+)
+def test_long_values_are_quoted_by_their_beginning_and_length(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path, where: str, shown: str
+) -> None:
+    # a value of 10,000 characters was quoted in full: one line of 10 KB on standard error
+    good = trace()
+    step = good["steps"][0]
+    traces = {
+        "trace-number": json.dumps(good)[:-1] + f', "n": {HUGE_NUMBER}}}',
+        "step-type": json.dumps(trace(steps=[{**step, "type": LONG}])),
+        "step-status": json.dumps(trace(steps=[{**step, "status": LONG}])),
+        "duplicate-key": '{"a": {"' + LONG + '": 1, "' + LONG + '": 2}}',
+        "schema-version": json.dumps(trace(schema_version="2" + LONG)),
+    }
+    policies = {
+        "policy-number": json.dumps(POLICY)[:-1] + f', "budgets": {{"max_steps": {HUGE_NUMBER}}}}}',
+        "policy-pattern": json.dumps({**POLICY, "unsafe_patterns": ["(" + LONG]}),
+        "policy-unknown-tool": json.dumps(
+            {**STRICT_POLICY, "sequence": {"required_tools": [LONG]}}
+        ),
+    }
+    if where in policies:
+        policy = write(tmp_path / "bad-policy.json", policies[where])
+        source = write(tmp_path / "t.json", trace())
+        bad = policy
+    else:
+        bad = source = write(tmp_path / "bad.json", traces[where])
+    run = arh("validate", "--policy", policy, source, "--quiet")
+    assert run.status == 1
+    [line] = run.err.splitlines()
+    assert shown in line, line[:400]
+    assert len(line) < 400
+    assert bad.name in line
+
+
 @pytest.mark.parametrize("content", ["", "   \n\t\n", "\ufeff"])
 def test_empty_file(arh: Callable[..., Run], policy: Path, tmp_path: Path, content: str) -> None:
     bad = write(tmp_path / "empty.json", content)

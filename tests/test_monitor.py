@@ -19,6 +19,7 @@ import functools
 import json
 import math
 import random
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -651,6 +652,43 @@ def test_a_value_that_contains_itself_is_an_input_error_at_its_place() -> None:
         assert error.value.pointer == "/steps/0/arguments/b/1"
         assert error.value.message == (
             "the value contains itself (a reference cycle), which JSON cannot hold"
+        )
+    assert monitor.steps == ()
+
+
+class _NoCopy:
+    def __deepcopy__(self, memo: object) -> _NoCopy:
+        raise RuntimeError("not today")
+
+
+def _numbers() -> Iterator[int]:
+    yield 1
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "why"),
+    [
+        (threading.Lock(), "lock", "TypeError: cannot pickle '_thread.lock' object"),
+        (_numbers(), "generator", "TypeError: cannot pickle 'generator' object"),
+        (_NoCopy(), "_NoCopy", "RuntimeError: not today"),
+    ],
+)
+def test_a_value_that_cannot_be_copied_is_an_input_error_at_its_place(
+    value: object, kind: str, why: str
+) -> None:
+    # copy.deepcopy's TypeError (or whatever __deepcopy__ raised) came out of check and observe
+    monitor = Monitor(Policy.from_dict({"policy_id": "p", "allow_unlisted_tools": True}))
+    b: list[Any] = [{"c": 2}]
+    b.append(b)  # it cannot be copied either, and is not entered again while the value is sought
+    b.append({"d": value})
+    step = {"step_id": "s1", "type": "tool_call", "tool_name": "t", "arguments": {"a": 1, "b": b}}
+    for method in (monitor.check, monitor.observe):
+        with pytest.raises(InputError) as error:
+            method(step)
+        assert error.value.pointer == "/steps/0/arguments/b/2/d"
+        assert error.value.message == (
+            f"a value of type {kind} cannot be copied ({why}); a step holds JSON data: strings, "
+            "numbers, booleans, null, lists and objects"
         )
     assert monitor.steps == ()
 

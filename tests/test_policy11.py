@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from agent_reliability_harness.model.policy11 import (
     minor_version,
 )
 
-from conftest import ROOT, load_json, schema_validator
+from conftest import ROOT, Run, load_json, schema_validator
 
 SAMPLE_POLICIES = sorted((ROOT / "samples" / "policies").glob("*.json"))
 
@@ -379,6 +380,11 @@ INVALID: dict[str, tuple[Any, str, str]] = {
         "/provenance/sinks/1",
         "sink send_money.recipient overlaps the sink send_money./recipient/*",
     ),
+    "sink-argument-bad-escape": (
+        with_value(BASE_P, (*P, "sinks", 0, "argument"), "/recipient~~"),
+        "/provenance/sinks/0/argument",
+        "invalid JSON pointer '/recipient~~'",
+    ),
     "sink-no-argument": (
         with_value(BASE_P, (*P, "sinks", 0), {"tool": "send_money"}),
         "/provenance/sinks/0",
@@ -493,6 +499,19 @@ INVALID: dict[str, tuple[Any, str, str]] = {
         "/conditions/0/when/order_id/pattern",
         "invalid regular expression",
     ),
+    # RFC 6901: '~' is followed by 0 or 1, in policy paths as in --messages-at (one parser)
+    "when-pointer-bad-escape": (
+        with_value(BASE_C, (*C, "when"), {"/amount~2": {"min": 1}}),
+        "/conditions/0/when/~1amount~02",
+        "invalid JSON pointer '/amount~2': '~' must be followed by 0 or 1 (~0 is '~', ~1 is '/')",
+    ),
+    "prior-match-pointer-bad-escape": (
+        with_value(
+            BASE_C, (*C, "require_prior"), [{"tool": "lookup", "match": {"order_id": "/order_id~"}}]
+        ),
+        "/conditions/0/require_prior/0/match/order_id",
+        "invalid JSON pointer '/order_id~'",
+    ),
     "condition-names-repeat": (
         doc(conditions=[CONDITION, CONDITION]),
         "/conditions/1/name",
@@ -513,6 +532,11 @@ INVALID: dict[str, tuple[Any, str, str]] = {
         with_value(BASE_R, (*R, "source", "output"), "total"),
         "/relations/0/source/output",
         "must be a JSON pointer",
+    ),
+    "relation-output-bad-escape": (
+        with_value(BASE_R, (*R, "source", "output"), "/total~x"),
+        "/relations/0/source/output",
+        "invalid JSON pointer '/total~x'",
     ),
     "relation-compare-with-many": (
         with_value(BASE_R, (*R, "source", "output"), "/items/*/price"),
@@ -625,6 +649,15 @@ def test_invalid_1_1_policy_is_rejected(name: str, case: tuple[Any, str, str]) -
     assert schema_validator("policy").is_valid(document) == (name in GAPS)
 
 
+def test_policy_paths_and_command_line_pointers_follow_one_rule(arh: Callable[..., Run]) -> None:
+    # '~2' was accepted in a policy path (as the member 'amount~2') and refused by --messages-at
+    document = with_value(BASE_R, (*R, "argument"), "/amount~2")
+    message = rejected(document).message
+    run = arh("convert", "--messages-at", "/amount~2", "x.json")
+    assert run.status == 2
+    assert run.err.splitlines()[-1] == f"arh convert: error: argument --messages-at: {message}"
+
+
 def test_risky_patterns_can_be_accepted_as_warnings() -> None:
     document = with_value(BASE_P, (*P, "sinks", 0, "extract"), "(a+)+b")
     policy = Policy.from_dict(document, allow_risky_patterns=True)
@@ -667,6 +700,7 @@ def path(text: str) -> ArgPath:
         ("/meta/*", [1, 2]),
         ("/a~1b", ["slash"]),
         ("/t~0", ["tilde"]),
+        ("t~2", ["name"]),  # an argument's name, not a pointer: any text
         ("/missing/*", []),
         ("/amount/*", []),
     ],
@@ -678,6 +712,7 @@ def test_paths_collect_values(text: str, expected: list[Any]) -> None:
         "meta": {"x": 1, "y": 2},
         "a/b": "slash",
         "t~": "tilde",
+        "t~2": "name",
     }
     assert collect(arguments, path(text)) == expected
 

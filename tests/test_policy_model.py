@@ -931,6 +931,42 @@ def test_keys_that_are_not_strings_are_rejected(doc: object, pointer: str, kind:
     check_rejected(doc, pointer, f"object keys must be strings, got a key of type {kind}")
 
 
+def _containing_itself() -> tuple[dict[str, Any], list[Any]]:
+    loop: dict[str, Any] = {"a": 1}
+    loop["self"] = loop
+    row: list[Any] = ["x"]
+    row.append(row)
+    return loop, row
+
+
+@pytest.mark.parametrize(
+    ("where", "pointer"),
+    [
+        ("description", "/description/self"),
+        ("enum", "/allowed_tools/t/required_arguments/a/enum/1/1"),
+        ("unknown", "/zzz/self"),
+        ("condition", "/conditions/0/when/a/equals/self"),
+        ("top", "/self"),
+    ],
+)
+def test_values_that_contain_themselves_are_rejected(where: str, pointer: str) -> None:
+    # JSON cannot hold such a value, a dict built in Python can: the parser's walks (its copy,
+    # the key check) never returned; the field's own check would name another problem first
+    loop, row = _containing_itself()
+    doc = {
+        "description": policy_doc(description=loop),
+        "enum": arg_doc({"type": "str", "enum": ["x", row]}),
+        "unknown": policy_doc(zzz=loop),
+        "condition": policy_doc(
+            **POLICY_11, conditions=[{"tool": "t", "forbid": True, "when": {"a": {"equals": loop}}}]
+        ),
+    }.get(where)
+    if doc is None:
+        doc = policy_doc()
+        doc["self"] = doc
+    check_rejected(doc, pointer, "the value contains itself (a reference cycle)")
+
+
 def test_string_subclass_keys_are_strings() -> None:
     from enum import StrEnum
 

@@ -41,6 +41,16 @@ RISKY = [
     r"(a+){1,4}",
     r"(a+){30}",
     r"(a{1,30}){1,30}$",
+    # counts of nested repetitions multiply: (?:(?:\w+){2}){2} splits a run between four pieces
+    # as (\w+){4} does (about n**3 / 6 ways); benchmarks/regex_shapes.py times the searches
+    r"(?:(?:\w+){2}){2}@evil",
+    r"(?:(?:(?:\w+){2}){2}){2}@evil",
+    r"(?:(?:a{1,2}){2}){2}$",
+    r"(?:(?:\w+){1,2}){1,2}",
+    r"(?:(?:\w+){2}|x){2}",  # through an alternative
+    # so do the pieces of one iteration that can take the same characters: 2 x 2 again
+    r"(?:\w+\w+){2}@evil",
+    r"(?:\w+\d+){2}",  # digits are word characters
 ]
 SAFE = [
     r"(\d+\.)+",
@@ -62,6 +72,13 @@ SAFE = [
     r"(?:\d{1,3}\.){3}\d{1,3}",
     r"(?:[a-z0-9-]{1,63}\.)+[a-z]{2,}",  # the dot separates the labels
     r"(ab{1,2})+",  # each iteration starts with the a the inner repetition cannot match
+    r"(?:(?:\w+){2}@){2}evil",  # the @ separates the outer iterations: two pieces in a row
+    r"((?:\w+){2}@){2}evil",
+    r"(?:(?:\d{1,3}\.){3}\d{1,3},){2}",
+    r"(?:[a-z]+[0-9]+){2}",  # the two repetitions take different characters: forced splits
+    r"(?:\w+\s?){2}",  # \s? takes one character or none: not a piece
+    r"(?:(?:\w+){3}){1}",
+    r"(?=(?:\w+){2})(?:x){4}",  # a lookahead is matched on its own, once per position
 ]
 
 

@@ -723,7 +723,7 @@ def test_gate_expressions(expression: str, key: str, value: Fraction | int) -> N
         ("allow_insufficient_data=true", "--allow-insufficient-data"),
         ("min_pass_rate=high", "'high' is not a number"),
         ("pass rate >= 0." + "9" * 4400,
-         "0." + "9" * 35 + "... has 4401 digits, too many to use (at most 100)"),
+         "0." + "9" * 98 + "... (4402 characters) has 4401 digits, too many to use (at most 100)"),
         ("pass^k drop <= 0." + "0" * 100, "has 101 digits, too many to use (at most 100)"),
         ("flaky tasks <= " + "9" * 4400, "has 4400 digits, too many to use (at most 100)"),
         ("min_pass_rate=0e999999",

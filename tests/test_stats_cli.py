@@ -238,6 +238,78 @@ def test_bad_gate_files_name_the_file_line_and_key(arh: Arh, tmp_path: Path) -> 
     assert missing.err.startswith("error: invalid gate file: ")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "# the gates of the refund team: none agreed yet\n\n",
+        'outcome = "verdict"\n[defaults]\nk = 5\nallow_insufficient_data = true\n',
+        "[workflows.refunds]\nk = 2\n",
+    ],
+    ids=["empty", "comments", "settings-only", "workflow-without-threshold"],
+)
+def test_a_gate_file_without_a_gate_is_invalid(arh: Arh, tmp_path: Path, text: str) -> None:
+    # such a file checked nothing and made --fail-on default to never: "GATE: PASS" and exit 0
+    # where arh compare without it fails on the traces that went from pass to fail
+    base = _one_report(arh, tmp_path, "base", BASELINE)
+    cand = _one_report(arh, tmp_path, "cand", REGRESSION)
+    assert arh("compare", "--baseline", base, "--candidate", cand, "--quiet").status == 1
+    gates = tmp_path / "arh.toml"
+    gates.write_text(text, encoding="utf-8")
+    message = (
+        f"error: invalid gate file: {gates}: sets no gate: a gate file needs at least one "
+        "threshold (such as min_pass_rate or significance) in [defaults] or in a "
+        "[workflows.<name>] table\n"
+    )
+    for args in (["compare", "--baseline", base, "--candidate", cand], ["stats", cand]):
+        run = arh(*args, "--gates", gates)
+        assert (run.status, run.out, run.err) == (1, "", message)
+
+
+def test_a_gate_file_for_workflows_that_did_not_run_fails(arh: Arh, tmp_path: Path) -> None:
+    # its thresholds apply to no workflow present: the gate says so and fails
+    base = _one_report(arh, tmp_path, "base", BASELINE)
+    gates = tmp_path / "arh.toml"
+    gates.write_text("[workflows.billing]\nmin_pass_rate = 0.5\n", encoding="utf-8")
+    reason = (
+        f"  - workflow 'billing': no runs, but the gate file sets thresholds for it [{gates}:1]"
+    )
+    for args in (["compare", "--baseline", base, "--candidate", base], ["stats", base]):
+        run = arh(*args, "--gates", gates)
+        assert run.status == 1
+        assert reason in run.out.splitlines()
+
+
+def test_statistical_gates_say_what_the_trace_by_trace_gate_lets_through(
+    arh: Arh, tmp_path: Path
+) -> None:
+    # --gate (or --gates) makes --fail-on default to never; a note says what that lets through.
+    # By hand: REGRESSION fails runs 2 and 4 of refund-01..06 (12 traces, one ARH-CMP-001 each);
+    # refund-03-run2 and refund-06-run4 failed on the baseline already: 10 go from pass to fail,
+    # with 10 new error findings
+    base = _one_report(arh, tmp_path, "base", BASELINE)
+    cand = _one_report(arh, tmp_path, "cand", REGRESSION)
+    md, html = tmp_path / "compare.md", tmp_path / "compare.html"
+    gate = ["compare", "--baseline", base, "--candidate", cand, "--gate", "pass rate >= 0"]
+    run = arh(*gate, "--md-out", md, "--html-out", html)
+    assert run.status == 0
+    note = (
+        "not gated, as --fail-on defaults to never with --gate or --gates: 10 new error "
+        "findings, 10 traces from pass to fail (--fail-on regressions gates them too)"
+    )
+    lines = run.out.splitlines()
+    assert lines[lines.index("GATE: PASS (fail-on never)") - 2] == f"note: {note}"
+    assert f"> Note: {note}" in md.read_text(encoding="utf-8").splitlines()
+    assert f'<p class="note">Note: {note}.</p>' in html.read_text(encoding="utf-8")
+    # asked for: nothing to say
+    assert "note: not gated" not in arh(*gate, "--fail-on", "never").out
+    regressions = arh(*gate, "--fail-on", "regressions")
+    assert regressions.status == 1
+    assert "note: not gated" not in regressions.out
+    # nothing that the trace-by-trace gate would fail on: no note
+    assert "note: not gated" not in arh(*gate[:4], base, *gate[5:]).out
+
+
 def test_gate_files_are_decoded_as_trace_files_are(arh: Arh, tmp_path: Path) -> None:
     # UTF-16 got "not valid UTF-8: cannot decode byte 0xff at offset 0"; bad bytes had no line
     base = _one_report(arh, tmp_path, "base", BASELINE)
@@ -255,7 +327,7 @@ def test_gate_files_are_decoded_as_trace_files_are(arh: Arh, tmp_path: Path) -> 
         "offset 25\n"
     )
     assert (run.status, run.err) == (1, message)
-    gates.write_bytes(b'\xef\xbb\xbfoutcome = "verdict"\n')  # a UTF-8 BOM is dropped
+    gates.write_bytes(b"\xef\xbb\xbf[defaults]\nmin_pass_rate = 0\n")  # a UTF-8 BOM is dropped
     assert arh("stats", base, "--gates", gates).err == ""
 
 
@@ -320,7 +392,7 @@ def test_the_default_k_and_both_curves_in_every_summary(arh: Arh, tmp_path: Path
     traces = _write_jsonl(tmp_path / "runs.jsonl", docs)
     arh("validate", "--policy", _policy(tmp_path), traces, "--json-out", report, "--quiet")
     gates = tmp_path / "arh.toml"
-    gates.write_text("[defaults]\nk = 2\n", encoding="utf-8")
+    gates.write_text("[defaults]\nk = 2\nmin_pass_rate = 0\n", encoding="utf-8")
     md = tmp_path / "stats.md"
     run = arh("stats", report, "--gates", gates, "--md-out", md)
     assert run.status == 0
@@ -437,7 +509,7 @@ def test_missing_labels_are_input_errors(arh: Arh, tmp_path: Path) -> None:
         (["compare", "--baseline", "b.json", "--candidate", "c.json", "--gate", "x"],
          "is not a gate"),
         (["stats", "r.json", "--gate", "pass rate >= 0." + "9" * 4400],
-         "0." + "9" * 35 + "... has 4401 digits, too many to use"),
+         "0." + "9" * 98 + "... (4402 characters) has 4401 digits, too many to use"),
         (["compare", "--baseline", "b.json", "--candidate", "c.json", "--gate",
           "pass rate >= 0." + "9" * 4400], "has 4401 digits, too many to use (at most 100)"),
         (["stats", "r.json", "--gate", "flaky tasks <= " + "9" * 4400],

@@ -14,7 +14,7 @@ import math
 import re
 import sys
 
-from agent_reliability_harness.errors import TOO_DEEP, InputError, join_pointer
+from agent_reliability_harness.errors import TOO_DEEP, InputError, excerpt, join_pointer
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -122,7 +122,8 @@ def loads(text: str) -> Any:
         except RecursionError:
             raise InputError(f"invalid JSON: {TOO_DEEP} to process", pointer=None) from None
         raise InputError(
-            f"duplicate key {json.dumps(key)}: JSON objects must not repeat a key",
+            f"duplicate key {excerpt(json.dumps(key), quote=False)}: JSON objects must not "
+            "repeat a key",
             pointer=pointer,
         ) from None
     except _OverflowError as exc:
@@ -135,7 +136,8 @@ def loads(text: str) -> Any:
             (None, None),
         )
         raise InputError(
-            f"invalid JSON: the number {exc.args[0]} is too large to represent",
+            f"invalid JSON: the number {excerpt(exc.args[0], quote=False)} is too large to "
+            "represent",
             pointer=None,
             line=where[0],
             column=where[1],

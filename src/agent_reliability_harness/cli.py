@@ -15,7 +15,7 @@ import sys
 
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
 from agent_reliability_harness._version import __version__
-from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.errors import InputError, excerpt
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it here
 if TYPE_CHECKING:
@@ -95,9 +95,9 @@ def _fail_under(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number: {excerpt(text)}") from None
     if not (math.isfinite(value) and 0 <= value <= 100):
-        raise argparse.ArgumentTypeError(f"must be a number from 0 to 100, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 100, got {excerpt(text)}")
     return value
 
 
@@ -123,20 +123,22 @@ def _jobs(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number or 'auto': {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number or 'auto': {excerpt(text)}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {excerpt(text)}")
     return value
 
 
 def _pointer(text: str) -> str:
-    from agent_reliability_harness.adapters._access import check_pointer
-    from agent_reliability_harness.errors import UsageError
+    """A JSON pointer option's value, checked by the parser of every pointer (argparse names the
+    option in the error)."""
+    from agent_reliability_harness.errors import UsageError, parse_pointer
 
     try:
-        return check_pointer(text)
+        parse_pointer(text)
     except UsageError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _record_options(parser: argparse.ArgumentParser) -> None:
@@ -173,9 +175,9 @@ def _score_drop(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number: {excerpt(text)}") from None
     if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {excerpt(text)}")
     return value
 
 
@@ -335,9 +337,9 @@ def _positive_k(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not an integer: {excerpt(text)}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {excerpt(text)}")
     return value
 
 
@@ -709,6 +711,7 @@ def _compare_usage(args: argparse.Namespace) -> str | None:
     defaulted = args.fail_on is None
     if defaulted:
         args.fail_on = "never" if gated else "regressions"
+    args.ungated = defaulted and gated  # the trace-by-trace gate is off: say so when it matters
     hint = " (with --gate or --gates it defaults to never)" if defaulted and gated else ""
     validating = args.policy is not None or bool(args.traces)
     if args.candidate is not None and validating:
@@ -762,7 +765,7 @@ def _stat_usage(args: argparse.Namespace, *, baseline: bool = True) -> str | Non
         except UsageError as exc:
             return str(exc)
         if not baseline and setting.key in BASELINE_KEYS:
-            return f"--gate {text!r} compares with a baseline: use it with arh compare"
+            return f"--gate {excerpt(text)} compares with a baseline: use it with arh compare"
         extra.append(setting)
     args.plan = GatePlan(None, tuple(extra), args.k, args.allow_insufficient_data)
     return None
@@ -928,6 +931,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         console_extra = comparison_console_lines(stats)
         markdown_extra = comparison_markdown_lines(stats)
         data = stats.to_dict()
+    ungated = None
+    if args.ungated:
+        from agent_reliability_harness.render._markdown import md_text
+        from agent_reliability_harness.render.compare import ungated_regressions
+
+        ungated = ungated_regressions(result)
+        if ungated is not None:
+            console_extra += ["", f"note: {ungated}"]
+            markdown_extra += ["", f"> Note: {md_text(ungated)}"]
     if not args.quiet:
         _print(render_compare_console(result, gate, extra=console_extra), sys.stdout)
         from agent_reliability_harness.render._text import exit_status_note
@@ -954,6 +966,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             input_errors=input_errors,
             statistics=stats,
             fail_under=fail_under,
+            ungated=ungated,
         )
         unwritten += _write(args.html_out, html, "Comparison HTML", args.quiet)
     return EXIT_OK if gate.passed and not input_errors and not unwritten else EXIT_FAILED
@@ -1056,7 +1069,8 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         except RecursionError:
             fail(
                 InputError(
-                    f"trace {read.trace.trace_id!r} holds a value nested too deeply to write",
+                    f"trace {excerpt(read.trace.trace_id)} holds a value nested too deeply to "
+                    "write",
                     pointer=None,
                 ).located(read.source, read.line)
             )
@@ -1101,7 +1115,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
         close = difflib.get_close_matches(args.rule_id.upper(), list(RULES), n=1)
         hint = f" (did you mean {close[0]}?)" if close else "; `arh rules` lists them"
-        _error(f"unknown rule {args.rule_id!r}{hint}")
+        _error(f"unknown rule {excerpt(args.rule_id)}{hint}")
         return EXIT_USAGE
     _print(explain_text(rule), sys.stdout)
     return EXIT_OK

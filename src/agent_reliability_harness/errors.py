@@ -4,11 +4,45 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["TOO_DEEP", "ArhError", "InputError", "UsageError", "join_pointer", "pointer_token"]
+__all__ = [
+    "EXCERPT_CHARS",
+    "TOO_DEEP",
+    "ArhError",
+    "InputError",
+    "UsageError",
+    "excerpt",
+    "join_pointer",
+    "parse_pointer",
+    "pointer_token",
+]
 
 # In every message about a value nested deeper than the stack lets arh decode or walk: the
 # runner looks for it, since how deep that is differs between processes.
 TOO_DEEP = "nested too deeply"
+# The most characters of a value that a message quotes (the rest is counted, not shown).
+EXCERPT_CHARS = 100
+
+
+def excerpt(value: object, *, quote: bool = True) -> str:
+    """``value`` as a message quotes it: a string in quotes, as ``repr`` writes it (or as it is,
+    with ``quote=False``), anything else by its ``repr``; and when that is longer than
+    :data:`EXCERPT_CHARS`, its beginning, an ellipsis and its length:
+    ``'1e999...'... (10002 characters)``. Every message that quotes a value of an input or an
+    argument goes through it, so that one line stays one readable line whatever the input
+    holds."""
+    if isinstance(value, str):
+        text = value
+    else:
+        quote = False
+        try:
+            text = repr(value)
+        except ValueError:  # an integer of more digits than Python writes as text
+            text = f"a value of type {type(value).__name__} too long to show"
+    if len(text) <= EXCERPT_CHARS:
+        return repr(text) if quote else text
+    head = text[:EXCERPT_CHARS]
+    shown = repr(head) if quote else head
+    return f"{shown}... ({len(text)} characters)"
 
 
 class ArhError(Exception):
@@ -29,6 +63,28 @@ def pointer_token(key: str | int) -> str:
 def join_pointer(base: str, *keys: str | int) -> str:
     """Append reference tokens to a JSON pointer."""
     return base + "".join("/" + pointer_token(k) for k in keys)
+
+
+def parse_pointer(text: str) -> tuple[str, ...]:
+    """The unescaped reference tokens of a JSON pointer (RFC 6901): ``""``, or tokens each after
+    a ``/``, in which ``~0`` stands for ``~`` and ``~1`` for ``/``. The one parser of every
+    pointer arh reads (command-line options and policy paths); a malformed one is a
+    :class:`UsageError` saying what is wrong, which the caller places (an option, a field)."""
+    if text == "":
+        return ()
+    if not text.startswith("/"):
+        raise UsageError(f"a JSON pointer is empty or starts with '/', got {excerpt(text)}")
+    tokens = text[1:].split("/")
+    for token in tokens:
+        if "~" in token and any(
+            char == "~" and token[at + 1 : at + 2] not in ("0", "1")
+            for at, char in enumerate(token)
+        ):
+            raise UsageError(
+                f"invalid JSON pointer {excerpt(text)}: '~' must be followed by 0 or 1 (~0 is "
+                "'~', ~1 is '/')"
+            )
+    return tuple(t.replace("~1", "/").replace("~0", "~") for t in tokens)
 
 
 class InputError(ArhError):

@@ -63,7 +63,7 @@ from collections.abc import Mapping
 
 from agent_reliability_harness._record import replace
 from agent_reliability_harness.engine import NESTED_TRACE, Validator, engine_failed
-from agent_reliability_harness.errors import ArhError, InputError, UsageError
+from agent_reliability_harness.errors import ArhError, InputError, UsageError, excerpt
 from agent_reliability_harness.model._checks import find_cycle, fits_in_text
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding, TraceReport
@@ -119,9 +119,9 @@ class BlockedCallError(ArhError):
         self.step = step
         self.findings = tuple(findings)
         errors = [f for f in findings if f.severity == "error"]
-        what = f"tool {step.tool_name!r}" if step.type == "tool_call" else f"a {step.type}"
+        what = f"tool {excerpt(step.tool_name)}" if step.type == "tool_call" else f"a {step.type}"
         lines = [f"{f.rule_id} {f.message}" for f in errors]
-        super().__init__(f"blocked {what} at step {step.step_id!r}: " + "; ".join(lines))
+        super().__init__(f"blocked {what} at step {excerpt(step.step_id)}: " + "; ".join(lines))
 
 
 class _Probe:
@@ -736,6 +736,45 @@ _WATCHES: Final = (
 )
 
 
+def _uncopyable(value: Mapping[str, Any], pointer: str) -> InputError:
+    """The error for the first value in ``value`` (depth first, in order) that ``copy.deepcopy``
+    refuses (a lock, a generator, an object whose ``__deepcopy__`` fails), at its pointer. Only
+    on the error path: each child is copied in turn to find it."""
+    from agent_reliability_harness.errors import join_pointer
+    from agent_reliability_harness.model._checks import json_type, key_type_error
+
+    node: object = value
+    where = pointer
+    inside = {id(value)}  # a value that contains itself is not entered again
+    reason = "copy.deepcopy fails"
+    while True:
+        children: list[tuple[str, object]] = []
+        if isinstance(node, Mapping):
+            for key, child in node.items():
+                if not isinstance(key, str):
+                    return key_type_error(key, where)
+                children.append((join_pointer(where, key), child))
+        elif isinstance(node, list | tuple):
+            children = [(join_pointer(where, index), child) for index, child in enumerate(node)]
+        for child_where, child in children:
+            if id(child) in inside:
+                continue
+            try:
+                copy.deepcopy(child)
+            except Exception as exc:  # noqa: BLE001 - as in Monitor._probe
+                node, where = child, child_where
+                reason = f"{type(exc).__name__}: {exc}"
+                inside.add(id(child))
+                break
+        else:
+            why = excerpt(reason, quote=False)
+            return InputError(
+                f"a value of type {json_type(node)} cannot be copied ({why}); a step holds JSON "
+                "data: strings, numbers, booleans, null, lists and objects",
+                pointer=where,
+            )
+
+
 class Monitor:
     """Guard one run of an agent with a policy, step by step; see the module docstring.
 
@@ -803,6 +842,8 @@ class Monitor:
             data = copy.deepcopy(data if type(data) is dict else dict(data))
         except RecursionError:
             raise InputError(NESTED_TRACE, pointer=None) from None
+        except Exception:  # noqa: BLE001 - whatever a value's own __deepcopy__ or pickling raises
+            raise _uncopyable(data, where) from None
         problem = find_cycle(data, where)  # a copy keeps a cycle, and a rule would walk it for ever
         if problem is not None:
             raise problem

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 
-from agent_reliability_harness.errors import InputError, UsageError
+from agent_reliability_harness.errors import InputError, UsageError, excerpt
 from agent_reliability_harness.model._checks import fits_in_text, number_text
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
@@ -272,7 +272,7 @@ class Recorder:
         try:
             return Step.from_dict(data, pointer=f"/steps/{len(self._steps)}")
         except InputError as exc:
-            raise UsageError(f"cannot record step {data.get('step_id')!r}: {exc}") from None
+            raise UsageError(f"cannot record step {excerpt(data.get('step_id'))}: {exc}") from None
 
     def _add(self, data: dict[str, Any]) -> Step:
         step = self._parse({k: v for k, v in data.items() if v is not None})

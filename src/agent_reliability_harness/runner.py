@@ -24,7 +24,7 @@ from agent_reliability_harness.adapters import (
     to_traces,
 )
 from agent_reliability_harness.engine import Validator
-from agent_reliability_harness.errors import TOO_DEEP, InputError, join_pointer
+from agent_reliability_harness.errors import TOO_DEEP, InputError, excerpt, join_pointer
 from agent_reliability_harness.io import (
     STDIN_NAME,
     Chunk,
@@ -247,7 +247,8 @@ class TraceIds:
         first = self._seen.get(trace_id)
         if first is not None:
             raise InputError(
-                f"duplicate trace_id {trace_id!r}: already read from {first}", pointer=pointer
+                f"duplicate trace_id {excerpt(trace_id)}: already read from {first}",
+                pointer=pointer,
             ).located(source, line)
 
     def add(self, read: ReadTrace) -> None:

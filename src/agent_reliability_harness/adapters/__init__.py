@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
 from agent_reliability_harness._record import replace
 from agent_reliability_harness.adapters._options import MESSAGE_KEYS, RecordOptions
-from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.errors import InputError, excerpt
 from agent_reliability_harness.model.trace import Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -167,7 +167,8 @@ def to_trace(value: Any, fmt: str = "auto", options: RecordOptions | None = None
     adapter = FORMATS.get(name)
     if adapter is None:
         raise InputError(
-            f"unknown trace format {name!r} (expected one of {', '.join(FORMATS)})", pointer=None
+            f"unknown trace format {excerpt(name)} (expected one of {', '.join(FORMATS)})",
+            pointer=None,
         )
     return adapter(value, options)
 

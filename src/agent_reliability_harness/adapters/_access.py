@@ -8,48 +8,27 @@ arrays, so no standard pointer changes meaning.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
-from agent_reliability_harness.errors import InputError, UsageError, join_pointer
+from agent_reliability_harness.errors import (
+    InputError,
+    excerpt,
+    join_pointer,
+    parse_pointer,
+)
 from agent_reliability_harness.model._checks import array_index, json_type
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final
+    from typing import Any
 
 __all__ = [
-    "check_pointer",
     "id_part",
     "opt_object",
     "opt_text",
     "parse_pointer",
     "resolve",
 ]
-
-_BAD_ESCAPE: Final = re.compile(r"~(?![01])")
-
-
-def parse_pointer(text: str) -> tuple[str, ...]:
-    """Split a JSON pointer into unescaped reference tokens; UsageError when it is malformed."""
-    if text == "":
-        return ()
-    if not text.startswith("/"):
-        raise UsageError(f"a JSON pointer is empty or starts with '/', got {text!r}")
-    tokens = text[1:].split("/")
-    for token in tokens:
-        if _BAD_ESCAPE.search(token):
-            raise UsageError(
-                f"invalid JSON pointer {text!r}: '~' must be followed by 0 or 1 (~0 is '~', "
-                "~1 is '/')"
-            )
-    return tuple(t.replace("~1", "/").replace("~0", "~") for t in tokens)
-
-
-def check_pointer(text: str) -> str:
-    """Return ``text`` if it is a valid pointer (raise UsageError otherwise)."""
-    parse_pointer(text)
-    return text
 
 
 def resolve(value: Any, pointer: str) -> tuple[Any, str]:
@@ -61,21 +40,27 @@ def resolve(value: Any, pointer: str) -> tuple[Any, str]:
         kind = type(current)
         if kind is dict:
             if token not in current:
-                raise InputError(f"no member {token!r} here (looking for {pointer})", pointer=where)
+                raise InputError(
+                    f"no member {excerpt(token)} here (looking for "
+                    f"{excerpt(pointer, quote=False)})",
+                    pointer=where,
+                )
             current = current[token]
             where = join_pointer(where, token)
         elif kind is list:
             index = array_index(token, len(current), from_end=True)
             if index is None:
                 raise InputError(
-                    f"no element {token!r} in this array of {len(current)} (looking for {pointer})",
+                    f"no element {excerpt(token)} in this array of {len(current)} (looking for "
+                    f"{excerpt(pointer, quote=False)})",
                     pointer=where,
                 )
             current = current[index]
             where = join_pointer(where, index)
         else:
             raise InputError(
-                f"cannot look up {token!r} in a {json_type(current)} (looking for {pointer})",
+                f"cannot look up {excerpt(token)} in a {json_type(current)} (looking for "
+                f"{excerpt(pointer, quote=False)})",
                 pointer=where,
             )
     return current, where

@@ -6,7 +6,7 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 
-from agent_reliability_harness.errors import InputError, join_pointer
+from agent_reliability_harness.errors import InputError, excerpt, join_pointer
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ __all__ = [
     "array_index",
     "bad",
     "check_json_values",
-    "check_keys_are_strings",
+    "check_tree",
     "find_non_string_key",
     "fits_in_text",
     "is_finite",
@@ -150,11 +150,13 @@ def key_type_error(key: object, pointer: str) -> InputError:
     return bad(pointer, f"object keys must be strings, got a key of type {type(key).__name__}")
 
 
-def check_keys_are_strings(value: object, pointer: str) -> None:
-    """Raise :func:`key_type_error` for the first object, in or below ``value``, that has a key
-    other than a string. It walks the whole value, so it is for small values (such as those of a
-    policy) and for error paths."""
-    found = find_non_string_key(value, pointer)
+def check_tree(value: object, pointer: str) -> None:
+    """Raise for the first container in or below ``value`` (depth first, in order) that contains
+    itself (:func:`find_cycle`) or is an object with a key other than a string
+    (:func:`key_type_error`): JSON has neither, data built in Python may, and a walk of either
+    never ends or fails. It walks the whole value once, so it is for small values (such as those
+    of a policy) and for error paths."""
+    found = find_cycle(value, pointer, string_keys=True)
     if found is not None:
         raise found
 
@@ -178,11 +180,12 @@ def find_non_string_key(value: object, pointer: str) -> InputError | None:
     return None
 
 
-def find_cycle(value: object, pointer: str) -> InputError | None:
+def find_cycle(value: object, pointer: str, *, string_keys: bool = False) -> InputError | None:
     """The error for the first container in or below ``value`` (depth first, in order) that is
     also one of the containers it is in, or None. Data built in Python can hold itself; JSON
     cannot, and the rules, which walk values without recursion, would walk such a value for
-    ever. Lists, tuples and mappings are walked without recursion."""
+    ever. With ``string_keys``, an object with a key other than a string is an error too
+    (:func:`key_type_error`). Lists, tuples and mappings are walked without recursion."""
     inside: set[int] = set()  # ids of the containers on the path to the current one
     stack: list[tuple[str, object] | int] = [(pointer, value)]
     while stack:
@@ -193,6 +196,10 @@ def find_cycle(value: object, pointer: str) -> InputError | None:
         assert type(item) is tuple
         where, node = item
         if type(node) is dict or isinstance(node, Mapping):
+            if string_keys:
+                for key in node:
+                    if not isinstance(key, str):
+                        return key_type_error(key, where)
             children: Iterable[tuple[str | int, object]] = node.items()
         elif type(node) is list or isinstance(node, tuple | list):
             children = enumerate(node)
@@ -267,7 +274,7 @@ def parse_schema_version(value: object, pointer: str, what: str) -> str:
     if text.split(".", 1)[0] != SUPPORTED_MAJOR:
         raise bad(
             pointer,
-            f"{what} declares unsupported schema_version {text!r}; "
+            f"{what} declares unsupported schema_version {excerpt(text)}; "
             f"this build reads major version {SUPPORTED_MAJOR}",
         )
     return text

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from agent_reliability_harness._record import Record
-from agent_reliability_harness.errors import join_pointer
+from agent_reliability_harness.errors import UsageError, excerpt, join_pointer, parse_pointer
 from agent_reliability_harness.model._checks import array_index, bad, json_type
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -55,15 +55,18 @@ class ArgPath(Record):
             raise bad(pointer, f"must be an argument name or a JSON pointer, got {json_type(raw)}")
         if pointer_only:
             if raw and not raw.startswith("/"):
-                raise bad(pointer, f"must be a JSON pointer such as '/total' or '', got {raw!r}")
+                raise bad(
+                    pointer, f"must be a JSON pointer such as '/total' or '', got {excerpt(raw)}"
+                )
         elif not raw:
             raise bad(pointer, "must be an argument name or a JSON pointer, got ''")
-        if raw.startswith("/"):
-            segments = tuple(s.replace("~1", "/").replace("~0", "~") for s in raw[1:].split("/"))
-        elif raw:
-            segments = (raw,)
+        if raw.startswith("/") or not raw:
+            try:  # the parser of every pointer, the command line's too
+                segments = parse_pointer(raw)
+            except UsageError as exc:
+                raise bad(pointer, str(exc)) from None
         else:
-            segments = ()
+            segments = (raw,)
         return cls(raw, segments, "*" in segments)
 
     @property

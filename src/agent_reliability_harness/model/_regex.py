@@ -5,11 +5,16 @@ Policy regexes are trusted input from the policy's author, but a slow one must n
 unnoticed. The classic exponential shape is a repetition of varying length inside another
 repetition where a stretch of text can be split between iterations in many ways: ``(a+)+``,
 ``(.*)*``, ``(\\w+\\s?)+``, ``(x+x+)+``, ``(([a-z])+.)+``, ``(a{1,2})+``. The inner repetition
-counts when it can take runs of two or more lengths, the outer one when it can iterate four times
-or more (an outer bound that high makes the number of splits a polynomial of high degree: still
-too many). Such a pattern is flagged unless every
+counts when it can take runs of two or more lengths; the pattern is flagged when a run of text can
+be split between four such *pieces* in a row or more (``n`` characters split between ``k`` pieces
+in about ``n**(k-1)`` ways, a polynomial of high degree: still too many). The pieces in a row are
+the outer repetition's iterations times the inner repetitions of one iteration that can take the
+same characters: ``(a+){1,4}`` has four, and so has ``(?:\\w+\\w+){2}``. Counts of nested
+repetitions multiply, so ``(?:(?:\\w+){2}){2}`` has four too. A piece is not counted when every
 split is forced by a *separator*: a mandatory single character of the outer body that the inner
-repetition cannot match, as the ``.`` in ``(\\d+\\.)+`` or the ``\\s`` in ``(\\w+\\s)+``.
+repetition cannot match, as the ``.`` in ``(\\d+\\.)+`` or the ``\\s`` in ``(\\w+\\s)+``; nor
+do the counts of repetitions around a separated one multiply with its own
+(``(?:(?:\\w+){2}@){2}``).
 
 Possessive repetitions and atomic groups never backtrack and are not flagged. Other slow shapes
 are not detected (overlapping alternatives such as ``(a|a)*``, long chains of ``.*``); SECURITY.md
@@ -37,9 +42,10 @@ _ATOMS: Final = (sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.ANY, sre.CATEGORY)
 # Characters used to tell which single-character items can match the same text.
 _PROBES: Final = tuple(chr(c) for c in range(128)) + tuple("\u00a0\u00e9\u00df\u03a9\u4e2d\u2028")
 _MAX_SEQUENCES: Final = 64
-# An outer repetition of at least this many iterations splits text as freely as an unbounded one
-# for practical purposes: (a+){1,30} tries on the order of n**29 splits of n characters.
-_MANY_ITERATIONS: Final = 4
+# A run of text split between at least this many variable repetitions in a row is split as
+# freely as by an unbounded repetition for practical purposes: (a+){1,4} tries about n**3 / 6
+# splits of n characters, (a+){1,30} on the order of n**29.
+_MANY_PIECES: Final = 4
 
 
 def _variable(repeat: Any) -> bool:
@@ -49,16 +55,11 @@ def _variable(repeat: Any) -> bool:
     return bool(high > low and high >= 2)
 
 
-def _many(repeat: Any) -> bool:
-    """Whether an outer repetition can iterate often enough to split text in very many ways."""
-    return bool(repeat[1][1] >= _MANY_ITERATIONS)
-
-
 class _Context:
     def __init__(self, state: Any, flags: int) -> None:
         self.state = state
         self.flags = flags
-        self._chars: dict[int, frozenset[str] | None] = {}
+        self._chars: dict[tuple[int, int], frozenset[str] | None] = {}
 
     def min_width(self, items: list[Any]) -> int:
         if not items:
@@ -68,7 +69,8 @@ class _Context:
 
     def chars(self, item: Any) -> frozenset[str] | None:
         """The probe characters a single-character item matches (None: not such an item)."""
-        key = id(item)
+        # by its parts, which the parsed pattern keeps alive (an item tuple may be a copy)
+        key = (item[0], id(item[1]))
         if key not in self._chars:
             found: frozenset[str] | None = None
             if item[0] in _ATOMS:
@@ -80,6 +82,25 @@ class _Context:
     def repeated_chars(self, repeat: Any) -> frozenset[str] | None:
         body = _flatten(list(repeat[1][2]))
         return self.chars(body[0]) if len(body) == 1 else None
+
+    def alphabet(self, item: Any) -> frozenset[str] | None:
+        """The probe characters any part of ``item`` can consume (None: not known, as for a
+        backreference, which can match anything). Lookarounds consume nothing."""
+        found: set[str] = set()
+        stack = [item]
+        while stack:
+            op, av = node = stack.pop()
+            if op in _ATOMS:
+                found |= self.chars(node) or frozenset()
+            elif op in _REPEATS or op == sre.POSSESSIVE_REPEAT:
+                stack.extend(av[2])
+            elif op == sre.ATOMIC_GROUP:
+                stack.extend(av)
+            elif op == sre.GROUPREF:
+                return None
+            elif op not in (sre.ASSERT, sre.ASSERT_NOT):
+                stack.extend(part for child in _children(op, av) for part in child)
+        return frozenset(found)
 
 
 def _flatten(items: list[Any]) -> list[Any]:
@@ -109,12 +130,15 @@ def _sequences(items: list[Any]) -> list[list[Any]]:
     return sequences
 
 
-def _ambiguous(body: list[Any], context: _Context) -> bool:
-    """Whether the body of an outer repetition can split text between iterations freely."""
+def _ambiguous(body: list[Any], count: int, context: _Context) -> bool:
+    """Whether ``count`` iterations of ``body`` in a row can split a run of text between
+    :data:`_MANY_PIECES` variable repetitions or more: each iteration holds, for a variable
+    repetition that no separator isolates, as many pieces as the variable repetitions of its
+    sequence that can take the same characters."""
     for sequence in _sequences(body):
-        for index, item in enumerate(sequence):
-            if item[0] not in _REPEATS or not _variable(item):
-                continue
+        variable = [i for i, item in enumerate(sequence) if item[0] in _REPEATS and _variable(item)]
+        for index in variable:
+            item = sequence[index]
             inner = context.repeated_chars(item)
             others = sequence[:index] + sequence[index + 1 :]
             separated = inner is not None and any(
@@ -123,7 +147,17 @@ def _ambiguous(body: list[Any], context: _Context) -> bool:
                 and not chars & inner
                 for other in others
             )
-            if not separated:
+            if separated:
+                continue
+            alphabet = context.alphabet(item)
+            pieces = sum(
+                1
+                for other in variable
+                if alphabet is None
+                or (chars := context.alphabet(sequence[other])) is None
+                or chars & alphabet
+            )
+            if count * pieces >= _MANY_PIECES:
                 return True
     return False
 
@@ -140,16 +174,39 @@ def _children(op: Any, av: Any) -> list[list[Any]]:
     return []
 
 
-def _scan(items: list[Any], context: _Context) -> bool:
+def _separated(item: Any, flat: list[Any], context: _Context) -> bool:
+    """Whether a mandatory single character of the sequence ``flat`` that ``item`` cannot match
+    stands between ``item`` and the same item of the next iteration."""
+    alphabet = context.alphabet(item)
+    return alphabet is not None and any(
+        other is not item and (chars := context.chars(other)) is not None and not chars & alphabet
+        for other in flat
+    )
+
+
+def _scan(items: list[Any], context: _Context, outer: int = 1) -> bool:
+    """Whether a repetition in ``items`` (repeated ``outer`` times in a row by the repetitions
+    around them) is in the risky shape. A repetition of a repetition splits text as freely as one
+    repetition of the product of their counts, ``(?:(?:a+){2}){2}`` as ``(?:a+){4}``, unless a
+    separator stands between the iterations of the outer one."""
     for op, av in items:
         if op in _REPEATS:
+            count = min(outer * av[1], sre.MAXREPEAT)
             body = list(av[2])
-            if _many((op, av)) and _ambiguous(body, context):
+            if count >= 2 and _ambiguous(body, count, context):
                 return True
-            if _scan(body, context):
+            flat = _flatten(body)
+            for item in flat:
+                if item[0] in _ATOMS:  # nothing inside
+                    continue
+                times = count if count > 1 and not _separated(item, flat, context) else 1
+                if _scan([item], context, times):
+                    return True
+        elif op in (sre.ASSERT, sre.ASSERT_NOT):  # matched on its own at each position
+            if _scan(list(av[1]), context):
                 return True
         elif op not in (sre.POSSESSIVE_REPEAT, sre.ATOMIC_GROUP) and any(
-            _scan(child, context) for child in _children(op, av)
+            _scan(child, context, outer) for child in _children(op, av)
         ):
             return True
     return False
@@ -178,12 +235,13 @@ def check_consumes(pattern: str, flags: int, pointer: str) -> None:
     """Refuse a searched pattern whose shortest match is empty (an InputError at ``pointer``):
     it would match almost every text."""
     if matches_zero_width(pattern, flags):
+        from agent_reliability_harness.errors import excerpt
         from agent_reliability_harness.model._checks import bad
 
         raise bad(
             pointer,
-            f"pattern {pattern!r} can match without consuming a character (its shortest match "
-            "is empty, as with \\b, \\B or a lookahead alone), so it matches almost every "
+            f"pattern {excerpt(pattern)} can match without consuming a character (its shortest "
+            "match is empty, as with \\b, \\B or a lookahead alone), so it matches almost every "
             "text; make it match at least one character",
         )
 
@@ -225,11 +283,12 @@ def check_engine_safe(pattern: str, flags: int, pointer: str) -> None:
     except Exception:  # noqa: BLE001 - an unexpected shape is the caller's compile error to report
         return
     if found:
+        from agent_reliability_harness.errors import excerpt
         from agent_reliability_harness.model._checks import bad
 
         raise bad(
             pointer,
-            f"pattern {pattern!r} has a capturing group inside a possessive repetition (such as "
+            f"pattern {excerpt(pattern)} has a capturing group inside a possessive repetition (such as "
             "(b)++ or (?:a(b))*+), on which Python's regular expression engine can fail with "
             "SystemError; make the group non-capturing: (?:...)",
         )

@@ -12,11 +12,11 @@ import re
 from collections.abc import Iterable, Mapping
 
 from agent_reliability_harness._record import Record, field
-from agent_reliability_harness.errors import join_pointer
+from agent_reliability_harness.errors import excerpt, join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
     check_json_values,
-    check_keys_are_strings,
+    check_tree,
     is_finite,
     json_type,
     number_text,
@@ -86,7 +86,7 @@ def _check_keys(data: Mapping[str, Any], known: Iterable[str], pointer: str) -> 
     for key in data:
         if key not in known:
             hint = unknown_key_hint(key, known)
-            raise bad(join_pointer(pointer, key), f"unknown key {key!r}{hint}")
+            raise bad(join_pointer(pointer, key), f"unknown key {excerpt(key)}{hint}")
 
 
 def _section(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -122,7 +122,7 @@ def _tool_names(data: Mapping[str, Any], key: str, base: str) -> tuple[str, ...]
                 f"must be a non-empty tool name string, got {json_type(name)}",
             )
         if name in seen:
-            raise bad(join_pointer(pointer, index), f"lists {name!r} more than once")
+            raise bad(join_pointer(pointer, index), f"lists {excerpt(name)} more than once")
         seen.add(name)
     return tuple(value)
 
@@ -131,9 +131,11 @@ def _compile(pattern: str, flags: int, pointer: str) -> re.Pattern[str]:
     try:
         regex = re.compile(pattern, flags)
     except re.error as exc:
-        raise bad(pointer, f"invalid regular expression {pattern!r}: {exc}") from None
+        raise bad(pointer, f"invalid regular expression {excerpt(pattern)}: {exc}") from None
     except (RecursionError, OverflowError, ValueError) as exc:
-        raise bad(pointer, f"regular expression {pattern!r} cannot be compiled: {exc}") from None
+        raise bad(
+            pointer, f"regular expression {excerpt(pattern)} cannot be compiled: {exc}"
+        ) from None
     if "+" in pattern:  # a possessive repetition is written with a +
         from agent_reliability_harness.model._regex import check_engine_safe
 
@@ -210,7 +212,7 @@ class ArgSpec(Record):
             bounds[key] = _finite(raw[key], join_pointer(pointer, key))
         low, high = bounds["min"], bounds["max"]
         if low is not None and high is not None and low > high:
-            raise bad(pointer, f"min ({low!r}) exceeds max ({high!r})")
+            raise bad(pointer, f"min ({excerpt(low)}) exceeds max ({excerpt(high)})")
         return cls(type_name, enum, pattern, low, high, opt_str(raw, "description", pointer), regex)
 
     @staticmethod
@@ -221,7 +223,8 @@ class ArgSpec(Record):
         suggestion = f" (did you mean {hint!r}?)" if hint else ""
         raise bad(
             pointer,
-            f"unknown argument type {raw!r}{suggestion}; known types: {', '.join(TYPE_NAMES)}",
+            f"unknown argument type {excerpt(raw)}{suggestion}; known types: "
+            f"{', '.join(TYPE_NAMES)}",
         )
 
     def to_dict(self) -> dict[str, Any] | str:
@@ -286,7 +289,7 @@ class ToolSchema(Record):
             if arg in maps["required_arguments"]:
                 raise bad(
                     join_pointer(pointer, "optional_arguments", arg),
-                    f"argument {arg!r} is declared both required and optional",
+                    f"argument {excerpt(arg)} is declared both required and optional",
                 )
         return cls(
             name,
@@ -462,8 +465,8 @@ def risky_warnings(located: list[tuple[str, str, int]], allow: bool) -> tuple[st
         if not risky_repetition(pattern, flags):
             continue
         message = (
-            f"pattern {pattern!r} nests a repetition of varying length inside another (as in "
-            "'(a+)+' or '(a{1,2})+'), so matching can take exponential time on some texts"
+            f"pattern {excerpt(pattern)} nests a repetition of varying length inside another (as "
+            "in '(a+)+' or '(a{1,2})+'), so matching can take exponential time on some texts"
         )
         if not allow:
             raise bad(pointer, f"{message}; rewrite it, or accept it with --allow-risky-patterns")
@@ -555,8 +558,9 @@ class Policy(Record):
         """
         if type(data) is not dict:
             raise bad("", f"a policy must be a JSON object, got {json_type(data)}")
-        # JSON has only string keys; a policy built in Python may not: one walk refuses them all
-        check_keys_are_strings(data, "")
+        # JSON has neither keys other than strings nor values that contain themselves; a policy
+        # built in Python may: one walk refuses both, before any other walk (which would not end)
+        check_tree(data, "")
         data = _copy(data)
         version = parse_schema_version(data.get("schema_version"), "/schema_version", "policy")
         _check_keys(data, _POLICY_KEYS, "")
@@ -586,7 +590,8 @@ class Policy(Record):
                 if regex.search("") is not None:
                     raise bad(
                         pointer,
-                        f"pattern {pattern!r} matches the empty string, so it flags every text",
+                        f"pattern {excerpt(pattern)} matches the empty string, so it flags every "
+                        "text",
                     )
                 from agent_reliability_harness.model._regex import check_consumes
 
@@ -600,8 +605,9 @@ class Policy(Record):
                     if name not in tools:
                         raise bad(
                             f"/sequence/{key}/{index}",
-                            f"tool {name!r} is not in allowed_tools, so every call to it would be "
-                            "rejected; add it to allowed_tools or set allow_unlisted_tools",
+                            f"tool {excerpt(name)} is not in allowed_tools, so every call to it "
+                            "would be rejected; add it to allowed_tools or set "
+                            "allow_unlisted_tools",
                         )
         warnings = _risky_patterns(tools, patterns, allow_risky_patterns)
         extensions = None

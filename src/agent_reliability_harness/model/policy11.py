@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 
 from agent_reliability_harness._record import Record, field
-from agent_reliability_harness.errors import join_pointer
+from agent_reliability_harness.errors import excerpt, join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
     json_type,
@@ -126,11 +126,12 @@ def _check_range(bounds: dict[str, int | float | None], pointer: str) -> None:
     low, low_key = max(lows, key=lambda b: (b[0], b[1] == "exclusive_min"))
     high, high_key = min(highs, key=lambda b: (b[0], b[1] != "exclusive_max"))
     if (low_key, high_key) == ("min", "max") and low > high:
-        raise bad(pointer, f"min ({low!r}) exceeds max ({high!r})")
+        raise bad(pointer, f"min ({excerpt(low)}) exceeds max ({excerpt(high)})")
     if low > high or (low == high and "exclusive" in low_key + high_key):
         raise bad(
             pointer,
-            f"no number is within {low_key} {low!r} and {high_key} {high!r}, so the test "
+            f"no number is within {low_key} {excerpt(low)} and {high_key} {excerpt(high)}, so "
+            "the test "
             "never holds",
         )
 
@@ -335,8 +336,8 @@ class _Context:
         if not self.allow_unlisted and name not in self.tools:
             raise bad(
                 pointer,
-                f"tool {name!r} is not in allowed_tools, so this rule could never apply to an "
-                "accepted call; add it to allowed_tools or set allow_unlisted_tools",
+                f"tool {excerpt(name)} is not in allowed_tools, so this rule could never apply to "
+                "an accepted call; add it to allowed_tools or set allow_unlisted_tools",
             )
 
     def argument(self, tool: str, path: ArgPath, pointer: str) -> None:
@@ -347,7 +348,7 @@ class _Context:
         if declared and path.segments[0] not in declared:
             raise bad(
                 pointer,
-                f"tool {tool!r} declares no argument {path.segments[0]!r} "
+                f"tool {excerpt(tool)} declares no argument {excerpt(path.segments[0])} "
                 f"(its arguments: {', '.join(declared)})",
             )
 
@@ -357,7 +358,8 @@ class _Context:
         regex = _compile(raw, flags, pointer)
         if searched and regex.search("") is not None:
             raise bad(
-                pointer, f"pattern {raw!r} matches the empty string, so it matches every text"
+                pointer,
+                f"pattern {excerpt(raw)} matches the empty string, so it matches every text",
             )
         if searched:
             from agent_reliability_harness.model._regex import check_consumes
@@ -449,7 +451,7 @@ class Provenance(Record):
             if name in tools:
                 raise bad(
                     join_pointer(base, "trusted_tools", index),
-                    f"tool {name!r} is listed as both untrusted and trusted",
+                    f"tool {excerpt(name)} is listed as both untrusted and trusted",
                 )
         sinks_raw = data.get("sinks")
         sinks_base = join_pointer(base, "sinks")
@@ -471,12 +473,14 @@ class Provenance(Record):
             for other in sinks:
                 if other.tool == tool and _overlap(other.argument.segments, argument.segments):
                     same = other.argument.segments == argument.segments
+                    this = excerpt(f"{tool}.{argument.text}", quote=False)
+                    that = excerpt(f"{tool}.{other.argument.text}", quote=False)
                     raise bad(
                         where,
-                        f"sink {tool}.{argument.text} is listed twice"
+                        f"sink {this} is listed twice"
                         if same
-                        else f"sink {tool}.{argument.text} overlaps the sink "
-                        f"{tool}.{other.argument.text}, so a value would be checked twice",
+                        else f"sink {this} overlaps the sink {that}, so a value would be checked "
+                        "twice",
                     )
             extract = sink.get("extract")
             extract_regex = None
@@ -651,7 +655,7 @@ class Relation(Record):
         if op not in OPERATORS:
             if op is None:
                 raise bad(base, "missing required field 'op'")
-            shown = repr(op) if type(op) is str else json_type(op)
+            shown = excerpt(op) if type(op) is str else json_type(op)
             raise bad(
                 join_pointer(base, "op"),
                 f"unknown operator {shown}; known operators: {', '.join(OPERATORS)}",
@@ -681,7 +685,7 @@ class Relation(Record):
         if mode is None:
             mode = "fail"
         elif mode not in _MISSING_MODES:
-            shown = repr(mode) if type(mode) is str else json_type(mode)
+            shown = excerpt(mode) if type(mode) is str else json_type(mode)
             raise bad(join_pointer(base, "if_missing"), f"must be 'fail' or 'skip', got {shown}")
         return cls(
             name,
@@ -861,7 +865,8 @@ def _unique_names(names: list[str], key: str) -> None:
     for index, name in enumerate(names):
         if name in seen:
             raise bad(
-                f"/{key}/{index}/name", f"name {name!r} is already used by /{key}/{seen[name]}"
+                f"/{key}/{index}/name",
+                f"name {excerpt(name)} is already used by /{key}/{seen[name]}",
             )
         seen[name] = index
 
@@ -877,9 +882,9 @@ def parse_extensions(
     version 1.0) and the warnings for risky patterns accepted on request."""
     if minor_version(version) < 1:
         declared = (
-            f"declares {version!r}"
+            f"declares {excerpt(version)}"
             if data.get("schema_version") is not None
-            else f"declares no schema_version, which means {version!r}"
+            else f"declares no schema_version, which means {excerpt(version)}"
         )
         for key in KEYS:
             if data.get(key) is not None:

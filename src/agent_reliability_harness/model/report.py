@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from agent_reliability_harness._record import Record, field
-from agent_reliability_harness.errors import InputError, join_pointer
+from agent_reliability_harness.errors import InputError, excerpt, join_pointer
 from agent_reliability_harness.model._checks import (
     is_finite,
     json_type,
@@ -411,7 +411,7 @@ def _finding_from_dict(data: object, pointer: str) -> Finding:
     severity = _get_str(data, "severity", pointer, required=True)
     if severity not in SEVERITIES:
         raise InputError(
-            f"must be 'error', 'warning' or 'info', got {severity!r}",
+            f"must be 'error', 'warning' or 'info', got {excerpt(severity)}",
             pointer=join_pointer(pointer, "severity"),
         )
     step_id = _get_opt_str(data, "step_id", pointer)
@@ -533,7 +533,7 @@ def _run_report_from_dict(data: object) -> RunReport:
         report = _trace_report_from_dict(entry, f"/reports/{index}")
         if report.trace_id in seen:
             raise InputError(
-                f"duplicate trace_id {report.trace_id!r} (first at /reports/"
+                f"duplicate trace_id {excerpt(report.trace_id)} (first at /reports/"
                 f"{seen[report.trace_id]}); comparison needs unique trace ids",
                 pointer=f"/reports/{index}/trace_id",
             )
@@ -561,7 +561,7 @@ def _get_sha256(policy: Mapping[str, Any]) -> str | None:
     value = _get_opt_str(policy, "sha256", "/policy")
     if value is not None and (len(value) != 64 or not _HEX.issuperset(value)):
         raise InputError(
-            f"must be a SHA-256 in 64 lower-case hex digits, got {value[:80]!r}",
+            f"must be a SHA-256 in 64 lower-case hex digits, got {excerpt(value)}",
             pointer="/policy/sha256",
         )
     return value

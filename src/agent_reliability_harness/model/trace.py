@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from agent_reliability_harness._record import Record, field
-from agent_reliability_harness.errors import UsageError, join_pointer
+from agent_reliability_harness.errors import UsageError, excerpt, join_pointer
 from agent_reliability_harness.model._checks import (
     bad,
     is_finite,
@@ -159,7 +159,7 @@ class Step(Record):
         if kind not in STEP_TYPES:
             if "type" not in data:
                 raise bad(pointer, "missing required field 'type'")
-            shown = repr(kind) if type(kind) is str else json_type(kind)
+            shown = excerpt(kind) if type(kind) is str else json_type(kind)
             raise bad(
                 join_pointer(pointer, "type"),
                 f"unknown step type {shown} (expected 'tool_call' or 'model_response', or "
@@ -195,7 +195,7 @@ class Step(Record):
         elif raw_status in ("ok", "error"):
             status = raw_status
         else:
-            shown = repr(raw_status) if type(raw_status) is str else json_type(raw_status)
+            shown = excerpt(raw_status) if type(raw_status) is str else json_type(raw_status)
             raise bad(join_pointer(pointer, "status"), f"must be 'ok' or 'error', got {shown}")
         grounding = get("requires_grounding")
         if grounding is None:

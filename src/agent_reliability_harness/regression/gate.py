@@ -7,7 +7,7 @@ from collections import Counter
 from decimal import Decimal
 
 from agent_reliability_harness._record import Record
-from agent_reliability_harness.errors import UsageError
+from agent_reliability_harness.errors import UsageError, excerpt
 from agent_reliability_harness.regression.compare import CompareResult
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -45,7 +45,7 @@ def check_gate_options(
     """Reject gate options that are invalid or that do not apply to the chosen mode."""
     if fail_on not in FAIL_ON_MODES:
         raise UsageError(
-            f"unknown fail_on {fail_on!r} (expected one of {', '.join(FAIL_ON_MODES)})"
+            f"unknown fail_on {excerpt(fail_on)} (expected one of {', '.join(FAIL_ON_MODES)})"
         )
     if max_score_drop is not None:
         if isinstance(max_score_drop, bool) or not isinstance(max_score_drop, int | float):
@@ -54,7 +54,7 @@ def check_gate_options(
             raise UsageError(f"max_score_drop must be a finite number >= 0, got {max_score_drop!r}")
         if fail_on != "regressions":
             raise UsageError(
-                f"max_score_drop applies only to fail_on 'regressions', not {fail_on!r}"
+                f"max_score_drop applies only to fail_on 'regressions', not {excerpt(fail_on)}"
             )
     if fail_on_drift and fail_on == "never":
         raise UsageError("fail_on_drift does not apply to fail_on 'never'")

@@ -27,7 +27,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from agent_reliability_harness._record import Record
-from agent_reliability_harness.errors import InputError, UsageError, join_pointer
+from agent_reliability_harness.errors import InputError, UsageError, excerpt, join_pointer
 from agent_reliability_harness.model._checks import unknown_key_hint
 from agent_reliability_harness.regression.trials import (
     OUTCOMES,
@@ -248,7 +248,7 @@ def _kind(value: object) -> str:
 def _number_text(value: float | Decimal) -> str:
     if isinstance(value, Decimal) and not value.is_finite():
         value = float(value)  # as TOML spells it: nan, inf, -inf
-    return repr(value) if isinstance(value, float) else str(value)
+    return excerpt(repr(value) if isinstance(value, float) else str(value), quote=False)
 
 
 def _setting_value(key: str, value: object) -> tuple[Fraction | int | bool, str]:
@@ -291,7 +291,7 @@ def _table(
         where = (*path, key)
         if key not in GATE_KEYS:
             hint = unknown_key_hint(key, list(GATE_KEYS))
-            raise _file_error(f"unknown gate key {key!r}{hint}", where, source, lines)
+            raise _file_error(f"unknown gate key {excerpt(key)}{hint}", where, source, lines)
         try:
             exact, shown = _setting_value(key, value)
         except ValueError as exc:
@@ -364,10 +364,10 @@ def parse_gate_file(text: str, source: str) -> GateFile:
             hint = unknown_key_hint(key, _TOP_KEYS)
             if key in GATE_KEYS:
                 hint = " (gate keys belong in [defaults] or [workflows.<name>])"
-            raise _file_error(f"unknown key {key!r}{hint}", (key,), source, lines)
+            raise _file_error(f"unknown key {excerpt(key)}{hint}", (key,), source, lines)
     outcome = data.get("outcome")
     if outcome is not None and outcome not in OUTCOMES:
-        shown = repr(outcome) if isinstance(outcome, str) else _kind(outcome)
+        shown = excerpt(outcome) if isinstance(outcome, str) else _kind(outcome)
         raise _file_error(
             f"must be one of {', '.join(map(repr, OUTCOMES))}, got {shown}",
             ("outcome",),
@@ -388,6 +388,16 @@ def parse_gate_file(text: str, source: str) -> GateFile:
         settings = _table(workflows_table[name], ("workflows", name), source, lines)
         line = _line_of(lines, ("workflows", name))
         workflows.append((name, source if line is None else f"{source}:{line}", settings))
+    tables = [defaults, *(settings for _, _, settings in workflows)]
+    if not any(s.key in THRESHOLD_KEYS for settings in tables for s in settings):
+        # an empty file (or one with only outcome, k or allow_insufficient_data) would check
+        # nothing, and still make arh compare's --fail-on default to never
+        raise InputError(
+            "sets no gate: a gate file needs at least one threshold (such as min_pass_rate or "
+            "significance) in [defaults] or in a [workflows.<name>] table",
+            pointer=None,
+            source=source,
+        )
     return GateFile(source, outcome, defaults, tuple(workflows))
 
 
@@ -429,23 +439,24 @@ def parse_gate_expression(text: str) -> Setting:
         if match and match.group(1) in THRESHOLD_KEYS:
             key, number = match.group(1), match.group(2)
         elif match and match.group(1) in _OWN_OPTIONS:
+            option = _OWN_OPTIONS[match.group(1)]
             raise UsageError(
-                f"--gate {text!r}: {match.group(1)} is set with {_OWN_OPTIONS[match.group(1)]} "
-                "or in the gate file"
+                f"--gate {excerpt(text)}: {match.group(1)} is set with {option} or in the gate file"
             )
     if key is None or number is None:
-        raise UsageError(f"--gate {text!r} is not a gate; the forms are {_FORMS}")
+        raise UsageError(f"--gate {excerpt(text)} is not a gate; the forms are {_FORMS}")
     problem = _too_long(number)
     if problem:
-        raise UsageError(f"--gate {_abbreviated(text)}: {problem}")
+        raise UsageError(f"--gate {excerpt(text)}: {problem}")
     try:  # a decimal, as in a gate file: checked and compared exactly as written
         value: Decimal | int = int(number) if number.isdigit() else Decimal(number)
     except (ValueError, ArithmeticError):
-        raise UsageError(f"--gate {text!r}: {number!r} is not a number") from None
+        raise UsageError(f"--gate {excerpt(text)}: {excerpt(number)} is not a number") from None
     try:
         exact, _ = _setting_value(key, value)
     except ValueError as exc:
-        raise UsageError(f"--gate {text!r}: {key} {exc}") from None
+        raise UsageError(f"--gate {excerpt(text)}: {key} {exc}") from None
+    # a valid expression is short (its number is, by _too_long): named in full where it applies
     return Setting(key, exact, number, f"--gate {text!r}")
 
 
@@ -459,22 +470,16 @@ def _too_long(number: str) -> str | None:
     digits = sum(1 for char in mantissa if char.isdigit())
     if digits > _MAX_DIGITS:
         return (
-            f"the number {_abbreviated(number, quote=False)} has {digits} digits, too many to "
+            f"the number {excerpt(number, quote=False)} has {digits} digits, too many to "
             f"use (at most {_MAX_DIGITS})"
         )
     power = exponent.lstrip("+-").replace("_", "").lstrip("0")
     if power.isdecimal() and (len(power) > len(str(_MAX_DIGITS)) or int(power) > _MAX_DIGITS):
         return (
-            f"the number {_abbreviated(number, quote=False)} has an exponent too large to use "
+            f"the number {excerpt(number, quote=False)} has an exponent too large to use "
             f"(at most {_MAX_DIGITS} either way)"
         )
     return None  # not a number at all is reported by the conversion that follows
-
-
-def _abbreviated(text: str, *, quote: bool = True, width: int = 40) -> str:
-    """``text`` (quoted, as ``repr`` does) cut to about ``width`` characters for a message."""
-    shown = text if len(text) <= width else text[: width - 3] + "..."
-    return repr(shown) if quote else shown
 
 
 # -- the plan: which thresholds apply to which workflow ---------------------------------------
@@ -537,13 +542,8 @@ class GatePlan(Record):
 
     @property
     def active(self) -> bool:
-        """Whether any threshold is set (a file with only ``k`` or ``outcome`` sets none)."""
-        if self.extra:
-            return True
-        if self.file is None:
-            return False
-        tables = [self.file.defaults, *(settings for _, _, settings in self.file.workflows)]
-        return any(s.key in THRESHOLD_KEYS for settings in tables for s in settings)
+        """Whether any threshold is set (a gate file sets at least one: parse_gate_file)."""
+        return bool(self.extra) or self.file is not None
 
 
 # -- evaluation -------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from fractions import Fraction
 
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.adapters._access import id_part
-from agent_reliability_harness.errors import InputError, join_pointer
+from agent_reliability_harness.errors import InputError, excerpt, join_pointer
 from agent_reliability_harness.model._checks import is_finite, json_type, number_text
 from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.regression.stats import (
@@ -150,7 +150,9 @@ def label_report(
             value, where = resolve(document, outcome_at)
             outcome = _outcome_value(value, where)
     except InputError as exc:
-        raise InputError(f"trace {trace.trace_id!r}: {exc.message}", pointer=exc.pointer) from None
+        raise InputError(
+            f"trace {excerpt(trace.trace_id)}: {exc.message}", pointer=exc.pointer
+        ) from None
     return replace(report, task=task, outcome=outcome)
 
 
@@ -174,7 +176,7 @@ def _success(report: TraceReport, outcome: str, where: str) -> bool:
         return report.passed
     if report.outcome is None:
         raise InputError(
-            f"trace {report.trace_id!r} has no recorded outcome label, which --outcome "
+            f"trace {excerpt(report.trace_id)} has no recorded outcome label, which --outcome "
             f"{outcome} needs (validate with --outcome-at POINTER)",
             pointer=where,
         )

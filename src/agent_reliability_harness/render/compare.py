@@ -36,6 +36,7 @@ __all__ = [
     "render_compare_console",
     "render_compare_json",
     "render_compare_markdown",
+    "ungated_regressions",
 ]
 
 _WIDTH: Final = 100
@@ -99,6 +100,31 @@ def _finding_line(sign: str, finding: Finding) -> list[str]:
         break_long_words=True,
         break_on_hyphens=False,
     ) or [head.rstrip()]
+
+
+def ungated_regressions(result: CompareResult) -> str | None:
+    """What ``--fail-on regressions`` would fail on, said in a sentence, or None when nothing.
+    ``arh compare`` with statistical gates, whose ``--fail-on`` defaults to never, says it, so
+    that the trace-by-trace gate is never switched off without a word."""
+    s = result.summary()
+    added = sum(
+        1
+        for t in result.traces
+        if t.status_change == "added" and t.candidate is not None and not t.candidate.passed
+    )
+    parts = []
+    if s["new_error_findings"]:
+        parts.append(plural(s["new_error_findings"], "new error finding"))
+    if s["pass_to_fail"]:
+        parts.append(f"{plural(s['pass_to_fail'], 'trace')} from pass to fail")
+    if added:
+        parts.append(f"{plural(added, 'added trace')} failing")
+    if not parts:
+        return None
+    return (
+        f"not gated, as --fail-on defaults to never with --gate or --gates: {', '.join(parts)} "
+        "(--fail-on regressions gates them too)"
+    )
 
 
 def render_compare_console(

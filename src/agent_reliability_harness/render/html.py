@@ -1488,6 +1488,7 @@ def _compare_sections(
     *,
     stats: StatComparison | None = None,
     fail_under: float | None = None,
+    ungated: str | None = None,
 ) -> Iterator[str]:
     limit = gate.max_score_drop
     notable = sorted(
@@ -1532,6 +1533,8 @@ def _compare_sections(
     if note is not None:
         out.append(f'<p class="note"><strong>{_text(note[0].upper() + note[1:])}</strong> '
                    "(listed in the run's log).</p>\n")  # fmt: skip
+    if ungated is not None:
+        out.append(f'<p class="note">Note: {_text(ungated)}.</p>\n')
     if gate.reasons:
         out.append('<h3>Reasons</h3>\n<ul class="reasons">\n')
         reasons = gate.reasons[:_GATE_ITEMS]  # one per regressed trace: there may be thousands
@@ -1574,16 +1577,24 @@ def render_compare_html(
     input_errors: int = 0,
     statistics: StatComparison | None = None,
     fail_under: float | None = None,
+    ungated: str | None = None,
 ) -> str:
     """The comparison as one HTML page: the gate and its reasons, the statistics of the
     statistical gates (``statistics``, when they were given), then the changed traces, with
     new and resolved findings marked in their timelines (when ``traces`` has the trace).
     ``input_errors`` counts the candidate inputs that could not be read, which fail the command
     whatever the gate says. ``fail_under`` is the pass threshold the candidate was checked with,
-    when it was validated now (see :func:`render_html`)."""
+    when it was validated now (see :func:`render_html`). ``ungated`` says what the trace-by-trace
+    gate let through when statistical gates turned it off (``ungated_regressions``)."""
     title = f"arh regression gate: {gate_verdict(gate.passed, input_errors)}"
     head = html_start(title, title)
     sections = _compare_sections(
-        result, gate, traces or {}, input_errors, stats=statistics, fail_under=fail_under
+        result,
+        gate,
+        traces or {},
+        input_errors,
+        stats=statistics,
+        fail_under=fail_under,
+        ungated=ungated,
     )
     return "".join(html_document(head, sections))
