@@ -288,7 +288,7 @@ def check_engine_safe(pattern: str, flags: int, pointer: str) -> None:
 
         raise bad(
             pointer,
-            f"pattern {excerpt(pattern)} has a capturing group inside a possessive repetition (such as "
-            "(b)++ or (?:a(b))*+), on which Python's regular expression engine can fail with "
-            "SystemError; make the group non-capturing: (?:...)",
+            f"pattern {excerpt(pattern)} has a capturing group inside a possessive repetition "
+            "(such as (b)++ or (?:a(b))*+), on which Python's regular expression engine can fail "
+            "with SystemError; make the group non-capturing: (?:...)",
         )
