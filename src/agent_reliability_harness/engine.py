@@ -57,6 +57,7 @@ def engine_failed(exc: SystemError) -> InputError:
         pointer=None,
     )
 
+
 _NOT_A_MAPPING: Final = "metadata and extra of a trace or step built in code must be mappings"
 
 
