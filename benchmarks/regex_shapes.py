@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from agent_reliability_harness.model._regex import risky_repetition
 
-# (pattern, lengths of the text): nested counted repetitions, then shapes with a separator
+# (pattern, lengths of the text): nested counted repetitions, shapes with a separator, atomic
+# groups
 CASES = [
     (r"(?:(?:\w+){2}){2}@evil", (50, 100, 150)),
     (r"(?:(?:(?:\w+){2}){2}){2}@evil", (20, 30, 40)),
@@ -31,6 +32,9 @@ CASES = [
     (r"(?:\w+){4}@evil", (50, 100, 150)),
     (r"(?:\w+){3}@evil", (50, 100, 150)),
     (r"(?:(?:\w+){2}@){2}evil", (50, 100, 150)),
+    # inside an atomic group, which backtracks until its body matches, and its safe counterpart
+    (r"(?>(a+)+b)", (18, 22, 26)),
+    (r"(?>a+)+b", (18, 22, 26)),
 ]
 
 

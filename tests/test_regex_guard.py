@@ -51,6 +51,11 @@ RISKY = [
     # so do the pieces of one iteration that can take the same characters: 2 x 2 again
     r"(?:\w+\w+){2}@evil",
     r"(?:\w+\d+){2}",  # digits are word characters
+    # an atomic group or a possessive repetition never gives back what it matched, but its body
+    # backtracks until it matches: (?>(a+)+b) took 4.4 s on 26 a's (benchmarks/regex_shapes.py)
+    r"(?>(a+)+b)",
+    r"(?:(a+)+b)++",
+    r"x(?>y|(\w+\s?)+z)",
 ]
 SAFE = [
     r"(\d+\.)+",

@@ -205,9 +205,13 @@ def _scan(items: list[Any], context: _Context, outer: int = 1) -> bool:
         elif op in (sre.ASSERT, sre.ASSERT_NOT):  # matched on its own at each position
             if _scan(list(av[1]), context):
                 return True
-        elif op not in (sre.POSSESSIVE_REPEAT, sre.ATOMIC_GROUP) and any(
-            _scan(child, context, outer) for child in _children(op, av)
-        ):
+        elif op in (sre.POSSESSIVE_REPEAT, sre.ATOMIC_GROUP):
+            # Never given back once matched, so nothing outside can make it split text again;
+            # but its body (one iteration of a possessive repetition) backtracks as a pattern of
+            # its own until it matches: (?>(a+)+b) fails in exponential time.
+            if _scan(list(av[2] if op == sre.POSSESSIVE_REPEAT else av), context):
+                return True
+        elif any(_scan(child, context, outer) for child in _children(op, av)):
             return True
     return False
 
