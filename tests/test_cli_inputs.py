@@ -882,6 +882,64 @@ def test_an_empty_output_path_is_a_usage_error(arh: Callable[..., Run], command:
     assert run.err.endswith(f"error: argument {option}: the path is empty\n"), run.err
 
 
+# Runs arh with the report's writing held at a known point: once its temporary file holds the
+# report, a marker file appears and the writing waits, so that a signal comes mid-write.
+_SLOW_WRITE = """
+import sys, time
+from pathlib import Path
+from agent_reliability_harness import cli, io
+
+write_parts = io._write_parts
+
+def slow(stream, text):
+    write_parts(stream, text)
+    stream.flush()
+    Path(sys.argv[1]).touch()
+    time.sleep(60)
+
+io._write_parts = slow
+raise SystemExit(cli.main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+@pytest.mark.parametrize(
+    ("name", "status", "message"),
+    [("SIGTERM", 143, "error: terminated\n"), ("SIGINT", 130, "error: interrupted\n")],
+)
+def test_a_signal_while_a_report_is_written_leaves_no_temporary_file(
+    policy: Path, tmp_path: Path, name: str, status: int, message: str
+) -> None:
+    # SIGTERM (what CI runners and `timeout` send) ended the process at once: the hidden
+    # .report.json.<random>.tmp next to the report stayed there. Now it is removed, the report
+    # left as it was, and the status is 128 + the signal's number, as for Ctrl-C.
+    import signal
+    import time
+
+    good = write(tmp_path / "good.json", trace())
+    folder = tmp_path / "out"
+    report = write(folder / "report.json", "the previous report\n")
+    ready = tmp_path / "ready"
+    with subprocess.Popen(
+        [sys.executable, "-c", _SLOW_WRITE, str(ready), "validate", "--policy", str(policy),
+         str(good), "--json-out", str(report), "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    ) as process:  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ready.exists()
+        temporary = [p.name for p in folder.iterdir() if p.name != "report.json"]
+        assert len(temporary) == 1  # mid-write: the report's temporary file is there
+        assert temporary[0].startswith(".report.json.")
+        assert temporary[0].endswith(".tmp")
+        process.send_signal(getattr(signal, name))
+        _, errors = process.communicate(timeout=60)
+    assert (process.returncode, errors.decode()) == (status, message)
+    assert sorted(p.name for p in folder.iterdir()) == ["report.json"]
+    assert report.read_text(encoding="utf-8") == "the previous report\n"
+
+
 @pytest.mark.skipif(not Path("/dev/stdout").is_symlink(), reason="needs /dev/stdout")
 def test_a_report_can_go_to_dev_stdout_through_a_pipe(policy: Path, tmp_path: Path) -> None:
     good = write(tmp_path / "good.json", trace())

@@ -999,12 +999,39 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK if result.passed and not unwritten else EXIT_FAILED
 
 
+class _TerminatedError(BaseException):
+    """SIGTERM arrived while a report file was being written."""
+
+
+@contextlib.contextmanager
+def _terminable() -> Iterator[None]:
+    """While a report file is written, SIGTERM raises :class:`_TerminatedError` as Ctrl-C
+    raises ``KeyboardInterrupt``, so that the report's temporary file is removed on the way out
+    (by default SIGTERM ends the process at once, and the file stayed). Only the main thread
+    can set a signal handler; elsewhere the signal is left as it is."""
+    import signal
+
+    def stop(*_: object) -> None:
+        raise _TerminatedError
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
 def _write(path: str, text: str | Sequence[str | Spool], what: str, quiet: bool) -> int:
     """Write one report file: 0, or 1 after printing why it could not be written."""
     from agent_reliability_harness.io import write_atomic
 
     try:
-        write_atomic(path, text)
+        with _terminable():
+            write_atomic(path, text)
     except OSError as exc:
         _error(f"cannot write {path}: {exc.strerror or exc}")
         return EXIT_FAILED
@@ -1215,6 +1242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _error("interrupted")
         return 130
+    except _TerminatedError:
+        _error("terminated")
+        return 143  # 128 + 15, as a shell reports a command that SIGTERM ended
     finally:
         sys.stdout, sys.stderr = stdout, stderr
         sys.set_int_max_str_digits(digits)

@@ -473,18 +473,20 @@ def _write_parts(stream: IO[str], text: str | Sequence[str | Spool]) -> None:
             part.copy_to(stream)
 
 
-def _new_file_beside(path: str) -> tuple[int, str]:
-    """A new, empty, hidden file in the directory of ``path``, opened for writing, and its path.
-    It gets the mode of any new file (read and write for all, less the umask), not the owner-only
-    mode of ``tempfile.mkstemp``: a report is as readable as the user's other files."""
+def _new_file_beside(path: str, temp: list[str]) -> int:
+    """A new, empty, hidden file in the directory of ``path``, opened for writing; its path is
+    put in ``temp`` before it is made, so that the file is removed even if an exception (Ctrl-C,
+    SIGTERM) comes just after. It gets the mode of any new file (read and write for all, less the
+    umask), not the owner-only mode of ``tempfile.mkstemp``: a report is as readable as the
+    user's other files."""
     directory, name = os.path.split(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     while True:
-        temp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
+        temp[:] = [os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")]
         try:
-            return os.open(temp, flags, 0o666), temp
+            return os.open(temp[0], flags, 0o666)
         except FileExistsError:  # pragma: no cover - 48 random bits taken
-            continue
+            temp.clear()  # someone else's file: not ours to remove
 
 
 def refuse_directory(path: str) -> None:
@@ -522,16 +524,17 @@ def write_atomic(path: str, text: str | Sequence[str | Spool]) -> None:
         raise NotADirectoryError(
             errno.ENOTDIR, f"{_display(blocker)} is a file, not a directory"
         ) from None
-    handle, temp = _new_file_beside(path)
+    temp: list[str] = []
     try:
+        handle = _new_file_beside(path, temp)
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
             _write_parts(stream, text)
         if os.path.exists(path):  # a report written again keeps the mode it was given
-            os.chmod(temp, os.stat(path).st_mode & 0o7777)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
+            os.chmod(temp[0], os.stat(path).st_mode & 0o7777)
+        os.replace(temp[0], path)
+    except BaseException:  # an error, Ctrl-C or (from the command line) SIGTERM
+        if temp and os.path.exists(temp[0]):
+            os.unlink(temp[0])
         raise
 
 
