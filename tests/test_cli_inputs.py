@@ -164,6 +164,81 @@ def test_crlf_line_ends_are_accepted(arh: Callable[..., Run], policy: Path, tmp_
     assert [r.get("source_line") for r in reports if r["trace_id"] != "crlf-json"] == [1, 2, 3]
 
 
+_LONE_CR = (
+    "records separated by a carriage return alone (old Mac line ends): JSON Lines records end "
+    "with a line feed (LF or CRLF)"
+)
+
+
+def test_records_separated_by_a_carriage_return_alone_are_refused_clearly(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    # A carriage return alone ends no line in JSON Lines. Such a file was one line, refused
+    # with "invalid JSON: Extra data"; standard input was split again with bytes.splitlines,
+    # which does break lines there, and was read.
+    records = [json.dumps(trace(f"cr-{i}")) for i in range(3)]
+    data = "\r".join(records) + "\r"
+    path = write(tmp_path / "cr.jsonl", data)
+    column = len(records[0]) + 2  # the second record starts after the first and its CR
+    run = arh("validate", "--policy", policy, path)
+    assert (run.status, run.err) == (1, f"error: {path.as_posix()}:1:{column}: {_LONE_CR}\n")
+    run = arh("validate", "--policy", policy, "-", stdin=data.encode())
+    assert (run.status, run.err) == (1, f"error: <stdin>:1:{column}: {_LONE_CR}\n")
+
+
+def test_lines_end_at_line_feeds_in_files_and_standard_input_alike(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    # One rule for JSON Lines and every line number: a line ends at LF. A CR alone is JSON
+    # whitespace inside its line. Standard input read again as JSON Lines (its first line is not
+    # one value) used bytes.splitlines: record 2 was cut in two at its CR, and the lines after it
+    # were numbered one too far.
+    first = "\r".join(json.dumps(trace(name)) for name in ("a1", "a2"))
+    inner = json.dumps(trace("b")).replace('"agent_name"', '\r"agent_name"')
+    data = "\n".join([first, inner, "{not json", json.dumps(trace("c"))]) + "\n"
+    path = write(tmp_path / "runs.jsonl", data)
+    column = len(json.dumps(trace("a1"))) + 2
+    for given, shown, stdin in ((path, path.as_posix(), None), ("-", "<stdin>", data.encode())):
+        out = tmp_path / "r.json"
+        run = arh("validate", "--policy", policy, given, "--json-out", out, "--quiet", stdin=stdin)
+        assert run.err == (
+            f"error: {shown}:1:{column}: {_LONE_CR}\n"
+            f"error: {shown}:3:2: invalid JSON: Expecting property name enclosed in double quotes\n"
+        )
+        reports = report_of(out)["reports"]
+        assert [(r["trace_id"], r["source_line"]) for r in reports] == [("b", 2), ("c", 4)]
+
+
+def test_sarif_regions_and_error_lines_count_lines_alike(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    # CRLF ends a line, and so does LF; a CR alone (line 3) does not, in SARIF regions (whose
+    # default newlineSequences are CRLF and LF) as in the line of a JSON error
+    strict = write(tmp_path / "strict.json", STRICT_POLICY)
+    text = (
+        '{\r\n  "trace_id": "regions",\r\n  "agent_name": "a", "workflow": "w",\r "steps": [\n'
+        '    {"step_id": "s1", "type": "tool_call", "tool_name": "x"},\r\n'
+        '    {"step_id": "s2", "type": "tool_call", "tool_name": "y"}\r\n  ]\r\n}\r\n'
+    )
+    good = write(tmp_path / "regions.json", text)
+    bad = write(tmp_path / "bad.json", text.replace('"y"}', '"y",}'))
+    out = tmp_path / "r.sarif"
+    run = arh("validate", "--policy", strict, good, bad, "--sarif-out", out, "--quiet")
+    # '    {"step_id": "s2", "type": "tool_call", "tool_name": "y",' is 60 characters
+    assert run.err == (
+        f"error: {bad.as_posix()}:5:61: invalid JSON: Expecting property name enclosed in "
+        "double quotes\n"
+    )
+    results = json.loads(out.read_text(encoding="utf-8"))["runs"][0]["results"]
+    lines = {
+        location["logicalLocations"][0]["name"]: location["physicalLocation"]["region"]["startLine"]
+        for result in results
+        for location in result["locations"]
+        if result["ruleId"] == "ARH-SCH-001"
+    }
+    assert lines == {"s1": 4, "s2": 5}
+
+
 _NOT_A_NUMBER = "is not a JSON number (use null or a finite number)"
 
 

@@ -367,13 +367,30 @@ def _jsonl_records(
         yield no_records(name)
 
 
+_LONE_CR: Final = (
+    "records separated by a carriage return alone (old Mac line ends): JSON Lines records end "
+    "with a line feed (LF or CRLF)"
+)
+
+
 def _loads_line(text: str) -> Any:
     try:
         return loads(text)
     except InputError:
         pass
     # again without the line break, so that the error's column is on this line
-    return loads(text.rstrip("\r\n"))
+    line = text.rstrip("\r\n")
+    try:
+        return loads(line)
+    except InputError as exc:
+        error = exc
+    if error.message.startswith("invalid JSON: Extra data") and error.column is not None:
+        # a carriage return alone is a line end to some editors, not to JSON Lines (nor to
+        # JSON, for which it is whitespace): the value before it is followed by another one
+        before = line[: error.column - 1]
+        if "\r" in before[len(before.rstrip(" \t\r")) :]:
+            raise InputError(_LONE_CR, pointer=None, line=error.line, column=error.column)
+    raise error
 
 
 def no_records(name: str) -> InputError:
