@@ -164,6 +164,78 @@ def test_crlf_line_ends_are_accepted(arh: Callable[..., Run], policy: Path, tmp_
     assert [r.get("source_line") for r in reports if r["trace_id"] != "crlf-json"] == [1, 2, 3]
 
 
+_LONE_CR = (
+    "records separated by a carriage return alone (old Mac line ends): JSON Lines records end "
+    "with a line feed (LF or CRLF)"
+)
+
+
+def test_records_separated_by_a_carriage_return_alone_are_refused_clearly(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    # A carriage return alone ends no line in JSON Lines. Such a file was one line, refused
+    # with "invalid JSON: Extra data"; standard input was split again with bytes.splitlines,
+    # which does break lines there, and was read.
+    records = [json.dumps(trace(f"cr-{i}")) for i in range(3)]
+    data = "\r".join(records) + "\r"
+    path = write(tmp_path / "cr.jsonl", data)
+    column = len(records[0]) + 2  # the second record starts after the first and its CR
+    run = arh("validate", "--policy", policy, path)
+    assert (run.status, run.err) == (1, f"error: {path.as_posix()}:1:{column}: {_LONE_CR}\n")
+    run = arh("validate", "--policy", policy, "-", stdin=data.encode())
+    assert (run.status, run.err) == (1, f"error: <stdin>:1:{column}: {_LONE_CR}\n")
+
+
+def test_lines_end_at_line_feeds_in_files_and_standard_input_alike(
+    arh: Callable[..., Run], policy: Path, tmp_path: Path
+) -> None:
+    # One rule for JSON Lines and every line number: a line ends at LF. A CR alone is JSON
+    # whitespace inside its line. Standard input read again as JSON Lines (its first line is not
+    # one value) used bytes.splitlines: record 2 was cut in two at its CR, and the lines after it
+    # were numbered one too far.
+    first = "\r".join(json.dumps(trace(name)) for name in ("a1", "a2"))
+    inner = json.dumps(trace("b")).replace('"agent_name"', '\r"agent_name"')
+    data = "\n".join([first, inner, "{not json", json.dumps(trace("c"))]) + "\n"
+    path = write(tmp_path / "runs.jsonl", data)
+    column = len(json.dumps(trace("a1"))) + 2
+    for given, shown, stdin in ((path, path.as_posix(), None), ("-", "<stdin>", data.encode())):
+        out = tmp_path / "r.json"
+        run = arh("validate", "--policy", policy, given, "--json-out", out, "--quiet", stdin=stdin)
+        assert run.err == (
+            f"error: {shown}:1:{column}: {_LONE_CR}\n"
+            f"error: {shown}:3:2: invalid JSON: Expecting property name enclosed in double quotes\n"
+        )
+        reports = report_of(out)["reports"]
+        assert [(r["trace_id"], r["source_line"]) for r in reports] == [("b", 2), ("c", 4)]
+
+
+def test_sarif_regions_and_error_lines_count_lines_alike(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    # CRLF ends a line, and so does LF; a CR alone (line 3) does not, in SARIF regions (whose
+    # default newlineSequences are CRLF and LF) as in the line of a JSON error
+    strict = write(tmp_path / "strict.json", STRICT_POLICY)
+    text = (
+        '{\r\n  "trace_id": "regions",\r\n  "agent_name": "a", "workflow": "w",\r "steps": [\n'
+        '    {"step_id": "s1", "type": "tool_call", "tool_name": "x"},\r\n'
+        '    {"step_id": "s2", "type": "tool_call", "tool_name": "y"}\r\n  ]\r\n}\r\n'
+    )
+    good = write(tmp_path / "regions.json", text)
+    bad = write(tmp_path / "bad.json", text.replace('"y"}', "}"))
+    out = tmp_path / "r.sarif"
+    run = arh("validate", "--policy", strict, good, bad, "--sarif-out", out, "--quiet")
+    # '    {"step_id": "s2", "type": "tool_call", "tool_name": ' is 4 + 18 + 21 + 13 characters
+    assert run.err == f"error: {bad.as_posix()}:5:57: invalid JSON: Expecting value\n"
+    results = json.loads(out.read_text(encoding="utf-8"))["runs"][0]["results"]
+    lines = {
+        location["logicalLocations"][0]["name"]: location["physicalLocation"]["region"]["startLine"]
+        for result in results
+        for location in result["locations"]
+        if result["ruleId"] == "ARH-SCH-001"
+    }
+    assert lines == {"s1": 4, "s2": 5}
+
+
 _NOT_A_NUMBER = "is not a JSON number (use null or a finite number)"
 
 
@@ -939,6 +1011,64 @@ def test_an_empty_output_path_is_a_usage_error(arh: Callable[..., Run], command:
     assert run.status == 2
     option = "-o/--output" if command[-2] == "--output" else command[-2]
     assert run.err.endswith(f"error: argument {option}: the path is empty\n"), run.err
+
+
+# Runs arh with the report's writing held at a known point: once its temporary file holds the
+# report, a marker file appears and the writing waits, so that a signal comes mid-write.
+_SLOW_WRITE = """
+import sys, time
+from pathlib import Path
+from agent_reliability_harness import cli, io
+
+write_parts = io._write_parts
+
+def slow(stream, text):
+    write_parts(stream, text)
+    stream.flush()
+    Path(sys.argv[1]).touch()
+    time.sleep(60)
+
+io._write_parts = slow
+raise SystemExit(cli.main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+@pytest.mark.parametrize(
+    ("name", "status", "message"),
+    [("SIGTERM", 143, "error: terminated\n"), ("SIGINT", 130, "error: interrupted\n")],
+)
+def test_a_signal_while_a_report_is_written_leaves_no_temporary_file(
+    policy: Path, tmp_path: Path, name: str, status: int, message: str
+) -> None:
+    # SIGTERM (what CI runners and `timeout` send) ended the process at once: the hidden
+    # .report.json.<random>.tmp next to the report stayed there. Now it is removed, the report
+    # left as it was, and the status is 128 + the signal's number, as for Ctrl-C.
+    import signal
+    import time
+
+    good = write(tmp_path / "good.json", trace())
+    folder = tmp_path / "out"
+    report = write(folder / "report.json", "the previous report\n")
+    ready = tmp_path / "ready"
+    with subprocess.Popen(
+        [sys.executable, "-c", _SLOW_WRITE, str(ready), "validate", "--policy", str(policy),
+         str(good), "--json-out", str(report), "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    ) as process:  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ready.exists()
+        temporary = [p.name for p in folder.iterdir() if p.name != "report.json"]
+        assert len(temporary) == 1  # mid-write: the report's temporary file is there
+        assert temporary[0].startswith(".report.json.")
+        assert temporary[0].endswith(".tmp")
+        process.send_signal(getattr(signal, name))
+        _, errors = process.communicate(timeout=60)
+    assert (process.returncode, errors.decode()) == (status, message)
+    assert sorted(p.name for p in folder.iterdir()) == ["report.json"]
+    assert report.read_text(encoding="utf-8") == "the previous report\n"
 
 
 @pytest.mark.skipif(not Path("/dev/stdout").is_symlink(), reason="needs /dev/stdout")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Callable
@@ -196,6 +197,22 @@ def test_d14_duplicate_trace_ids_are_input_errors(tmp_path: Path, arh: Callable[
         f"error: {(tmp_path / 'b.json').as_posix()}: /trace_id: duplicate trace_id 't': already "
         f"read from {(tmp_path / 'a.json').as_posix()}\n"
     )
+
+
+def test_d107_devices_and_inputs_over_the_size_limit(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    policy = _write(tmp_path / "p.json", _policy())
+    good = _write(tmp_path / "good.json", _trace(_say("s1"), trace_id="good"))
+    big = _write(tmp_path / "big.json", _trace(_say("s1", "x" * 2000), trace_id="big"))
+    devices = [name for name in ("/dev/null", "NUL") if os.path.exists(name)][:1]
+    run = arh("validate", "--policy", policy, *devices, big, good, "--max-input-size", "1K")
+    assert run.status == 1
+    assert "PASS  good" in run.out
+    errors = run.err.splitlines()
+    assert f"error: {big.as_posix()}: the input is larger than --max-input-size (1K)" in errors
+    for device in devices:  # (it was read: "invalid JSON: the document is empty")
+        assert errors[0].startswith(f"error: {device}: a device, not a file")
 
 
 def test_d15_directories_json_lines_and_stdin(tmp_path: Path, arh: Callable[..., Run]) -> None:

@@ -316,6 +316,29 @@ def test_fold_is_the_character_by_character_definition(text: str) -> None:
     assert fold(text) == "".join(map(_fold_one, text))
 
 
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F), min_size=1), st.integers(0, 5000))
+def test_fold_of_a_long_ascii_text_is_the_definition(text: str, length: int) -> None:
+    # a long ASCII text is folded as text, in one copy (a short one through its UTF-8 bytes)
+    long = (text * (1 + length // len(text)))[:length]
+    assert fold(long) == "".join(map(_fold_one, long))
+
+
+def test_a_long_ascii_text_is_folded_in_one_copy() -> None:
+    # A text of megabytes (one long value, scanned whole) was encoded, folded and decoded:
+    # three copies of it at once. (The safety scan's memory: benchmarks/input_memory.py.)
+    import tracemalloc
+
+    text = "Flight AB1234 Delayed; " * 200_000
+    tracemalloc.start()
+    try:
+        folded = fold(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert folded == "".join(map(_fold_one, text[:23])) * 200_000
+    assert peak < 1.2 * len(text)
+
+
 def test_fold_of_every_latin1_and_special_character() -> None:
     chars = "".join(map(chr, range(0x100))) + "\u0130\u0131\u017f\u212a\u0663\uff17\ud800"
     assert fold(chars) == "".join(map(_fold_one, chars))

@@ -574,6 +574,17 @@ def test_key_lines_dotted_and_quoted_keys() -> None:
     assert lines[("tA", "u", "v")] == 6
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\u0085", "\x0c", "\r"])
+def test_key_lines_count_line_feeds_only(separator: str) -> None:
+    # A comment may hold U+2028 (or U+0085, a form feed; a lone CR is not valid TOML, and then
+    # only an error's line, from tomllib, matters): str.splitlines broke the line there, and
+    # every key after it was reported a line too far down.
+    text = f"# a note{separator}that goes on\n[defaults]\nk = 2\n"
+    lines = key_lines(text)
+    assert lines[("defaults",)] == 2
+    assert lines[("defaults", "k")] == 3
+
+
 def test_gate_file_settings_and_their_lines() -> None:
     parsed = parse_gate_file(GATES.replace("notes = '''", "# '''").replace(
         "[workflows.fake]\nmin_pass_rate = 1\n'''\n", ""), "arh.toml")  # fmt: skip

@@ -310,6 +310,17 @@ def test_statistical_gates_say_what_the_trace_by_trace_gate_lets_through(
     assert "note: not gated" not in arh(*gate[:4], base, *gate[5:]).out
 
 
+def test_a_gate_file_line_counts_line_feeds_only(arh: Arh, tmp_path: Path) -> None:
+    # a comment holding U+2028 was two lines for the key finder (str.splitlines) and one for
+    # TOML: every key after it was reported a line too far down
+    base = _one_report(arh, tmp_path, "base", BASELINE)
+    gates = tmp_path / "arh.toml"
+    gates.write_text("# refunds\u2028only\n[workflows.refunds]\nmax_flakey_tasks = 1\n", "utf-8")
+    run = arh("stats", base, "--gates", gates)
+    assert run.status == 1
+    assert run.err.startswith(f"error: invalid gate file: {gates}:3: /workflows/refunds/"), run.err
+
+
 def test_gate_files_are_decoded_as_trace_files_are(arh: Arh, tmp_path: Path) -> None:
     # UTF-16 got "not valid UTF-8: cannot decode byte 0xff at offset 0"; bad bytes had no line
     base = _one_report(arh, tmp_path, "base", BASELINE)

@@ -498,8 +498,8 @@ def test_jobs_share_out_json_lines_read_from_standard_input(
     chunks: list[Chunk] = []
     cut = runner.stdin_chunks
 
-    def counted(size: int) -> Iterator[Chunk] | bytes:
-        read = cut(size)
+    def counted(size: int, limit: int) -> Iterator[Chunk] | bytes:
+        read = cut(size, limit)
         assert not isinstance(read, bytes)
         for chunk in read:
             chunks.append(chunk)
@@ -509,10 +509,40 @@ def test_jobs_share_out_json_lines_read_from_standard_input(
     many = _outputs_stdin(arh, inputs, tmp_path / "many", data, "--jobs", jobs)
     assert one == many
     assert len(chunks) > 10
-    assert b"".join(c.data or b"" for c in chunks) == data
+    assert (
+        b"".join(line for c in chunks for line in c.data or () if isinstance(line, bytes)) == data
+    )
     assert [c.first_line for c in chunks[:2]] == [1, 1 + chunks[0].lines]
     assert "<stdin>:" in str(one["err"])
     assert "duplicate trace_id" in str(one["err"])
+
+
+@pytest.mark.parametrize("form", ["file", "stdin"])
+def test_jobs_give_the_errors_of_one_process_for_lines_over_the_limit(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    # a line longer than --max-input-size is skipped (in pieces) wherever the chunks are cut
+    _corpus(tmp_path)
+    lines = (tmp_path / "runs.jsonl").read_text(encoding="utf-8").split("\n")
+    lines[4] = lines[4] + " " * 5000  # longer than the limit and than a chunk
+    lines[9] = "[" + "1," * 2500 + "1]"
+    (tmp_path / "runs.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    data = (tmp_path / "runs.jsonl").read_bytes()
+    limit = ("--max-input-size", "4K")  # (the policy has 2,412 bytes)
+
+    def outputs(out: Path, *extra: str) -> dict[str, object]:
+        if form == "stdin":
+            return _outputs_stdin(arh, ["-"], out, data, *limit, *extra)
+        return _outputs(arh, [str(tmp_path / "runs.jsonl")], out, *limit, *extra)
+
+    one = outputs(tmp_path / "one")
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(runner, "_CHUNK_BYTES", 700)
+    monkeypatch.setattr(runner, "_STDIN_CHUNK_BYTES", 700)
+    assert outputs(tmp_path / "many", "--jobs", "2") == one
+    errors = str(one["err"])
+    assert ":5: the line is longer than --max-input-size (4K)" in errors
+    assert ":10: the line is longer than --max-input-size (4K)" in errors
 
 
 def test_jobs_keep_an_otlp_export_on_standard_input_in_one_piece(

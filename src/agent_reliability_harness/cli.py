@@ -115,6 +115,36 @@ def _output(parser: argparse.ArgumentParser, *flags: str, help: str) -> None:
     parser.add_argument(*flags, metavar="PATH", type=_out_path, help=help)
 
 
+_SIZE_UNITS: Final = {"": 0, "K": 10, "M": 20, "G": 30}
+
+
+def _size(text: str) -> int:
+    """``--max-input-size``: bytes, or a number with K, M or G (powers of 1024)."""
+    unit = text[-1:].upper() if text[-1:].isalpha() else ""
+    digits = text[: len(text) - len(unit)]
+    if unit not in _SIZE_UNITS or not (digits.isascii() and digits.isdigit()):
+        raise argparse.ArgumentTypeError(f"not a size such as 512M or 2G: {text!r}")
+    value = int(digits) << _SIZE_UNITS[unit]
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
+    return value
+
+
+def _max_input_option(parser: argparse.ArgumentParser) -> None:
+    """The option that caps what one input may make arh hold in memory."""
+    from agent_reliability_harness.io import DEFAULT_MAX_INPUT, size_text
+
+    parser.add_argument(
+        "--max-input-size",
+        type=_size,
+        default=DEFAULT_MAX_INPUT,
+        metavar="SIZE",
+        help="the most one input may hold: a file or standard input read whole, or one line of "
+        "a JSON Lines file; bytes, or with K, M or G, such as 64M (default "
+        f"{size_text(DEFAULT_MAX_INPUT)}); a larger one is an input error",
+    )
+
+
 def _jobs(text: str) -> int:
     if text == "auto":
         from agent_reliability_harness.runner import usable_cpus
@@ -256,6 +286,7 @@ def _validate_arguments(validate: _Parser) -> None:
         help="check traces in N processes (default 1; auto = one per CPU); the reports are "
         "the same as with one",
     )
+    _max_input_option(validate)
 
 
 def _compare_arguments(compare: _Parser) -> None:
@@ -329,6 +360,7 @@ def _compare_arguments(compare: _Parser) -> None:
     )
     compare.add_argument("--quiet", action="store_true", help="do not print the console report")
     compare.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
+    _max_input_option(compare)
     _stat_options(compare)
     compare.set_defaults(usage=compare.format_usage())
 
@@ -406,6 +438,7 @@ def _stats_arguments(stats: _Parser) -> None:
     _output(stats, "--json-out", help="write the statistics as JSON")
     _output(stats, "--md-out", help="write the statistics as Markdown")
     stats.add_argument("--quiet", action="store_true", help="do not print the console report")
+    _max_input_option(stats)
     stats.set_defaults(usage=stats.format_usage())
 
 
@@ -421,6 +454,7 @@ def _convert_arguments(convert: _Parser) -> None:
     )
     _record_options(convert)
     _output(convert, "-o", "--output", help="write here instead of standard output")
+    _max_input_option(convert)
     convert.set_defaults(usage=convert.format_usage())
 
 
@@ -575,13 +609,18 @@ def _overwrite_usage(
     return None
 
 
-def _policy(path: str, allow_risky_patterns: bool) -> Policy | None:
+def _policy(args: argparse.Namespace) -> Policy | None:
     """Load the policy, printing its error (then None) or its accepted warnings."""
     from agent_reliability_harness.render._text import terminal_safe
     from agent_reliability_harness.runner import load_policy
 
+    path = args.policy
     try:
-        policy = load_policy(path, allow_risky_patterns=allow_risky_patterns)
+        policy = load_policy(
+            path,
+            allow_risky_patterns=args.allow_risky_patterns,
+            max_input_bytes=args.max_input_size,
+        )
     except InputError as exc:
         _error(f"invalid policy: {exc}")
         return None
@@ -608,7 +647,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if problem:
         _print(f"{args.usage}arh validate: error: {problem}\n", sys.stderr)
         return EXIT_USAGE
-    policy = _policy(args.policy, args.allow_risky_patterns)
+    policy = _policy(args)
     if policy is None:
         return EXIT_FAILED
     # Reports are written as the traces are checked: the console report goes out trace by
@@ -619,7 +658,12 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         else ConsoleWriter(color=_use_color(args.color, sys.stdout), fail_under=args.fail_under)
     )
     outputs = [
-        (path, writer(name, StepLines(), fail_under=args.fail_under), Spool(), what)
+        (
+            path,
+            writer(name, StepLines(args.max_input_size), fail_under=args.fail_under),
+            Spool(),
+            what,
+        )
         for attribute, name, what in _VALIDATE_OUTPUTS
         if (path := getattr(args, attribute))
     ]
@@ -650,6 +694,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             task_key=args.task_key,
             outcome_at=args.outcome_at,
             jobs=args.jobs,
+            max_input_bytes=args.max_input_size,
         ):
             totals.add(report)
             if console is not None:
@@ -771,7 +816,9 @@ def _stat_usage(args: argparse.Namespace, *, baseline: bool = True) -> str | Non
     return None
 
 
-def _read_reports(paths: Sequence[str], label: str) -> list[tuple[str, Any]] | None:
+def _read_reports(
+    paths: Sequence[str], label: str, max_input_bytes: int
+) -> list[tuple[str, Any]] | None:
     """Each report with its path, or None after printing why each one that cannot be read
     cannot (every report is read: one bad report does not hide the others' problems)."""
     from agent_reliability_harness.io import utf8_name
@@ -793,7 +840,8 @@ def _read_reports(paths: Sequence[str], label: str) -> list[tuple[str, Any]] | N
             continue
         seen.add(same)
         try:
-            runs.append((utf8_name(path), load_report(path)))  # the path, as reports show it
+            report = load_report(path, max_input_bytes)
+            runs.append((utf8_name(path), report))  # the path, as reports show it
         except InputError as exc:
             _error(f"invalid {label}: {exc}")
             bad = True
@@ -810,7 +858,7 @@ def _gate_plan(args: argparse.Namespace) -> tuple[Any, str] | None:
     file = None
     if args.gates:
         try:
-            file = load_gate_file(args.gates)
+            file = load_gate_file(args.gates, args.max_input_size)
         except InputError as exc:
             _error(f"invalid gate file: {exc}")
             return None
@@ -852,8 +900,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     statistics = bool(args.gate or args.gates or args.outcome or args.k)
     planned = _gate_plan(args) if statistics else None
     # every report is read even when the gate file or another report is bad: all are reported
-    baselines = _read_reports(args.baseline, "baseline")
-    candidates = None if args.candidate is None else _read_reports(args.candidate, "candidate")
+    limit = args.max_input_size
+    baselines = _read_reports(args.baseline, "baseline", limit)
+    candidates = (
+        None if args.candidate is None else _read_reports(args.candidate, "candidate", limit)
+    )
     if (
         (statistics and planned is None)
         or baselines is None
@@ -869,7 +920,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         candidate, more = merge_runs(candidates, "candidate")
         notes += more
     else:
-        policy = _policy(args.policy, args.allow_risky_patterns)
+        policy = _policy(args)
         if policy is None:
             return EXIT_FAILED
         fail_under = 70.0 if args.fail_under is None else args.fail_under
@@ -890,6 +941,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             on_trace=keeper,
             task_key=args.task_key,
             outcome_at=args.outcome_at,
+            max_input_bytes=limit,
         )
         from agent_reliability_harness.io import utf8_name
 
@@ -988,7 +1040,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         _print(f"{args.usage}arh stats: error: {problem}\n", sys.stderr)
         return EXIT_USAGE
     planned = _gate_plan(args)
-    runs = _read_reports(args.reports, "report")  # read even when the gate file is bad
+    runs = _read_reports(args.reports, "report", args.max_input_size)  # even if the gates are bad
     if planned is None or runs is None:
         return EXIT_FAILED
     plan, outcome = planned
@@ -1012,12 +1064,39 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK if result.passed and not unwritten else EXIT_FAILED
 
 
+class _TerminatedError(BaseException):
+    """SIGTERM arrived while a report file was being written."""
+
+
+@contextlib.contextmanager
+def _terminable() -> Iterator[None]:
+    """While a report file is written, SIGTERM raises :class:`_TerminatedError` as Ctrl-C
+    raises ``KeyboardInterrupt``, so that the report's temporary file is removed on the way out
+    (by default SIGTERM ends the process at once, and the file stayed). Only the main thread
+    can set a signal handler; elsewhere the signal is left as it is."""
+    import signal
+
+    def stop(*_: object) -> None:
+        raise _TerminatedError
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
 def _write(path: str, text: str | Sequence[str | Spool], what: str, quiet: bool) -> int:
     """Write one report file: 0, or 1 after printing why it could not be written."""
     from agent_reliability_harness.io import write_atomic
 
     try:
-        write_atomic(path, text)
+        with _terminable():
+            write_atomic(path, text)
     except OSError as exc:
         _error(f"cannot write {path}: {exc.strerror or exc}")
         return EXIT_FAILED
@@ -1052,6 +1131,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         fmt=args.format,
         messages_at=args.messages_at,
         trace_id_at=args.trace_id_at,
+        max_input_bytes=args.max_input_size,
     ):
         try:
             ids.check(read)
@@ -1229,6 +1309,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _error("interrupted")
         return 130
+    except _TerminatedError:
+        _error("terminated")
+        return 143  # 128 + 15, as a shell reports a command that SIGTERM ended
     finally:
         sys.stdout, sys.stderr = stdout, stderr
         sys.set_int_max_str_digits(digits)

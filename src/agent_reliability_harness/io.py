@@ -8,6 +8,7 @@ from __future__ import annotations
 import codecs
 import errno
 import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from io import BytesIO
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from typing import IO, Any, Final
 
 __all__ = [
+    "DEFAULT_MAX_INPUT",
     "STDIN_NAME",
     "Chunk",
     "Document",
@@ -30,13 +32,16 @@ __all__ = [
     "expand_inputs",
     "file_source",
     "is_jsonl_name",
+    "is_regular_file",
     "jsonl_chunks",
     "no_records",
     "os_path",
     "read_chunk",
     "read_documents",
+    "read_input_file",
     "read_json_file",
     "read_whole",
+    "size_text",
     "stdin_chunks",
     "utf8_name",
     "write_atomic",
@@ -138,6 +143,54 @@ _NOT_REGULAR: Final = (
     "not a regular file (a device, pipe or socket, or a link to one): only regular files are "
     "read from a directory"
 )
+_DEVICE: Final = (
+    "a device, not a file (a device such as /dev/zero never ends): pass a file, a pipe, or - "
+    "for standard input"
+)
+
+# The most one input may make arh hold: a file or standard input read whole, or one line of JSON
+# Lines (`--max-input-size`). The largest legitimate inputs seen are reports of big runs (about
+# 2 KB a trace) and single traces of tens of MB; checking holds up to about nine times an
+# input's size (benchmarks/input_memory.py), so 512 MiB is about the most a 7 GB CI machine fits.
+DEFAULT_MAX_INPUT: Final = 512 << 20
+_PIECE: Final = 1 << 20  # streams are read, and overlong lines skipped, in pieces of this size
+_UNITS: Final = ((30, "G"), (20, "M"), (10, "K"))
+
+
+def size_text(size: int) -> str:
+    """A size as ``--max-input-size`` takes it: ``512M``, ``1G``, ``64K``, or bytes."""
+    for shift, unit in _UNITS:
+        if size >= 1 << shift and not size % (1 << shift):
+            return f"{size >> shift}{unit}"
+    return str(size)
+
+
+def _too_large(limit: int) -> InputError:
+    return InputError(
+        f"the input is larger than --max-input-size ({size_text(limit)})", pointer=None
+    )
+
+
+def _too_long(limit: int) -> InputError:
+    return InputError(
+        f"the line is longer than --max-input-size ({size_text(limit)})", pointer=None
+    )
+
+
+def _no_memory(what: str) -> InputError:
+    return InputError(f"not enough memory to read this {what}", pointer=None)
+
+
+def _is_device(mode: int) -> bool:
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+
+
+def is_regular_file(path: str) -> bool:
+    """Does ``path`` name a regular file (through links)? A pipe can only be read once."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
@@ -145,7 +198,8 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
 
     Directories are searched recursively for ``*.json``, ``*.jsonl`` and ``*.ndjson`` files
     (names starting with ``.`` are skipped). Sources are sorted by name, so the order in which
-    inputs are given does not change any result; a path given twice is read once.
+    inputs are given does not change any result; a path given twice is read once. A device
+    named (``/dev/zero``) is an error, never read; a pipe named is read.
     """
     sources: dict[str, Source] = {}
     errors: list[InputError] = []
@@ -188,6 +242,9 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                     jsonl = is_jsonl_name(file)
                     add(Source(_display(file), file, jsonl, _display(relative)))
             elif os.path.exists(arg):
+                if _is_device(os.stat(arg).st_mode):
+                    errors.append(InputError(_DEVICE, pointer=None, source=name))
+                    continue
                 jsonl = is_jsonl_name(arg)
                 add(Source(name, arg, jsonl, os.path.basename(name)))
             else:
@@ -201,40 +258,107 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
     return [sources[key] for key in sorted(sources)], errors
 
 
-def _stdin_bytes() -> bytes:
+def _read_capped(stream: IO[bytes], limit: int, expected: int = 0) -> bytes | None:
+    """Every byte of ``stream``, or None when it has more than ``limit`` (of which no more than
+    about ``limit`` are read). ``expected`` is a regular file's size: it is read at once."""
+    parts = []
+    left = limit + 1
+    piece = expected + 1 if expected else _PIECE
+    while left > 0 and (part := stream.read(min(piece, left))):
+        parts.append(part)
+        left -= len(part)
+        piece = _PIECE
+    return None if left <= 0 else b"".join(parts)  # (one part is not copied)
+
+
+def _stdin_stream() -> IO[bytes]:
     if sys.stdin is None:  # the process was started with standard input closed
         raise OSError(errno.EBADF, "standard input is closed")
-    return sys.stdin.buffer.read()
+    return sys.stdin.buffer
 
 
-def _read_bytes(source: Source) -> bytes:
-    assert source.path is not None
-    with open(source.path, "rb") as stream:
-        return stream.read()
+def read_input_file(path: str, limit: int = DEFAULT_MAX_INPUT) -> bytes:
+    """The bytes of the file (or pipe) at ``path``. Raises ``OSError``, or an ``InputError``
+    without a source for a device, which is not even opened, or for more than ``limit`` bytes,
+    which are not read (a pipe's are read up to the limit)."""
+    info = os.stat(path)
+    if _is_device(info.st_mode):
+        raise InputError(_DEVICE, pointer=None)
+    size = info.st_size if stat.S_ISREG(info.st_mode) else 0
+    if size > limit:
+        raise _too_large(limit)
+    with open(path, "rb") as stream:
+        data = _read_capped(stream, limit, size)
+    if data is None:
+        raise _too_large(limit)
+    return data
+
+
+_Line = bytes | InputError  # a line read, or why it could not be (see _lines)
+
+
+def _lines(stream: IO[bytes], limit: int, length: int = -1) -> Iterator[_Line]:
+    """The lines of a binary stream, each with its line feed (the last may have none): a line
+    ends at ``\\n`` only. In place of a line of more than ``limit`` bytes, or one there is not
+    enough memory for, an ``InputError`` (no location): the rest of that line is read a piece at
+    a time and let go. With ``length`` >= 0, only that many bytes are read."""
+    readline = stream.readline
+    left = length if length >= 0 else sys.maxsize
+    while left > 0:
+        error = None
+        try:
+            line = readline(min(limit + 1, left))
+        except MemoryError:
+            line, error = b"", _no_memory("line")
+        if error is None:
+            if not line:
+                return
+            left -= len(line)
+            if len(line) <= limit:
+                box = [line]
+                del line
+                yield box.pop()  # no local keeps the line while it is read
+                continue
+            error = _too_long(limit)
+        while left > 0 and not line.endswith(b"\n"):  # the rest of the line
+            line = readline(min(_PIECE, left))
+            if not line:
+                break
+            left -= len(line)
+        yield error
 
 
 def _jsonl_records(
     name: str,
-    stream: Iterable[bytes],
+    lines: Iterable[_Line],
     first_line: int = 1,
     tally: list[int] | None = None,
 ) -> Iterator[Document | InputError]:
-    """The records of JSON Lines, numbered from ``first_line``. Without ``tally`` these are all
-    of the input's lines, and an input without records is an error; with it, they are part of
-    a file, and ``tally[0]`` gets the number of records (lines that decode and are not blank)
-    added to it at the end."""
+    """The records of JSON Lines (see :func:`_lines`), numbered from ``first_line``. Without
+    ``tally`` these are all of the input's lines, and an input without records is an error;
+    with it, they are part of a file, and ``tally[0]`` gets the number of records (lines that
+    decode and are not blank, and lines too big to read) added to it at the end."""
     records = 0
-    for number, raw in enumerate(stream, first_line):
+    number = first_line - 1
+    for raw in lines:  # (not enumerate: its reused tuple would keep the last line)
+        number += 1
+        if isinstance(raw, InputError):  # a line too long, or too big for the memory left
+            records += 1  # (not blank: an empty input is not what went wrong)
+            yield raw.located(name, number)
+            continue
         try:
             text = decode_bytes(raw) if number == 1 else _decode_line(raw)
             del raw  # a line can be big: keep one copy of it at a time
             if not text or text.isspace():
                 continue
             records += 1
-            box = [Document(name, number, _loads_line(text))]
+            box: list[Document | InputError] = [Document(name, number, _loads_line(text))]
         except InputError as exc:
             yield exc.located(name, number)
             continue
+        except MemoryError:
+            text = ""  # (and the line's bytes go with the next line)
+            box = [_no_memory("line").located(name, number)]
         del text
         yield box.pop()  # no local keeps the document while it is checked
     if tally is not None:
@@ -243,13 +367,30 @@ def _jsonl_records(
         yield no_records(name)
 
 
+_LONE_CR: Final = (
+    "records separated by a carriage return alone (old Mac line ends): JSON Lines records end "
+    "with a line feed (LF or CRLF)"
+)
+
+
 def _loads_line(text: str) -> Any:
     try:
         return loads(text)
     except InputError:
         pass
     # again without the line break, so that the error's column is on this line
-    return loads(text.rstrip("\r\n"))
+    line = text.rstrip("\r\n")
+    try:
+        return loads(line)
+    except InputError as exc:
+        error = exc
+    if error.message.startswith("invalid JSON: Extra data") and error.column is not None:
+        # a carriage return alone is a line end to some editors, not to JSON Lines (nor to
+        # JSON, for which it is whitespace): the value before it is followed by another one
+        before = line[: error.column - 1]
+        if "\r" in before[len(before.rstrip(" \t\r")) :]:
+            raise InputError(_LONE_CR, pointer=None, line=error.line, column=error.column)
+    raise error
 
 
 def no_records(name: str) -> InputError:
@@ -261,48 +402,52 @@ def no_records(name: str) -> InputError:
 class Chunk(Record):
     """Part of a JSON Lines file: ``length`` bytes from ``offset`` (-1: to the end), whole
     lines, the first of them line number ``first_line``, ``lines`` line breaks in all; or, with
-    ``data``, those lines themselves (standard input, which cannot be read again)."""
+    ``data``, those lines themselves (standard input, which cannot be read again), an
+    ``InputError`` in place of a line that could not be read (see :func:`_lines`)."""
 
     offset: int
     length: int
     first_line: int
     lines: int = 0
-    data: bytes | None = None
+    data: tuple[_Line, ...] | None = None
 
 
 def jsonl_chunks(path: str, size: int) -> Iterator[Chunk]:
-    """Cut a JSON Lines file into chunks of about ``size`` bytes that end at line ends."""
+    """Cut a JSON Lines file into chunks of about ``size`` bytes that end at line ends. Only
+    their places are kept: no more than ``size`` bytes are held at once, however long a line."""
     with open(path, "rb") as stream:
         offset, line = 0, 1
         while True:
             data = stream.read(size)
             if not data:
                 return
-            if not data.endswith(b"\n"):
-                data += stream.readline()
-            breaks = data.count(b"\n")
-            yield Chunk(offset, len(data), line, breaks)
-            offset += len(data)
+            length, breaks, ended = len(data), data.count(b"\n"), data.endswith(b"\n")
+            del data
+            while not ended and (rest := stream.readline(size)):  # to the end of its last line
+                length += len(rest)
+                ended = rest.endswith(b"\n")
+                breaks += ended
+            yield Chunk(offset, length, line, breaks)
+            offset += length
             line += breaks
 
 
-def read_chunk(source: Source, chunk: Chunk, tally: list[int]) -> Iterator[Document | InputError]:
+def read_chunk(
+    source: Source, chunk: Chunk, tally: list[int], limit: int = DEFAULT_MAX_INPUT
+) -> Iterator[Document | InputError]:
     """The records of one chunk of a JSON Lines file (see :func:`jsonl_chunks`); ``tally[0]``
     gets their number added to it."""
     if chunk.data is not None:
-        yield from _jsonl_records(source.name, BytesIO(chunk.data), chunk.first_line, tally)
+        yield from _jsonl_records(source.name, chunk.data, chunk.first_line, tally)
         return
     assert source.path is not None
     try:
         with open(source.path, "rb") as stream:
             stream.seek(chunk.offset)
-            data = stream.read(chunk.length)
+            lines = _lines(stream, limit, chunk.length)
+            yield from _jsonl_records(source.name, lines, chunk.first_line, tally)
     except OSError as exc:
         yield cannot_read(source.name, exc)
-        return
-    lines = BytesIO(data)  # split at b"\n" as a file is, without copying every line twice
-    del data
-    yield from _jsonl_records(source.name, lines, chunk.first_line, tally)
 
 
 def _decode_line(raw: bytes) -> str:
@@ -319,116 +464,164 @@ def _decode_line(raw: bytes) -> str:
 
 _JSON_WHITESPACE: Final = b" \t\r\n"
 
+_Lines = tuple[list["_Line"], Iterator["_Line"]]
 
-def _stdin_start() -> tuple[list[bytes], IO[bytes]] | bytes:
-    """Standard input, as the lines read so far and the stream of the rest when it is JSON
-    Lines: its first line that is not blank holds a whole JSON value and something that is not
-    blank follows it. Otherwise (one document, possibly on many lines) all of its bytes, which
-    :func:`read_whole` decodes as one."""
-    if sys.stdin is None:  # the process was started with standard input closed
-        raise OSError(errno.EBADF, "standard input is closed")
-    stream = sys.stdin.buffer
+
+def _stdin_start(limit: int) -> _Lines | bytes:
+    """Standard input, as the lines read so far and the lines of the rest when it is JSON
+    Lines: its first line that is not blank holds a whole JSON value (or is too long to read)
+    and something that is not blank follows it. Otherwise (one document, possibly on many
+    lines) all of its bytes, which :func:`read_whole` decodes as one; an ``InputError`` when
+    there are more than ``limit``."""
+    stream = _stdin_stream()
+    lines = _lines(stream, limit)
     head: list[bytes] = []
-    for line in iter(stream.readline, b""):
+    for line in lines:
+        if isinstance(line, InputError):
+            return [*head, line], lines  # a line that cannot be read: the rest is lines too
         head.append(line)
         if line.strip(_JSON_WHITESPACE):
             break
     else:
         return b"".join(head)  # empty, or only blank lines
+    start = b"".join(head)
     try:
-        loads(decode_bytes(b"".join(head)))
-    except InputError:
-        return b"".join(head) + stream.read()  # not a value on one line: one document
-    for line in iter(stream.readline, b""):
+        loads(decode_bytes(start))
+    except InputError:  # not a value on one line: one document
+        rest = _read_capped(stream, limit - len(start))
+        if rest is None:
+            raise _too_large(limit) from None
+        return start + rest
+    except MemoryError:
+        return [*head], lines  # the line is read again as a record, and reported
+    for line in lines:
+        if isinstance(line, InputError) or line.strip(_JSON_WHITESPACE):
+            return [*head, line], lines
         head.append(line)
-        if line.strip(_JSON_WHITESPACE):
-            return head, stream
     return b"".join(head)  # one value, on its line: one document
 
 
-def _chain(head: list[bytes], rest: Iterable[bytes]) -> Iterator[bytes]:
+def _chain(head: list[_Line], rest: Iterable[_Line]) -> Iterator[_Line]:
     while head:
         yield head.pop(0)
     yield from rest
 
 
-def stdin_chunks(size: int) -> Iterator[Chunk] | bytes:
+def stdin_chunks(size: int, limit: int = DEFAULT_MAX_INPUT) -> Iterator[Chunk] | bytes:
     """Standard input for worker processes: JSON Lines in chunks of about ``size`` bytes of
     whole lines, each holding its lines (read as the chunks are asked for), or all of its bytes
     when it is one document (see :func:`read_whole`). Raises ``OSError``, also while the chunks
     are read: after a chunk of the lines read whole before the error, as reading them one by
-    one would have read them."""
-    start = _stdin_start()
+    one would have read them; and ``InputError`` for one document of more than ``limit``."""
+    start = _stdin_start(limit)
     if isinstance(start, bytes):
         return start
-    head, stream = start
-    return _line_blocks(b"".join(head), stream, size)
+    return _line_blocks(*start, size)
 
 
-def _line_blocks(data: bytes, stream: IO[bytes], size: int) -> Iterator[Chunk]:
-    read = getattr(stream, "read1", stream.read)  # what the stream has, not waiting for a block
+def _line_blocks(block: list[_Line], lines: Iterator[_Line], size: int) -> Iterator[Chunk]:
     first_line = 1
     while True:
-        parts, got, failure = [data], len(data), None
+        got = sum(len(line) if isinstance(line, bytes) else size for line in block)
+        done, failure = False, None
         try:
-            while got < size and (part := read(size - got)):
-                parts.append(part)
-                got += len(part)
-            if got >= size:
-                parts.append(stream.readline())  # to the end of its last line
-        except OSError as exc:
-            failure = exc
-        data = b"".join(parts)
-        if failure is not None:
-            data = data[: data.rfind(b"\n") + 1]  # a line cut by the error is not read
-        if data:
-            lines = data.count(b"\n")
-            yield Chunk(-1, len(data), first_line, lines, data)
-            first_line += lines
+            if got < size:
+                for line in lines:
+                    block.append(line)
+                    got += len(line) if isinstance(line, bytes) else size
+                    if got >= size:
+                        break
+                else:
+                    done = True
+        except OSError as exc:  # a line cut by the error is not read
+            done, failure = True, exc
+        if block:
+            yield Chunk(-1, got, first_line, len(block), tuple(block))
+            first_line += len(block)
         if failure is not None:
             raise failure
-        if got < size:
-            return  # the end of the input
-        data = b""
+        if done:
+            return
+        block = []
 
 
-def read_documents(source: Source) -> Iterator[Document | InputError]:
-    """Yield the documents of one source, or an error for each part that cannot be decoded."""
+def read_documents(
+    source: Source, max_input_bytes: int = DEFAULT_MAX_INPUT
+) -> Iterator[Document | InputError]:
+    """Yield the documents of one source, or an error for each part that cannot be decoded.
+    A JSON Lines file is read a line at a time, each line at most ``max_input_bytes``; any
+    other input is read whole, at most ``max_input_bytes``."""
+    limit = max_input_bytes
+    data: bytes | None = None
     try:
         if source.jsonl and source.path is not None:
             with open(source.path, "rb") as stream:
-                yield from _jsonl_records(source.name, stream)
+                yield from _jsonl_records(source.name, _lines(stream, limit))
             return
         if source.path is None:
-            start = _stdin_start()
+            start = _stdin_start(limit)
             if not isinstance(start, bytes):
                 yield from _jsonl_records(source.name, _chain(*start))
                 return
             data = start
+            del start
         else:
-            data = _read_bytes(source)
+            data = read_input_file(source.path, limit)
+        error = None
     except OSError as exc:
-        yield cannot_read(source.name, exc)
+        error = cannot_read(source.name, exc)
+    except InputError as exc:  # a device, or too large
+        error = exc.located(source.name)
+    except MemoryError:
+        error = _no_memory("input").located(source.name)
+    if error is not None:
+        yield error
         return
-    yield from read_whole(source, data)
+    assert data is not None
+    whole = read_whole(source, data, limit)
+    del data  # read_whole lets go of the bytes once it has decoded them
+    yield from whole
 
 
 def cannot_read(name: str, exc: OSError) -> InputError:
     return InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=name)
 
 
-def read_whole(source: Source, data: bytes) -> Iterator[Document | InputError]:
-    """The document of a whole file, or of standard input that is not streamed as JSON Lines."""
+def read_whole(
+    source: Source, data: bytes, max_input_bytes: int = DEFAULT_MAX_INPUT
+) -> Iterator[Document | InputError]:
+    """The document of a whole file, or of standard input that is not streamed as JSON Lines
+    (read again as JSON Lines, of lines of at most ``max_input_bytes``, if it holds several
+    documents). ``data`` is let go of once it is decoded: the caller should not keep it."""
+    error: InputError | None = None
     try:
-        value = loads(decode_bytes(data))
+        text = decode_bytes(data)
     except InputError as exc:
-        if source.path is None and exc.message.startswith("invalid JSON: Extra data"):
-            # standard input holding several documents is read as JSON Lines
-            yield from _jsonl_records(source.name, data.splitlines(keepends=True))
-            return
-        yield exc.located(source.name)
+        error = exc.located(source.name)
+    except MemoryError:
+        error = _no_memory("input").located(source.name)
+    del data  # the bytes are not kept while the document is parsed and checked
+    if error is not None:
+        yield error
         return
-    del data  # the file's bytes are not kept while its document is checked
+    several = False
+    try:
+        value = loads(text)
+    except InputError as exc:
+        # standard input holding several documents is read as JSON Lines
+        several = source.path is None and exc.message.startswith("invalid JSON: Extra data")
+        error = None if several else exc.located(source.name)
+    except MemoryError:
+        error = _no_memory("input").located(source.name)
+    if several:  # split at line feeds, as a file is
+        lines = BytesIO(text.encode("utf-8"))
+        del text
+        yield from _jsonl_records(source.name, _lines(lines, max_input_bytes))
+        return
+    del text
+    if error is not None:
+        yield error
+        return
     box = [Document(source.name, None, value)]
     del value
     yield box.pop()  # no local keeps the document while it is checked
@@ -439,21 +632,28 @@ def file_source(path: str) -> Source:
     return Source(_display(path), path, is_jsonl_name(path))
 
 
-def read_json_file(path: str) -> Any:
-    """Read one JSON document (a policy or a report); errors name the file."""
+def read_json_file(path: str, max_input_bytes: int = DEFAULT_MAX_INPUT) -> Any:
+    """Read one JSON document (a policy or a report) of at most ``max_input_bytes``; errors
+    name the file."""
     name = STDIN_NAME if path == STDIN else _display(path)
     try:
         if path == STDIN:
-            data = _stdin_bytes()
+            data = _read_capped(_stdin_stream(), max_input_bytes)
+            if data is None:
+                raise _too_large(max_input_bytes)
         else:
-            with open(path, "rb") as stream:
-                data = stream.read()
+            data = read_input_file(path, max_input_bytes)
+        text = decode_bytes(data)
+        data = b""  # the bytes are not kept while the text is parsed
+        return loads(text)
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=name) from None
-    try:
-        return loads(decode_bytes(data))
+        raise cannot_read(name, exc) from None
     except InputError as exc:
         raise exc.located(name) from None
+    except MemoryError:
+        pass
+    data, text = b"", ""  # raised outside the handler, the error keeps neither
+    raise _no_memory("input").located(name)
 
 
 def _existing_ancestor(path: str) -> str:
@@ -473,18 +673,20 @@ def _write_parts(stream: IO[str], text: str | Sequence[str | Spool]) -> None:
             part.copy_to(stream)
 
 
-def _new_file_beside(path: str) -> tuple[int, str]:
-    """A new, empty, hidden file in the directory of ``path``, opened for writing, and its path.
-    It gets the mode of any new file (read and write for all, less the umask), not the owner-only
-    mode of ``tempfile.mkstemp``: a report is as readable as the user's other files."""
+def _new_file_beside(path: str, temp: list[str]) -> int:
+    """A new, empty, hidden file in the directory of ``path``, opened for writing; its path is
+    put in ``temp`` before it is made, so that the file is removed even if an exception (Ctrl-C,
+    SIGTERM) comes just after. It gets the mode of any new file (read and write for all, less the
+    umask), not the owner-only mode of ``tempfile.mkstemp``: a report is as readable as the
+    user's other files."""
     directory, name = os.path.split(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     while True:
-        temp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
+        temp[:] = [os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")]
         try:
-            return os.open(temp, flags, 0o666), temp
+            return os.open(temp[0], flags, 0o666)
         except FileExistsError:  # pragma: no cover - 48 random bits taken
-            continue
+            temp.clear()  # someone else's file: not ours to remove
 
 
 def refuse_directory(path: str) -> None:
@@ -522,16 +724,17 @@ def write_atomic(path: str, text: str | Sequence[str | Spool]) -> None:
         raise NotADirectoryError(
             errno.ENOTDIR, f"{_display(blocker)} is a file, not a directory"
         ) from None
-    handle, temp = _new_file_beside(path)
+    temp: list[str] = []
     try:
+        handle = _new_file_beside(path, temp)
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
             _write_parts(stream, text)
         if os.path.exists(path):  # a report written again keeps the mode it was given
-            os.chmod(temp, os.stat(path).st_mode & 0o7777)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
+            os.chmod(temp[0], os.stat(path).st_mode & 0o7777)
+        os.replace(temp[0], path)
+    except BaseException:  # an error, Ctrl-C or (from the command line) SIGTERM
+        if temp and os.path.exists(temp[0]):
+            os.unlink(temp[0])
         raise
 
 

@@ -26,17 +26,20 @@ from agent_reliability_harness.adapters import (
 from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.errors import TOO_DEEP, InputError, excerpt, join_pointer
 from agent_reliability_harness.io import (
+    DEFAULT_MAX_INPUT,
     STDIN_NAME,
     Chunk,
     Document,
     Source,
     cannot_read,
     expand_inputs,
+    is_regular_file,
     jsonl_chunks,
     no_records,
     os_path,
     read_chunk,
     read_documents,
+    read_input_file,
     read_json_file,
     read_whole,
     stdin_chunks,
@@ -66,35 +69,39 @@ __all__ = [
 ]
 
 
-def load_policy(path: str, *, allow_risky_patterns: bool = False) -> Policy:
-    """Read and parse a policy file; errors name the file."""
+def load_policy(
+    path: str, *, allow_risky_patterns: bool = False, max_input_bytes: int = DEFAULT_MAX_INPUT
+) -> Policy:
+    """Read and parse a policy file of at most ``max_input_bytes``; errors name the file."""
     try:
-        return Policy.from_dict(read_json_file(path), allow_risky_patterns=allow_risky_patterns)
+        return Policy.from_dict(
+            read_json_file(path, max_input_bytes), allow_risky_patterns=allow_risky_patterns
+        )
     except InputError as exc:
         raise (exc if exc.source else exc.located(path)) from None
 
 
-def load_gate_file(path: str) -> GateFile:
-    """Read and parse a gate file (``arh.toml``); errors name the file (and line and key)."""
+def load_gate_file(path: str, max_input_bytes: int = DEFAULT_MAX_INPUT) -> GateFile:
+    """Read and parse a gate file (``arh.toml``) of at most ``max_input_bytes``; errors name
+    the file (and line and key)."""
     from agent_reliability_harness._json import decode_bytes
     from agent_reliability_harness.regression.stat_gates import parse_gate_file
 
     try:
-        with open(path, "rb") as stream:
-            data = stream.read()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", pointer=None, source=path) from None
-    try:
+        data = read_input_file(path, max_input_bytes)
         text = decode_bytes(data, "TOML")  # as trace files are: a UTF-8 BOM dropped, UTF-16 named
+    except OSError as exc:
+        raise cannot_read(path, exc) from None
     except InputError as exc:
         raise exc.located(path) from None
     return parse_gate_file(text, path)
 
 
-def load_report(path: str) -> RunReport:
-    """Read a JSON validation report (for example a baseline); errors name the file."""
+def load_report(path: str, max_input_bytes: int = DEFAULT_MAX_INPUT) -> RunReport:
+    """Read a JSON validation report (for example a baseline) of at most ``max_input_bytes``;
+    errors name the file."""
     try:
-        return RunReport.from_dict(read_json_file(path))
+        return RunReport.from_dict(read_json_file(path, max_input_bytes))
     except InputError as exc:
         raise (exc if exc.source else exc.located(path)) from None
 
@@ -129,9 +136,11 @@ def read_traces(
     fmt: str = "auto",
     messages_at: str | None = None,
     trace_id_at: Sequence[str] = (),
+    max_input_bytes: int = DEFAULT_MAX_INPUT,
 ) -> Iterator[ReadTrace]:
     """Every trace in ``inputs`` and where it was read, in input order (sorted paths, then
-    JSON Lines order, then array order); problems go to ``fail``.
+    JSON Lines order, then array order); problems go to ``fail``. ``max_input_bytes`` is the
+    most one input (a file read whole, or a line of JSON Lines) may hold.
 
     A transcript record without an id is named after its file's path relative to the argument
     it was found under, plus ``:<line>`` for a JSON Lines record and ``#<index>`` in an array.
@@ -139,9 +148,10 @@ def read_traces(
     sources, bad_inputs = expand_inputs(inputs)
     for error in bad_inputs:
         fail(error)
-    settings = _Settings(fmt, messages_at, tuple(trace_id_at), keep_traces=True)
+    settings = _Settings(fmt, messages_at, tuple(trace_id_at), max_input_bytes, keep_traces=True)
     for source in sources:
-        for outcome in _source_traces(read_documents(source), _base(source), settings):
+        documents = read_documents(source, max_input_bytes)
+        for outcome in _source_traces(documents, _base(source), settings):
             if isinstance(outcome, InputError):
                 fail(outcome)
                 continue
@@ -188,7 +198,7 @@ def _source_traces(
             settings.messages_at, settings.trace_id_at, base if line is None else f"{base}:{line}"
         )
         results = to_traces(value, settings.fmt, options)
-        upcoming = next(results, None)
+        upcoming = _next_trace(results)
         while upcoming is not None:
             pointer, result = upcoming
             box: list[ReadTrace | InputError] = [
@@ -197,10 +207,25 @@ def _source_traces(
                 else ReadTrace(result, source, line, pointer, _id_pointer(value, pointer))
             ]
             del result
-            upcoming = next(results, None)
+            upcoming = _next_trace(results)
             if upcoming is None:  # the document's last record (``results`` is done with it too)
                 value = None
             yield box.pop()  # from a box, so that no local names the trace while it is checked
+
+
+_NO_MEMORY: Final = "not enough memory to check this trace"
+
+
+def _next_trace(
+    results: Iterator[tuple[str, Trace | InputError]],
+) -> tuple[str, Trace | InputError] | None:
+    """The next of a document's traces; an error in its place when there is not enough memory
+    to build it (the document's other traces are then not read)."""
+    try:
+        return next(results, None)
+    except MemoryError:
+        pass
+    return "", InputError(_NO_MEMORY, pointer=None)
 
 
 def _span_file_traces(
@@ -264,6 +289,7 @@ class _Settings(Record):
     fmt: str
     messages_at: str | None
     trace_id_at: tuple[str, ...]
+    max_input: int  # bytes (see io.read_documents)
     keep_traces: bool
     task_key: str | None = None  # JSON pointers into each trace, recorded in its report
     outcome_at: str | None = None
@@ -333,6 +359,8 @@ def _check(validator: Validator, read: ReadTrace, settings: _Settings) -> _Check
             )
     except InputError as exc:
         result = exc if exc.source else exc.located(read.source, read.line)
+    except MemoryError:
+        result = InputError(_NO_MEMORY, pointer=None).located(read.source, read.line)
     return _Checked(
         trace.trace_id,
         read.where,
@@ -352,7 +380,8 @@ def _outcomes(
     validator: Validator, source: Source, settings: _Settings
 ) -> Iterator[_Checked | InputError]:
     """The outcomes of one whole source, read and checked in this process."""
-    return _checked(validator, read_documents(source), _base(source), settings)
+    documents = read_documents(source, settings.max_input)
+    return _checked(validator, documents, _base(source), settings)
 
 
 class _Unit(Record):
@@ -391,7 +420,7 @@ def _unit_outcomes(
         return _checked(validator, unit.local, _base(source), settings)
     if unit.chunk is None:
         return chain.from_iterable(_outcomes(validator, s, settings) for s in unit.sources)
-    documents = read_chunk(source, unit.chunk, tally)
+    documents = read_chunk(source, unit.chunk, tally, settings.max_input)
     return _checked(validator, documents, _base(source), settings)
 
 
@@ -457,22 +486,26 @@ def _span_export_file(path: str, fmt: str) -> bool:
     return _names_spans(head)
 
 
-def _stdin_units(source: Source, fmt: str) -> Iterator[_Unit]:
+def _stdin_units(source: Source, fmt: str, limit: int) -> Iterator[_Unit]:
     """Standard input as units of work: JSON Lines in chunks of the lines read so far, for the
     workers; one document, an OTLP export (whose traces may span lines) or a read error, for
     this process."""
     try:
-        chunks = stdin_chunks(_STDIN_CHUNK_BYTES)
+        chunks = stdin_chunks(_STDIN_CHUNK_BYTES, limit)
         if isinstance(chunks, bytes):
-            yield _Unit((source,), local=read_whole(source, chunks))
+            local = read_whole(source, chunks, limit)
+            del chunks  # read_whole lets go of the bytes once it has decoded them
+            yield _Unit((source,), local=local)
             return
         pending = next(chunks)  # there is one: the input has a line that is not blank
-        head = (pending.data or b"")[: 1 << 16]
-        if fmt in SPAN_FORMAT_NAMES or (fmt == "auto" and _names_spans(head)):
+        if fmt in SPAN_FORMAT_NAMES or (fmt == "auto" and _names_spans(_head(pending))):
             yield _Unit((source,), local=_read_chunks(source, chain([pending], chunks)))
             return
     except OSError as exc:
         yield _Unit((source,), local=iter([cannot_read(source.name, exc)]))
+        return
+    except InputError as exc:  # one document, too large
+        yield _Unit((source,), local=iter([exc.located(source.name)]))
         return
     while True:
         try:
@@ -488,6 +521,17 @@ def _stdin_units(source: Source, fmt: str) -> Iterator[_Unit]:
         pending = chunk
 
 
+def _head(chunk: Chunk) -> bytes:
+    """The first 64 KiB of the lines of a chunk of standard input."""
+    head = b""
+    for line in chunk.data or ():
+        if isinstance(line, bytes):
+            head += line[: (1 << 16) - len(head)]
+            if len(head) >= 1 << 16:
+                break
+    return head
+
+
 def _read_chunks(source: Source, chunks: Iterator[Chunk]) -> Iterator[Document | InputError]:
     tally = [0]
     try:
@@ -497,13 +541,18 @@ def _read_chunks(source: Source, chunks: Iterator[Chunk]) -> Iterator[Document |
         yield cannot_read(source.name, exc)
 
 
-def _units(sources: Sequence[Source], fmt: str, chunk_bytes: int) -> Iterator[_Unit]:
+def _units(sources: Sequence[Source], fmt: str, chunk_bytes: int, limit: int) -> Iterator[_Unit]:
     """Cut the sources into units of work: JSON Lines files and standard input in chunks
-    (except OTLP exports), other files in batches."""
+    (except OTLP exports and named pipes), other files in batches."""
     batch: list[Source] = []
     size = 0
     for source in sources:
-        if source.path is not None and source.jsonl and not _span_export_file(source.path, fmt):
+        if (
+            source.path is not None
+            and source.jsonl
+            and is_regular_file(source.path)  # a pipe can be read only once, whole
+            and not _span_export_file(source.path, fmt)
+        ):
             if batch:
                 yield _Unit(tuple(batch))
                 batch, size = [], 0
@@ -513,7 +562,7 @@ def _units(sources: Sequence[Source], fmt: str, chunk_bytes: int) -> Iterator[_U
             if batch:
                 yield _Unit(tuple(batch))
                 batch, size = [], 0
-            yield from _stdin_units(source, fmt)
+            yield from _stdin_units(source, fmt, limit)
             continue
         batch.append(source)
         size += _file_size(source.path)
@@ -549,7 +598,7 @@ def _parallel(
     local = Validator(policy, fail_under)  # for what this process checks itself
     total = sum(_file_size(source.path) for source in sources if source.path is not None)
     chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
-    units = _units(sources, settings.fmt, chunk_bytes)
+    units = _units(sources, settings.fmt, chunk_bytes, settings.max_input)
     # When a worker would get one piece of work at most (one trace, say), workers would only
     # add their start: this process does it all.
     first = list(islice(units, 3))
@@ -629,15 +678,23 @@ def iter_reports(
     jobs: int = 1,
     task_key: str | None = None,
     outcome_at: str | None = None,
+    max_input_bytes: int = DEFAULT_MAX_INPUT,
 ) -> Iterator[TraceReport]:
     """Validate every trace found in ``inputs`` and yield its report, in input order (sorted
     paths, then JSON Lines order, then array order); problems go to ``on_error`` as they occur.
 
     With ``jobs`` > 1, worker processes read and validate the traces; the reports, errors and
-    their order are exactly those of one process.
+    their order are exactly those of one process. ``max_input_bytes`` is the most one input (a
+    file read whole, or a line of JSON Lines) may hold; a larger one is an input error.
     """
     settings = _Settings(
-        fmt, messages_at, tuple(trace_id_at), on_trace is not None, task_key, outcome_at
+        fmt,
+        messages_at,
+        tuple(trace_id_at),
+        max_input_bytes,
+        on_trace is not None,
+        task_key,
+        outcome_at,
     )
     sources, bad_inputs = expand_inputs(inputs)
     for error in bad_inputs:
@@ -687,6 +744,7 @@ def run_validation(
     jobs: int = 1,
     task_key: str | None = None,
     outcome_at: str | None = None,
+    max_input_bytes: int = DEFAULT_MAX_INPUT,
 ) -> RunReport:
     """Validate every trace found in ``inputs`` and collect the run's report.
 
@@ -695,6 +753,7 @@ def run_validation(
     with each trace and its report, in report order (the HTML report keeps some traces this way).
     ``task_key`` and ``outcome_at`` are JSON pointers into each canonical trace: its task and
     its success label, recorded in its report (``task``, ``outcome``) for the statistics.
+    ``max_input_bytes`` is the most one input may hold (see :func:`iter_reports`).
     """
     errors: list[InputError] = []
 
@@ -716,6 +775,7 @@ def run_validation(
             jobs=jobs,
             task_key=task_key,
             outcome_at=outcome_at,
+            max_input_bytes=max_input_bytes,
         )
     )
     return RunReport(reports, sorted_errors(errors), policy.policy_id, policy.sha256, __version__)
@@ -726,12 +786,13 @@ class StepLines:
 
     SARIF results point at these lines. Files are read again here, only when a SARIF report is
     written, one at a time (reports of one file come one after another); a file that cannot be
-    read (or changed meanwhile) just gives no lines.
+    read (or changed meanwhile, or a pipe, which cannot be read again) just gives no lines.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_input_bytes: int = DEFAULT_MAX_INPUT) -> None:
         self._path: str | None = None
         self._lines: list[int] = []
+        self._limit = max_input_bytes
 
     def __call__(self, report: TraceReport) -> list[int] | None:
         from agent_reliability_harness._json import decode_bytes, member_array_lines
@@ -741,11 +802,13 @@ class StepLines:
             return None
         if path != self._path:
             self._path = path
-            try:
-                with open(os_path(path), "rb") as stream:
-                    self._lines = member_array_lines(decode_bytes(stream.read()), "steps")
-            except (OSError, InputError):
-                self._lines = []
+            self._lines = []
+            if is_regular_file(os_path(path)):
+                try:
+                    text = decode_bytes(read_input_file(os_path(path), self._limit))
+                    self._lines = member_array_lines(text, "steps")
+                except (OSError, InputError, MemoryError):
+                    pass
         return self._lines
 
 

@@ -188,12 +188,14 @@ def key_lines(text: str) -> dict[tuple[str, ...], int]:
     A key is found at ``key = value`` under the latest table header, and a table at its header
     (``[a.b]``, ``[[a]]``) or at the first key that implies it (``a.b = 1`` implies table
     ``a``). Lines inside multi-line strings are skipped. Keys written inside inline tables or
-    arrays (``t = { a = 1 }``) are not found; their enclosing key's line is used instead.
+    arrays (``t = { a = 1 }``) are not found; their enclosing key's line is used instead. A
+    line ends at a line feed, as TOML and every other line number arh reports count them (not
+    at the other breaks ``str.splitlines`` knows, such as U+2028 in a comment).
     """
     lines: dict[tuple[str, ...], int] = {}
     table: tuple[str, ...] = ()
     closing: str | None = None  # the delimiter of the multi-line string being skipped
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in enumerate(text.split("\n"), 1):
         if closing is not None:
             if raw.count(closing) % 2 == 1:
                 closing = None
