@@ -395,7 +395,7 @@ def _nested_trace(depth: int) -> str:
     sys.version_info >= (3, 12),
     reason="from Python 3.12 the decoder's depth limit counts C-level generator calls, of which "
     "the worker, the piece done again here and one process have different numbers: within a few "
-    "levels of the limit (about 10,000 on 3.13) their verdicts can differ",
+    "levels of the limit their verdicts can differ",
     strict=True,
 )
 def test_jobs_agree_on_values_nested_as_deeply_as_the_stack_allows(
