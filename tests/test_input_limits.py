@@ -269,7 +269,7 @@ def test_policies_reports_and_gate_files_are_capped(arh: Arh, policy: Path, tmp_
     good = write(tmp_path / "good.json", trace("good"))
     report = tmp_path / "report.json"
     assert arh("validate", "--policy", policy, good, "--json-out", report).status == 0
-    gates = write(tmp_path / "arh.toml", "[defaults]\nk = 1\n# " + "-" * 9000 + "\n")
+    gates = write(tmp_path / "arh.toml", "[defaults]\nmin_pass_rate = 0\n# " + "-" * 9000 + "\n")
     small = "50"  # bytes: less than the policy (76), the report (about 1,700) and the gate file
     run = arh("validate", "--policy", policy, good, "--max-input-size", small)
     assert run.err == (
@@ -279,12 +279,12 @@ def test_policies_reports_and_gate_files_are_capped(arh: Arh, policy: Path, tmp_
     assert run.err == (
         f"error: invalid report: {report}: the input is larger than --max-input-size (50)\n"
     )
-    run = arh("stats", report, "--gates", gates, "--max-input-size", "9020")  # its size
+    run = arh("stats", report, "--gates", gates, "--max-input-size", "9032")  # its size
     assert (run.status, run.err) == (0, "")
-    run = arh("stats", report, "--gates", gates, "--max-input-size", "9019")
+    run = arh("stats", report, "--gates", gates, "--max-input-size", "9031")
     assert (run.status, run.err) == (
         1,
-        f"error: invalid gate file: {gates}: the input is larger than --max-input-size (9019)\n",
+        f"error: invalid gate file: {gates}: the input is larger than --max-input-size (9031)\n",
     )
     run = arh("compare", "--baseline", report, "--candidate", report, "--max-input-size", small)
     assert run.err.startswith(f"error: invalid baseline: {report}: the input is larger")
