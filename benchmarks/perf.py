@@ -1684,26 +1684,24 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
     import gc
 
     from agent_reliability_harness import _json
-    from agent_reliability_harness.engine import Validator, category_modules
+    from agent_reliability_harness.engine import Validator
     from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.trace import Trace
     from agent_reliability_harness.render.json_report import JsonWriter
-    from agent_reliability_harness.rules import lint, safety
+    from agent_reliability_harness.rules import safety
     from agent_reliability_harness.rules._facts import TraceFacts
 
     policy = Policy.from_dict(json.loads(corpus.policy.read_text(encoding="utf-8")))
     validator = Validator(policy)
-    plans = [
-        (module.CATEGORY, module.evaluate, validator.plans[module.CATEGORY])
-        for module in category_modules(policy)
-    ]
+    # each rule set by its category (the structure lint has none)
+    plans = [(rules.category or "lint", rules.evaluate, plan) for rules, plan in validator.plans]
     spent: dict[str, float] = dict.fromkeys(
         ["floor: json.loads", "decode UTF-8", "strict parse", "trace model", "facts"]
         + [name for name, _, _ in plans]
-        + ["lint", "JSON report"],
+        + ["JSON report"],
         0.0,
     )
-    patterns = validator.plans[safety.CATEGORY]
+    patterns = next(plan for rules, plan in validator.plans if rules is safety.RULE_SET)
     # the safety scan again, split into its parts (not added to the phases above)
     scan: dict[str, float] = dict.fromkeys(
         ["collect strings", "join and fold", "pattern tests", "search and findings", LEAST_PASSES],
@@ -1752,9 +1750,6 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
                     start = clock()
                     evaluate(facts, plan, findings)
                     spent[name] += clock() - start
-                start = clock()
-                lint.evaluate(facts, findings)
-                spent["lint"] += clock() - start
                 report = validator.validate(trace)
                 start = clock()
                 writer.add(report)

@@ -8,6 +8,7 @@ grounding 15, sequence 25, flow 20, completion 10 (100.0 when no category applie
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib.metadata
 import json
 import math
@@ -780,7 +781,8 @@ def test_a_type_error_in_a_rule_is_not_blamed_on_the_input() -> None:
     def broken(facts: object, plan: object, findings: object) -> Any:
         raise TypeError("a bug in a rule")
 
-    validator._plans = [(broken, None)]
+    rules, plan = validator.plans[0]
+    validator.plans = ((dataclasses.replace(rules, evaluate=broken), plan),)
     with pytest.raises(TypeError, match="a bug in a rule"):
         validator.validate(perfect_trace())
 

@@ -28,45 +28,39 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_reliability_harness import monitor as monitor_module
 from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.errors import InputError, UsageError
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.monitor import BlockedCallError, Monitor
-from agent_reliability_harness.rules import CATEGORY_MODULES, RULES, _taint, provenance
+from agent_reliability_harness.rules import (
+    RULES,
+    _taint,
+    conditions,
+    confirmation,
+    loops,
+    online,
+    provenance,
+)
 from agent_reliability_harness.rules._taint import GrowingCorpus, normalise
 
 from conftest import REFERENCE, ROOT, require_shared
 
-# Which rules can be decided while the run goes on, worked out from each rule's trigger in
-# docs/rules.md: a finding is monotone when no later step can take it back. Per-step contracts
-# and content never change; counts (calls, identical calls, steps, step ids) and totals (latency,
-# cost, tokens, all >= 0) only grow, and first calls never move.
+# When each rule can be decided is declared by the rule (Rule.decided); the equivalence checks
+# below hold the monitor to it. A finding is monotone when no later step can take it back.
 MONOTONE = {
-    "ARH-SCH-001", "ARH-SCH-002", "ARH-SCH-003", "ARH-SCH-004", "ARH-SCH-005", "ARH-SCH-007",
-    "ARH-SCH-008", "ARH-SCH-009", "ARH-SCH-010",
-    "ARH-BUD-001", "ARH-BUD-002", "ARH-BUD-003", "ARH-BUD-004",
-    "ARH-SAF-001",
-    "ARH-GRD-001", "ARH-GRD-003",
-    "ARH-SEQ-002", "ARH-SEQ-003", "ARH-SEQ-004",
-    "ARH-FLW-002", "ARH-FLW-003",
-    "ARH-CMP-002",
-    # policy language 1.1: each depends only on the steps up to the call it is anchored at
-    "ARH-PRV-001", "ARH-CND-001", "ARH-CND-002", "ARH-CND-003", "ARH-CND-004", "ARH-CFM-001",
-    "ARH-LOP-001", "ARH-LOP-002",
-}  # fmt: skip
+    r.rule_id for r in RULES.values() if r.emitted and r.decided in ("before_call", "on_step")
+}
 # Decided by how the run ends: a later step can make them go away (a required tool gets called,
 # an error gets retried, data for a budget turns up, coverage rises, the final answer comes).
-AT_THE_END = {
-    "ARH-SEQ-001", "ARH-SEQ-005", "ARH-FLW-001", "ARH-GRD-002", "ARH-CMP-001",
-    "ARH-BUD-005", "ARH-BUD-006", "ARH-BUD-007",
-    "ARH-CFM-002",  # "no user messages": the next step may be one
-}  # fmt: skip
+AT_THE_END = {r.rule_id for r in RULES.values() if r.emitted and r.decided == "at_end"}
 # Read from the adapter notes of a converted trace's metadata, which a monitored run, built step
 # by step, does not have: the equivalence checks compare the steps alone (see _load_case).
-FROM_THE_SOURCE = {"ARH-SCH-011"}
+FROM_THE_SOURCE = {r.rule_id for r in RULES.values() if r.decided == "from_source"}
+# Read only from the steps before a call and the call's tool and arguments, never its outcome:
+# check() decides every one of them.
+BEFORE_THE_CALL = {r.rule_id for r in RULES.values() if r.emitted and r.decided == "before_call"}
 
 CASES = sorted((ROOT / "benchmarks" / "cases").glob("*.json"))
 # the per-rule fixtures (a policy, a trace, the expected findings) of every rule
@@ -77,20 +71,16 @@ RULE_FIXTURES = [
 ]
 # the fields of a tool call that are known before it runs
 INTENT_KEYS = ("step_id", "type", "tool_name", "arguments")
-# The rules of policy language 1.1 read only the arguments of the call they are anchored at
-# (and the steps before it), never its outcome: check() decides every one of them.
-BEFORE_THE_CALL = {
-    "ARH-PRV-001", "ARH-CND-001", "ARH-CND-002", "ARH-CND-003", "ARH-CND-004", "ARH-CFM-001",
-    "ARH-LOP-001", "ARH-LOP-002",
-}  # fmt: skip
 
 
-def test_every_emitted_rule_is_classified() -> None:
-    # a new rule must be placed: decided early by the monitor, or only at the end
-    emitted = {rule_id for rule_id, rule in RULES.items() if rule.emitted}
-    assert emitted - MONOTONE - AT_THE_END - FROM_THE_SOURCE == set()
-    assert not MONOTONE & AT_THE_END
-    assert not (MONOTONE | AT_THE_END) & FROM_THE_SOURCE
+def test_the_rules_decided_before_the_call_include_those_of_language_1_1() -> None:
+    # none of them needs the call's outcome (POLICY-SPEC.md): a guard can refuse the call
+    assert {
+        "ARH-PRV-001", "ARH-CND-001", "ARH-CND-002", "ARH-CND-003", "ARH-CND-004",
+        "ARH-CFM-001", "ARH-LOP-001", "ARH-LOP-002",
+    } <= BEFORE_THE_CALL  # fmt: skip
+    # and the end of the run decides what a later step could still change
+    assert {"ARH-SEQ-001", "ARH-FLW-001", "ARH-GRD-002", "ARH-CMP-001", "ARH-CFM-002"} <= AT_THE_END
 
 
 def _full(finding: Finding) -> tuple[Any, ...]:
@@ -910,18 +900,17 @@ def test_check_and_observe_never_re_read_the_run(monkeypatch: pytest.MonkeyPatch
     def refuse(*_: Any, **__: Any) -> None:
         raise AssertionError("the run was read again")
 
-    for module in CATEGORY_MODULES:  # the 1.0 rules of one step are run on that step alone
-        if getattr(module, "LANGUAGE", "1.0") == "1.1":
-            monkeypatch.setattr(module, "evaluate", refuse)
+    for module in (provenance, conditions, confirmation, loops):  # the rule sets of 1.1
+        monkeypatch.setattr(module, "evaluate", refuse)
     monkeypatch.setattr(provenance, "first_occurrences", refuse)
     monkeypatch.setattr(_taint.Corpus, "text", refuse)
-    one_step_facts = monitor_module.TraceFacts
+    one_step_facts = online.TraceFacts
 
     def one_step(trace: Trace) -> Any:
         assert len(trace.steps) == 1
         return one_step_facts(trace)
 
-    monkeypatch.setattr(monitor_module, "TraceFacts", one_step)
+    monkeypatch.setattr(online, "TraceFacts", one_step)
     early: list[Finding] = []
     for step in trace.steps:
         early += monitor.check(_intent(step))

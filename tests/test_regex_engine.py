@@ -9,6 +9,7 @@ shape becomes an input error of the trace being checked.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from agent_reliability_harness import InputError, Monitor, Policy
+from agent_reliability_harness import InputError, Monitor, Policy, engine
 from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.model.trace import Trace
 from agent_reliability_harness.rules import safety
@@ -110,7 +111,9 @@ def engine_fails(monkeypatch: pytest.MonkeyPatch) -> None:
             pattern.search = _failing_search
         return patterns
 
-    monkeypatch.setattr(safety, "prepare", prepare)
+    failing = dataclasses.replace(safety.RULE_SET, prepare=prepare)
+    sets = tuple(failing if s is safety.RULE_SET else s for s in engine.RULE_SETS)
+    monkeypatch.setattr(engine, "RULE_SETS", sets)
 
 
 @pytest.mark.usefixtures("engine_fails")

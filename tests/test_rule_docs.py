@@ -9,7 +9,9 @@ from agent_reliability_harness.rules import CATEGORIES, RULES
 
 from conftest import ROOT, Run
 
-EXPECTED_IDS = (
+# The rule IDs of arh 0.2.x (a compatibility contract: they are never renamed or reused). Rules
+# added since are checked through the registry itself, so adding one touches no list here.
+IDS_0_2 = (
     [f"ARH-SCH-{n:03d}" for n in range(1, 11)]
     + [f"ARH-BUD-{n:03d}" for n in range(1, 8)]
     + ["ARH-SAF-001"]
@@ -18,18 +20,10 @@ EXPECTED_IDS = (
     + [f"ARH-FLW-{n:03d}" for n in range(1, 4)]
     + ["ARH-CMP-001", "ARH-CMP-002"]
 )
-# policy language 1.1 (POLICY-SPEC.md): provenance, conditions, confirmation, loops
-EXPECTED_IDS_1_1 = (
-    ["ARH-PRV-001"]
-    + [f"ARH-CND-{n:03d}" for n in range(1, 5)]
-    + ["ARH-CFM-001", "ARH-CFM-002", "ARH-LOP-001", "ARH-LOP-002"]
-)
-# read from a converted trace's adapter notes (a warning, not scored): any policy
-EXPECTED_IDS_SOURCE = ["ARH-SCH-011"]
 
 
-def test_registry_holds_exactly_the_0_2_rule_ids_and_the_additions() -> None:
-    assert sorted(RULES) == sorted(EXPECTED_IDS + EXPECTED_IDS_1_1 + EXPECTED_IDS_SOURCE)
+def test_registry_keeps_every_0_2_rule_id() -> None:
+    assert set(IDS_0_2) <= set(RULES)
 
 
 def test_rules_md_is_current() -> None:

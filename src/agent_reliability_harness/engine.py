@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any, Final
 
 from agent_reliability_harness.errors import TOO_DEEP, ArhError, InputError, UsageError
 from agent_reliability_harness.model._checks import find_cycle, find_non_string_key
-from agent_reliability_harness.model.fidelity import fidelity_plan, not_applicable
+from agent_reliability_harness.model.fidelity import not_applicable
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding, TraceReport
 from agent_reliability_harness.model.trace import Step, Trace
-from agent_reliability_harness.rules import CATEGORIES, CATEGORY_MODULES, lint
+from agent_reliability_harness.rules import RULE_SETS, RuleSet, fidelity_plan
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.scoring import (
     DEFAULT_FAIL_UNDER,
@@ -19,29 +19,14 @@ from agent_reliability_harness.scoring import (
     passes,
 )
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from types import ModuleType
-    from typing import Any, Final
-
-    _Evaluate = Callable[[TraceFacts, Any, list[Finding]], CategoryResult]
-__all__ = ["Validator", "category_modules", "validate_trace"]
-
-if tuple(m.CATEGORY for m in CATEGORY_MODULES) != tuple(c.name for c in CATEGORIES):
-    raise ImportError("rule category modules are out of step with the registry")  # pragma: no cover
-
-_GROUNDING: Final = [m.CATEGORY for m in CATEGORY_MODULES].index("grounding")
+__all__ = ["Validator", "rule_sets", "validate_trace"]
 
 
-def category_modules(policy: Policy) -> list[ModuleType]:
-    """The rule category modules that check traces against ``policy``, in report order. The
-    categories of policy language 1.1 are left out for a 1.0 policy, so that its reports list
-    the same categories as before."""
-    return [
-        module
-        for module in CATEGORY_MODULES
-        if policy.extensions is not None or getattr(module, "LANGUAGE", "1.0") == "1.0"
-    ]
+def rule_sets(policy: Policy) -> list[RuleSet]:
+    """The rule sets that check traces against ``policy``, in report order. The sets of policy
+    language 1.1 are left out for a 1.0 policy, so that its reports list the same categories as
+    before."""
+    return [s for s in RULE_SETS if policy.extensions is not None or s.language == "1.0"]
 
 
 NESTED_TRACE: Final = f"a value in the trace is {TOO_DEEP} to check"
@@ -64,7 +49,7 @@ _NOT_A_MAPPING: Final = "metadata and extra of a trace or step built in code mus
 class Validator:
     """A policy compiled once, ready to validate any number of traces."""
 
-    __slots__ = ("_fail_under", "_fidelity", "_plans", "plans", "policy")
+    __slots__ = ("_fail_under", "_fidelity", "_grounding", "plans", "policy")
 
     def __init__(self, policy: Policy, fail_under: float = DEFAULT_FAIL_UNDER) -> None:
         if not isinstance(policy, Policy):
@@ -74,13 +59,13 @@ class Validator:
             )
         self.policy = policy
         self._fail_under = check_fail_under(fail_under)
-        modules = category_modules(policy)
-        # category -> the policy compiled for its rules (what the runtime monitor reuses)
-        self.plans: dict[str, Any] = {m.CATEGORY: m.prepare(policy) for m in modules}
-        self._plans: list[tuple[_Evaluate, Any]] = [
-            (module.evaluate, self.plans[module.CATEGORY]) for module in modules
-        ]
+        # each rule set with the policy compiled for its rules (the runtime monitor reuses them)
+        self.plans: tuple[tuple[RuleSet, Any], ...] = tuple(
+            (rules, rules.prepare(policy)) for rules in rule_sets(policy)
+        )
         self._fidelity = fidelity_plan(policy)
+        scored = [rules.category for rules, _ in self.plans if rules.category is not None]
+        self._grounding = scored.index("grounding")  # its result gives the citation coverage
 
     def validate(
         self, trace: Trace, *, source_path: str | None = None, source_line: int | None = None
@@ -103,8 +88,11 @@ class Validator:
         try:
             facts = TraceFacts(trace)
             findings: list[Finding] = []
-            results = tuple(evaluate(facts, plan, findings) for evaluate, plan in self._plans)
-            lint.evaluate(facts, findings)
+            results: list[CategoryResult] = []
+            for rules, plan in self.plans:
+                result = rules.evaluate(facts, plan, findings)
+                if result is not None:
+                    results.append(result)
         except RecursionError:
             raise InputError(NESTED_TRACE, pointer=None) from None
         except SystemError as exc:
@@ -116,7 +104,7 @@ class Validator:
             raise problem from None
         findings.sort(key=Finding.sort_key)
         score = overall_score(results)
-        grounding = results[_GROUNDING]
+        grounding = results[self._grounding]
         coverage = (
             (grounding.checks - grounding.failed) / grounding.checks
             if grounding.applicable
@@ -135,7 +123,7 @@ class Validator:
             findings=tuple(findings),
             total_tokens=facts.tokens_total,
             source_path=source_path,
-            categories=results,
+            categories=tuple(results),
             source_line=source_line,
             not_applicable=not_applicable(facts.missing, self._fidelity),
         )

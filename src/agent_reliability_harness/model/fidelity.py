@@ -4,7 +4,8 @@ checks of a policy that are therefore not applicable.
 An adapter records the fields its source gave for none of the steps they apply to in
 ``metadata.adapter.missing`` (TRACE-SPEC.md, "Fidelity of converted traces"). A check that needs
 such a field cannot fail on that trace, so a pass would say nothing about it: the reports list
-these checks as *not applicable* instead. ``metadata`` is free-form, so a value there that is not
+these checks as *not applicable* instead (each rule declares the fields its checks need:
+``rules.registry.Need``). ``metadata`` is free-form, so a value there that is not
 a list of the names below is ignored, never an error.
 """
 
@@ -16,14 +17,12 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Any, Final
 
-    from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.trace import Trace
 
 __all__ = [
     "MISSING_FIELDS",
     "NotApplicable",
     "declared_missing",
-    "fidelity_plan",
     "missing_fields",
     "not_applicable",
 ]
@@ -49,33 +48,6 @@ class NotApplicable(Record):
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule_id": self.rule_id, "check": self.check, "field": self.field}
-
-
-def fidelity_plan(policy: Policy) -> tuple[NotApplicable, ...]:
-    """Every check the policy sets that needs a field a source may lack, in rule order."""
-    plan: list[NotApplicable] = []
-    budgets = policy.budgets
-    for value, rule_id, check, needs in (
-        (budgets.max_step_latency_ms, "ARH-BUD-001", "budgets.max_step_latency_ms", "latency_ms"),
-        (budgets.max_total_latency_ms, "ARH-BUD-002", "budgets.max_total_latency_ms", "latency_ms"),
-        (budgets.max_total_cost_usd, "ARH-BUD-003", "budgets.max_total_cost_usd", "cost_usd"),
-        (budgets.max_total_tokens, "ARH-BUD-004", "budgets.max_total_tokens", "tokens"),
-    ):
-        if value is not None:
-            plan.append(NotApplicable(rule_id, check, needs))
-    if policy.error_handling.require_retry_on_error:
-        plan.append(
-            NotApplicable("ARH-FLW-001", "error_handling.require_retry_on_error", "tool_status")
-        )
-    # provenance (policy language 1.1) follows values from tool outputs into later calls
-    extensions = policy.extensions
-    if extensions is not None and extensions.provenance is not None:
-        plan.append(NotApplicable("ARH-PRV-001", "provenance", "tool_output"))
-    if extensions is not None and extensions.relations:
-        plan.append(NotApplicable("ARH-CND-004", "relations", "tool_output"))
-    if policy.unsafe_patterns:
-        plan.append(NotApplicable("ARH-SAF-001", "unsafe_patterns (tool outputs)", "tool_output"))
-    return tuple(plan)
 
 
 def declared_missing(trace: Trace) -> frozenset[str]:

@@ -30,12 +30,22 @@ if TYPE_CHECKING:
     StepType = Literal["tool_call", "model_response", "user_message"]
 
     StepStatus = Literal["ok", "error"]
-__all__ = ["STEP_TYPES", "Step", "StepType", "Trace", "check_identity", "schema_version_for"]
+__all__ = [
+    "STEP_KEYS",
+    "STEP_TYPES",
+    "TRACE_KEYS",
+    "Step",
+    "StepType",
+    "Trace",
+    "check_identity",
+    "schema_version_for",
+]
 
 # user_message (schema version 1.1) records a user turn of a converted transcript; no rule reads it
 STEP_TYPES: Final = ("tool_call", "model_response", "user_message")
 
-_STEP_KEYS: Final = frozenset(
+# The keys of a step and of a trace that TRACE-SPEC.md defines; others are kept in ``extra``.
+STEP_KEYS: Final = frozenset(
     {
         "step_id",
         "type",
@@ -54,7 +64,7 @@ _STEP_KEYS: Final = frozenset(
         "metadata",
     }
 )
-_TRACE_KEYS: Final = frozenset(
+TRACE_KEYS: Final = frozenset(
     {"schema_version", "trace_id", "agent_name", "workflow", "steps", "source", "metadata"}
 )
 _EMPTY: Final[Mapping[str, Any]] = {}
@@ -214,7 +224,7 @@ class Step(Record):
                 join_pointer(pointer, "metadata"),
                 f"must be an object or null, got {json_type(metadata)}",
             )
-        extra = _EMPTY if data.keys() <= _STEP_KEYS else _extra(data, _STEP_KEYS, pointer)
+        extra = _EMPTY if data.keys() <= STEP_KEYS else _extra(data, STEP_KEYS, pointer)
         citations = () if citations is None else _citations(citations, pointer)
         return cls(
             step_id,
@@ -294,7 +304,7 @@ class Trace(Record):
         steps = tuple([from_dict(s, pointer=f"/steps/{i}") for i, s in enumerate(raw_steps)])
         source = opt_str(data, "source", "")
         metadata = _object(data, "metadata", "")
-        extra = _extra(data, _TRACE_KEYS, "")
+        extra = _extra(data, TRACE_KEYS, "")
         return cls(trace_id, agent_name, workflow, steps, version, source, metadata or {}, extra)
 
     def to_dict(self) -> dict[str, Any]:

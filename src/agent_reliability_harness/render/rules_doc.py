@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from agent_reliability_harness.rules import CATEGORIES, RULES, Rule
+from agent_reliability_harness.rules.registry import DECIDED
 
 __all__ = ["explain_text", "rules_json", "rules_markdown", "rules_table"]
 
@@ -59,6 +60,12 @@ def rules_markdown() -> str:
                 f"- Anchored at: {rule.anchor}",
                 f"- Effect on the score: {rule.scoring}",
                 f"- Remediation: {rule.remediation}",
+                f"- Decided by the runtime monitor: {DECIDED[rule.decided]}",
+            ]
+            out += [
+                f"- Needs: `{need.field}` for `{need.check}`; when the trace's source lacks it, "
+                "the check is reported as not applicable"
+                for need in rule.needs
             ]
     return "\n".join(out) + "\n"
 

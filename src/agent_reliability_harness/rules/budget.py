@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Final
+
+from agent_reliability_harness.model._checks import fits_in_text
 from agent_reliability_harness.model.policy import Budgets, Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
-from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.model.trace import Step
+from agent_reliability_harness.rules._facts import (
+    COST_DECIMALS,
+    LATENCY_DECIMALS,
+    TraceFacts,
+    sum_too_large,
+    tokens_too_long,
+)
 from agent_reliability_harness.rules._format import amount
-from agent_reliability_harness.rules.registry import rule
+from agent_reliability_harness.rules.online import Probe, Watch
+from agent_reliability_harness.rules.registry import Need, RuleSet, rule
+
+# Every finite float is a whole multiple of 2**-1074, so sums in these units are exact.
+_UNIT_EXPONENT: Final = 1074
+_UNIT: Final = 1 << _UNIT_EXPONENT
 
 CATEGORY = "budget"
 _UNVERIFIABLE = (
@@ -16,6 +31,14 @@ _UNVERIFIABLE = (
 
 STEP_LATENCY = rule(
     "ARH-BUD-001",
+    decided="on_step",
+    needs=(
+        Need(
+            "latency_ms",
+            "budgets.max_step_latency_ms",
+            lambda policy: policy.budgets.max_step_latency_ms is not None,
+        ),
+    ),
     category=CATEGORY,
     severity="error",
     title="Step latency exceeds the per-step budget",
@@ -29,6 +52,14 @@ STEP_LATENCY = rule(
 )
 TOTAL_LATENCY = rule(
     "ARH-BUD-002",
+    decided="on_step",
+    needs=(
+        Need(
+            "latency_ms",
+            "budgets.max_total_latency_ms",
+            lambda policy: policy.budgets.max_total_latency_ms is not None,
+        ),
+    ),
     category=CATEGORY,
     severity="error",
     title="Total latency exceeds the budget",
@@ -40,6 +71,14 @@ TOTAL_LATENCY = rule(
 )
 TOTAL_COST = rule(
     "ARH-BUD-003",
+    decided="on_step",
+    needs=(
+        Need(
+            "cost_usd",
+            "budgets.max_total_cost_usd",
+            lambda policy: policy.budgets.max_total_cost_usd is not None,
+        ),
+    ),
     category=CATEGORY,
     severity="error",
     title="Total cost exceeds the budget",
@@ -51,6 +90,14 @@ TOTAL_COST = rule(
 )
 TOTAL_TOKENS = rule(
     "ARH-BUD-004",
+    decided="on_step",
+    needs=(
+        Need(
+            "tokens",
+            "budgets.max_total_tokens",
+            lambda policy: policy.budgets.max_total_tokens is not None,
+        ),
+    ),
     category=CATEGORY,
     severity="error",
     title="Total token usage exceeds the budget",
@@ -62,6 +109,7 @@ TOTAL_TOKENS = rule(
 )
 NO_TOKEN_DATA = rule(
     "ARH-BUD-005",
+    decided="at_end",
     category=CATEGORY,
     severity="warning",
     title="Token budget is set but the trace has no token data",
@@ -73,6 +121,7 @@ NO_TOKEN_DATA = rule(
 )
 NO_LATENCY_DATA = rule(
     "ARH-BUD-006",
+    decided="at_end",
     category=CATEGORY,
     severity="warning",
     title="Latency budget is set but the trace has no latency data",
@@ -84,6 +133,7 @@ NO_LATENCY_DATA = rule(
 )
 NO_COST_DATA = rule(
     "ARH-BUD-007",
+    decided="at_end",
     category=CATEGORY,
     severity="warning",
     title="Cost budget is set but the trace has no cost data",
@@ -216,3 +266,97 @@ def evaluate(facts: TraceFacts, budgets: Budgets, out: list[Finding]) -> Categor
                 out.append(total_tokens_finding(tokens, token_limit))
     score = 100.0 * (checks - failed) / checks if checks else 100.0
     return CategoryResult(CATEGORY, True, score, checks, failed)
+
+
+def _units(value: float) -> int:
+    """``value`` as an exact whole number of 2**-1074 (a float's smallest step)."""
+    numerator, denominator = float(value).as_integer_ratio()
+    return numerator * (_UNIT // denominator)
+
+
+def _total(units: int, key: str, at: int) -> float:
+    """The float nearest an exact sum, as ``math.fsum`` gives it, or TraceFacts' error (at the
+    step that makes the sum too large)."""
+    try:
+        return units / _UNIT
+    except OverflowError:
+        raise sum_too_large(key, f"/steps/{at}/{key}") from None
+
+
+class _Totals(Watch):
+    """The step latency budget (ARH-BUD-001) and the total latency, cost and token budgets
+    already exceeded (ARH-BUD-002, -003, -004).
+
+    Sums are kept exactly (in whole units of 2**-1074), so each total is the correctly rounded
+    sum that ``math.fsum`` gives offline, at O(1) per step. They are kept without budgets too:
+    a step that makes a total too large for a report is refused as offline validation refuses
+    the trace, instead of a run that can no longer be reported.
+    """
+
+    __slots__ = (
+        "_cost",
+        "_cost_limit",
+        "_latency",
+        "_latency_limit",
+        "_step_limit",
+        "_token_limit",
+        "_tokens",
+    )
+
+    def __init__(self, budgets: Budgets) -> None:
+        self._step_limit = budgets.max_step_latency_ms
+        self._latency_limit = budgets.max_total_latency_ms
+        self._cost_limit = budgets.max_total_cost_usd
+        self._token_limit = budgets.max_total_tokens
+        self._latency = 0
+        self._cost = 0
+        self._tokens: int | None = None
+
+    def _tokens_after(self, step: Step) -> int | None:
+        if step.input_tokens is None and step.output_tokens is None:
+            return self._tokens
+        return (self._tokens or 0) + (step.input_tokens or 0) + (step.output_tokens or 0)
+
+    def look(self, probe: Probe, out: list[Finding]) -> None:
+        if not probe.is_agent:
+            return
+        step, at = probe.step, probe.at
+        limit = self._step_limit
+        if limit is not None and step.latency_ms is not None and step.latency_ms > limit:
+            out.append(step_latency_finding(at, step.step_id, step.latency_ms, limit))
+        limit = self._latency_limit
+        if step.latency_ms is not None or limit is not None:
+            units = self._latency + (0 if step.latency_ms is None else _units(step.latency_ms))
+            total = round(_total(units, "latency_ms", at), LATENCY_DECIMALS)
+            if limit is not None and total > limit:
+                out.append(total_latency_finding(total, limit))
+        limit = self._cost_limit
+        if step.cost_usd is not None or limit is not None:
+            units = self._cost + (0 if step.cost_usd is None else _units(step.cost_usd))
+            total = round(_total(units, "cost_usd", at), COST_DECIMALS)
+            if limit is not None and total > limit:
+                out.append(total_cost_finding(total, limit))
+        tokens = self._tokens_after(step)
+        # checked when this step adds tokens (a sum that long is tried by writing it out)
+        if tokens is not self._tokens and tokens is not None and not fits_in_text(tokens):
+            raise tokens_too_long(f"/steps/{at}")
+        token_limit = self._token_limit
+        if token_limit is not None and tokens is not None and tokens > token_limit:
+            out.append(total_tokens_finding(tokens, token_limit))
+
+    def commit(self, probe: Probe) -> None:
+        if not probe.is_agent:
+            return
+        step = probe.step
+        if step.latency_ms is not None:
+            self._latency += _units(step.latency_ms)
+        if step.cost_usd is not None:
+            self._cost += _units(step.cost_usd)
+        self._tokens = self._tokens_after(step)
+
+
+def watch(policy: Policy, plan: Budgets) -> Watch:  # noqa: ARG001
+    return _Totals(plan)
+
+
+RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from agent_reliability_harness.model.policy import Completion, Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
-from agent_reliability_harness.rules.registry import rule
+from agent_reliability_harness.rules.online import Probe, Watch
+from agent_reliability_harness.rules.registry import RuleSet, rule
 
 CATEGORY = "completion"
 
 NO_FINAL_RESPONSE = rule(
     "ARH-CMP-001",
+    decided="at_end",
     category=CATEGORY,
     severity="error",
     title="Trace does not end with a successful final response",
@@ -24,6 +28,7 @@ NO_FINAL_RESPONSE = rule(
 )
 TOO_MANY_STEPS = rule(
     "ARH-CMP-002",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Trace has more steps than max_steps",
@@ -92,3 +97,27 @@ def evaluate(facts: TraceFacts, completion: Completion, out: list[Finding]) -> C
     if not checks:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)
+
+
+class _Length(Watch):
+    """max_steps (ARH-CMP-002)."""
+
+    __slots__ = ("_limit",)
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+
+    def look(self, probe: Probe, out: list[Finding]) -> None:
+        if not probe.is_agent:
+            return
+        count = probe.state.agent_steps + 1
+        if count > self._limit:
+            skipped = probe.at + 1 - count
+            out.append(too_many_steps_finding(count, self._limit, skipped))
+
+
+def watch(policy: Policy, plan: Completion) -> Watch | None:  # noqa: ARG001
+    return None if plan.max_steps is None else _Length(plan.max_steps)
+
+
+RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch)

@@ -30,7 +30,8 @@ from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
-from agent_reliability_harness.rules.registry import rule
+from agent_reliability_harness.rules.online import Probe, Watch
+from agent_reliability_harness.rules.registry import Need, RuleSet, rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -41,10 +42,17 @@ if TYPE_CHECKING:
 
     Paths = tuple[ArgPath, ...]
 CATEGORY = "conditions"
+
+
+def _has_relations(policy: Policy) -> bool:
+    return policy.extensions is not None and bool(policy.extensions.relations)
+
+
 LANGUAGE: Final = "1.1"
 
 PRIOR_MISSING = rule(
     "ARH-CND-001",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Conditional call without the required prior call",
@@ -59,6 +67,7 @@ PRIOR_MISSING = rule(
 )
 FORBIDDEN_BY_CONDITION = rule(
     "ARH-CND-002",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Call is forbidden by a condition",
@@ -71,6 +80,7 @@ FORBIDDEN_BY_CONDITION = rule(
 )
 RELATION_VIOLATED = rule(
     "ARH-CND-003",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Argument violates its relation to an earlier output",
@@ -86,6 +96,8 @@ RELATION_VIOLATED = rule(
 )
 RELATION_UNCHECKED = rule(
     "ARH-CND-004",
+    decided="before_call",
+    needs=(Need("tool_output", "relations", _has_relations),),
     category=CATEGORY,
     severity="error",
     title="Relation has no earlier output to compare with",
@@ -411,3 +423,34 @@ def _violated(
         expected=f"{relation.argument.text} {relation.op} {target} ({shown})",
         observed=show(value),
     )
+
+
+class _Conditions(Watch):
+    """Conditions and relations (ARH-CND-001..004, policy language 1.1).
+
+    The monitor keeps the rule's own :class:`~agent_reliability_harness.rules.conditions.Sweep`
+    for the run: the latest successful call per tool and match values, and each source's
+    parsed output. A call is checked against it before it runs; a successful call is indexed
+    once recorded. O(the conditions and relations of the tool, plus the size of the arguments
+    and outputs they read) per call.
+    """
+
+    __slots__ = ("_sweep",)
+
+    def __init__(self, plan: Plan) -> None:
+        self._sweep = Sweep(plan)
+
+    def look(self, probe: Probe, out: list[Finding]) -> None:
+        if probe.tool is not None:
+            self._sweep.check(probe.at, probe.step, out)
+
+    def commit(self, probe: Probe) -> None:
+        if probe.tool is not None and probe.step.status == "ok":
+            self._sweep.record(probe.at, probe.step)
+
+
+def watch(policy: Policy, plan: Plan | None) -> Watch | None:  # noqa: ARG001
+    return None if plan is None else _Conditions(plan)
+
+
+RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch, language="1.1")

@@ -15,7 +15,8 @@ from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step
 from agent_reliability_harness.rules._facts import TraceFacts
-from agent_reliability_harness.rules.registry import rule
+from agent_reliability_harness.rules.online import Probe, Watch
+from agent_reliability_harness.rules.registry import RuleSet, rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ LANGUAGE: Final = "1.1"
 
 NOT_CONFIRMED = rule(
     "ARH-CFM-001",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Side-effect call without the user's confirmation",
@@ -40,6 +42,7 @@ NOT_CONFIRMED = rule(
 )
 NO_USER_MESSAGES = rule(
     "ARH-CFM-002",
+    decided="at_end",
     category=CATEGORY,
     severity="warning",
     title="Confirmation cannot be verified: the trace has no user messages",
@@ -122,3 +125,59 @@ def not_confirmed_finding(plan: Plan, step: Step, at: int, previous_id: str | No
         expected=f"a user message matching /{plan.pattern}/ before the call",
         observed=f"none since {since}",
     )
+
+
+class _Confirmation(Watch):
+    """Confirmation before side effects (ARH-CFM-001, policy language 1.1), O(1) per step plus
+    one pattern search per user turn.
+
+    The rule's state: whether a user turn matching the pattern came since the previous
+    successful guarded call, and that call's id. Once the run has a user turn, an unconfirmed
+    guarded call is reported before it runs. Before the first user turn it cannot be: offline
+    validation of such a run says only that confirmation cannot be verified (ARH-CFM-002, at the
+    end), since the run may never have a user turn. Those calls' findings are kept and reported
+    with the first user turn (by ``check`` and ``observe`` of it), when offline validation
+    starts reporting them.
+    """
+
+    __slots__ = ("_confirmed", "_pending", "_plan", "_previous", "_users")
+
+    def __init__(self, plan: Plan) -> None:
+        self._plan = plan
+        self._users = False  # whether a user turn was recorded
+        self._confirmed = False  # a confirmation not yet used up by a successful guarded call
+        self._previous: str | None = None  # step id of the previous successful guarded call
+        self._pending: list[Finding] = []  # unconfirmed guarded calls before the first user turn
+
+    def _guarded(self, probe: Probe) -> bool:
+        return probe.tool is not None and probe.tool in self._plan.tools
+
+    def look(self, probe: Probe, out: list[Finding]) -> None:
+        if probe.step.type == "user_message":
+            if not self._users:
+                out.extend(self._pending)
+        elif self._users and not self._confirmed and self._guarded(probe):
+            out.append(not_confirmed_finding(self._plan, probe.step, probe.at, self._previous))
+
+    def commit(self, probe: Probe) -> None:
+        step = probe.step
+        if step.type == "user_message":
+            self._users = True
+            self._pending = []
+            if step.text and self._plan.search.search(step.text):
+                self._confirmed = True
+            return
+        if not self._guarded(probe):
+            return
+        if not self._users:  # so not confirmed either
+            self._pending.append(not_confirmed_finding(self._plan, step, probe.at, self._previous))
+        if step.status == "ok":
+            self._confirmed = False
+            self._previous = step.step_id
+
+
+def watch(policy: Policy, plan: Plan | None) -> Watch | None:  # noqa: ARG001
+    return None if plan is None else _Confirmation(plan)
+
+
+RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch, language="1.1")

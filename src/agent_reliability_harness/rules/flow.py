@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
-from agent_reliability_harness.rules.registry import rule
+from agent_reliability_harness.rules.online import Probe, Watch
+from agent_reliability_harness.rules.registry import Need, RuleSet, rule
 
 CATEGORY = "flow"
 
 ERROR_NOT_RETRIED = rule(
     "ARH-FLW-001",
+    decided="at_end",
+    needs=(
+        Need(
+            "tool_status",
+            "error_handling.require_retry_on_error",
+            lambda policy: policy.error_handling.require_retry_on_error,
+        ),
+    ),
     category=CATEGORY,
     severity="error",
     title="Tool error was never retried",
@@ -25,6 +36,7 @@ ERROR_NOT_RETRIED = rule(
 )
 RETRY_STORM = rule(
     "ARH-FLW-002",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Identical call repeated more than max_attempts",
@@ -38,6 +50,7 @@ RETRY_STORM = rule(
 )
 DUPLICATE_SIDE_EFFECT = rule(
     "ARH-FLW-003",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Side-effect call repeated after it succeeded",
@@ -169,3 +182,62 @@ def _result(checks: int, failed: int) -> CategoryResult:
     if not checks:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)
+
+
+class _Group:
+    """The calls of one tool with identical arguments."""
+
+    __slots__ = ("count", "over", "succeeded")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.over: tuple[int, str] | None = None  # the first call over max_attempts
+        self.succeeded: str | None = None  # step id of the first call with status ok
+
+
+class _Repeats(Watch):
+    """Retry storms and duplicate side effects (ARH-FLW-002, -003)."""
+
+    __slots__ = ("_groups", "_limit", "_side_effects")
+
+    def __init__(self, plan: Plan) -> None:
+        self._limit = plan.max_attempts
+        self._side_effects = plan.side_effect_tools
+        self._groups: dict[tuple[str, str], _Group] = {}
+
+    def _watched(self, tool: str | None) -> bool:
+        return tool is not None and (self._limit is not None or tool in self._side_effects)
+
+    def look(self, probe: Probe, out: list[Finding]) -> None:
+        tool = probe.tool
+        if tool is None or not self._watched(tool):
+            return
+        at, step_id = probe.at, probe.step.step_id
+        group = self._groups.get((tool, probe.key))
+        count = (group.count if group is not None else 0) + 1
+        limit = self._limit
+        if limit is not None and count > limit:
+            over = (at, step_id) if group is None or group.over is None else group.over
+            out.append(retry_storm_finding(tool, count, limit, *over))
+        if tool in self._side_effects and group is not None and group.succeeded is not None:
+            out.append(duplicate_side_effect_finding(tool, group.succeeded, count, at, step_id))
+
+    def commit(self, probe: Probe) -> None:
+        tool = probe.tool
+        if tool is None or not self._watched(tool):
+            return
+        group = self._groups.setdefault((tool, probe.key), _Group())
+        group.count += 1
+        if self._limit is not None and group.count == self._limit + 1:
+            group.over = (probe.at, probe.step.step_id)
+        if group.succeeded is None and probe.step.status == "ok":
+            group.succeeded = probe.step.step_id
+
+
+def watch(policy: Policy, plan: Plan) -> Watch | None:  # noqa: ARG001
+    if plan.max_attempts is None and not plan.side_effect_tools:
+        return None
+    return _Repeats(plan)
+
+
+RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch)

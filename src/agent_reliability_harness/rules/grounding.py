@@ -9,7 +9,8 @@ from agent_reliability_harness.model.policy import Grounding, Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import amount, show
-from agent_reliability_harness.rules.registry import rule
+from agent_reliability_harness.rules.online import Probe, Watch, placed
+from agent_reliability_harness.rules.registry import RuleSet, rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ CATEGORY = "grounding"
 
 NO_CITATIONS = rule(
     "ARH-GRD-001",
+    decided="on_step",
     category=CATEGORY,
     severity="warning",
     title="Response that requires grounding has no citations",
@@ -34,6 +36,7 @@ NO_CITATIONS = rule(
 )
 LOW_COVERAGE = rule(
     "ARH-GRD-002",
+    decided="at_end",
     category=CATEGORY,
     severity="error",
     title="Citation coverage is below the policy minimum",
@@ -45,6 +48,7 @@ LOW_COVERAGE = rule(
 )
 BAD_CITATION = rule(
     "ARH-GRD-003",
+    decided="on_step",
     category=CATEGORY,
     severity="error",
     title="Citation is malformed or has an invalid URL",
@@ -147,3 +151,26 @@ def evaluate(facts: TraceFacts, grounding: Grounding, out: list[Finding]) -> Cat
     return CategoryResult(
         CATEGORY, True, max(0.0, min(100.0, score)), len(grounded), len(grounded) - cited
     )
+
+
+class _Responses(Watch):
+    """Citations of each grounded response alone; coverage (ARH-GRD-002) is a matter of the
+    whole run, decided at the end."""
+
+    __slots__ = ("_grounding",)
+
+    def __init__(self, grounding: Grounding) -> None:
+        self._grounding = grounding
+
+    def look(self, probe: Probe, out: list[Finding]) -> None:
+        if probe.is_agent and probe.alone.grounded:
+            found: list[Finding] = []
+            evaluate(probe.alone, self._grounding, found)
+            out.extend(placed([f for f in found if f.rule_id != LOW_COVERAGE.rule_id], probe.at))
+
+
+def watch(policy: Policy, plan: Grounding) -> Watch:  # noqa: ARG001
+    return _Responses(plan)
+
+
+RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch)

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, Final
+
+from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
-from agent_reliability_harness.rules.registry import rule
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any, Final
+from agent_reliability_harness.rules.online import Probe, Watch
+from agent_reliability_harness.rules.registry import RuleSet, rule
 
 DUPLICATE_STEP_ID = rule(
     "ARH-SCH-010",
+    decided="before_call",
     category="schema",
     severity="warning",
     title="Step id is used more than once",
@@ -28,6 +29,7 @@ DUPLICATE_STEP_ID = rule(
 
 SOURCE_NOT_READ = rule(
     "ARH-SCH-011",
+    decided="from_source",
     category="schema",
     severity="warning",
     title="Part of the source transcript could not be read",
@@ -94,7 +96,7 @@ def duplicate_step_id_finding(step_id: str, count: int, first: int) -> Finding:
     )
 
 
-def evaluate(facts: TraceFacts, out: list[Finding]) -> None:
+def evaluate(facts: TraceFacts, plan: None, out: list[Finding]) -> None:  # noqa: ARG001
     first: dict[str, int] = {}
     counts: dict[str, int] = {}
     for at, step in enumerate(facts.steps):
@@ -109,3 +111,33 @@ def evaluate(facts: TraceFacts, out: list[Finding]) -> None:
             out.append(duplicate_step_id_finding(sid, count, first[sid]))
     if facts.trace.metadata:
         _unread_parts(facts.trace.metadata, out)
+
+
+class _StepIds(Watch):
+    """Step ids used more than once (ARH-SCH-010, a warning)."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: dict[str, list[int]] = {}  # step id -> [first position, uses]
+
+    def look(self, probe: Probe, out: list[Finding]) -> None:
+        step_id = probe.step.step_id
+        seen = self._seen.get(step_id)
+        if seen is not None:
+            out.append(duplicate_step_id_finding(step_id, seen[1] + 1, seen[0]))
+
+    def commit(self, probe: Probe) -> None:
+        seen = self._seen.setdefault(probe.step.step_id, [probe.at, 0])
+        seen[1] += 1
+
+
+def prepare(policy: Policy) -> None:
+    """Structure lint needs nothing from the policy."""
+
+
+def watch(policy: Policy, plan: None) -> Watch:  # noqa: ARG001
+    return _StepIds()
+
+
+RULE_SET: Final = RuleSet(None, prepare, evaluate, watch)

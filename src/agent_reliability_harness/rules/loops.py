@@ -19,7 +19,8 @@ from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
-from agent_reliability_harness.rules.registry import rule
+from agent_reliability_harness.rules.online import Probe, Watch
+from agent_reliability_harness.rules.registry import RuleSet, rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ LANGUAGE: Final = "1.1"
 
 IDENTICAL_CALLS = rule(
     "ARH-LOP-001",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Identical call repeated too often within the window",
@@ -47,6 +49,7 @@ IDENTICAL_CALLS = rule(
 )
 CYCLE = rule(
     "ARH-LOP-002",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Cycle of calls repeated too often",
@@ -226,3 +229,140 @@ def cycle_finding(
         expected=f"<= {repeats} repetitions of a cycle",
         observed=f"{total} repetitions ({run + period} calls)",
     )
+
+
+if TYPE_CHECKING:
+    # per cycle length: (calls in a row that matched the call a cycle earlier; the stretch's
+    # first cycle as call ids, whether it is primitive, its first step id; (position, step id)
+    # of the call that completed repetition max_cycle_repeats + 1)
+    _Cycle = tuple[int, tuple[int, ...], bool, str, tuple[int, str] | None]
+
+
+class _Loops(Watch):
+    """Loops (ARH-LOP-001, -002, policy language 1.1), the rule's sweeps kept open for the run.
+
+    Identical calls: per distinct call (tool and arguments, as the rule keys them), the calls
+    still inside the window, never more than max_identical_calls. Cycles: per cycle length ``p``
+    (2 to max_cycle_length, at most 16), how many calls in a row have matched the call ``p``
+    before, where that stretch started and which call took it over the limit; only the last
+    max_cycle_length calls are kept. O(max_cycle_length) per call, plus the arguments' size to
+    key it. A cycle over the limit is reported by every call that continues it, with the counts
+    so far, as offline validation of the run so far words it.
+    """
+
+    __slots__ = ("_calls", "_cycles", "_ids", "_last", "_loops", "_names", "_recent", "_reported")
+
+    def __init__(self, section: Loops) -> None:
+        self._loops = section
+        self._calls = 0  # named tool calls so far
+        self._ids: dict[str, int] = {}  # call key -> small integer, in order of first call
+        self._names: list[str] = []  # tool name per call id
+        # identical calls: call key -> (call number, position, step id) of the calls in the window
+        self._recent: dict[str, deque[tuple[int, int, str]]] = {}
+        self._reported: set[str] = set()
+        # cycles: (call id, position, step id) of the last max_cycle_length calls
+        self._last: deque[tuple[int, int, str]] = deque(maxlen=section.max_cycle_length)
+        self._cycles: list[_Cycle] = [(0, (), False, "", None)] * (section.max_cycle_length + 1)
+
+    def _key(self, probe: Probe, tool: str) -> str:
+        return call_key(tool, None if self._loops.ignore_arguments else probe.key)
+
+    def look(self, probe: Probe, out: list[Finding]) -> None:
+        tool = probe.tool
+        if tool is None:
+            return
+        key = self._key(probe, tool)
+        step_id = probe.step.step_id
+        section = self._loops
+        limit = section.max_identical_calls
+        if limit is not None and key not in self._reported:
+            queue = self._recent.get(key, ())
+            stale = 0
+            if section.window is not None:
+                edge = self._calls - section.window
+                while stale < len(queue) and queue[stale][0] <= edge:
+                    stale += 1
+            calls = len(queue) - stale + 1
+            if calls > limit:  # limit >= 1, so the queue has the first call in the window
+                out.append(
+                    identical_finding(
+                        section,
+                        tool,
+                        calls=calls,
+                        first_id=queue[stale][2],
+                        at=probe.at,
+                        step_id=step_id,
+                    )
+                )
+        repeats = section.max_cycle_repeats
+        if repeats is not None:
+            for _, (run, block, primitive, first_id, over) in self._advance(key, probe):
+                if primitive and over is not None:
+                    out.append(
+                        cycle_finding(
+                            repeats=repeats,
+                            run=run,
+                            cycle=[self._names[number] for number in block],
+                            first_id=first_id,
+                            at=over[0],
+                            step_id=over[1],
+                        )
+                    )
+
+    def _advance(self, key: str, probe: Probe) -> list[tuple[int, _Cycle]]:
+        """The cycle state of each length after the call ``probe`` (nothing is changed)."""
+        repeats = self._loops.max_cycle_repeats
+        assert repeats is not None
+        number = self._ids.get(key, -1)  # -1: a call never made before matches no earlier one
+        last = self._last
+        count = len(last)
+        states: list[tuple[int, _Cycle]] = []
+        for period in range(2, self._loops.max_cycle_length + 1):
+            if period > count or last[-period][0] != number:
+                states.append((period, (0, (), False, "", None)))
+                continue
+            run, block, is_primitive, first_id, over = self._cycles[period]
+            run += 1
+            if run == 1:  # a new stretch: its first cycle is the last `period` calls
+                block = tuple(entry[0] for entry in list(last)[count - period :])
+                is_primitive = primitive(list(block))
+                first_id = last[-period][2]
+            if run == period * repeats:  # this call completes repetition repeats + 1
+                over = (probe.at, probe.step.step_id)
+            states.append((period, (run, block, is_primitive, first_id, over)))
+        return states
+
+    def commit(self, probe: Probe) -> None:
+        tool = probe.tool
+        if tool is None:
+            return
+        key = self._key(probe, tool)
+        section = self._loops
+        limit = section.max_identical_calls
+        if limit is not None and key not in self._reported:
+            queue = self._recent.get(key)
+            if queue is None:
+                queue = self._recent[key] = deque()
+            queue.append((self._calls, probe.at, probe.step.step_id))
+            if section.window is not None:
+                while queue[0][0] <= self._calls - section.window:
+                    queue.popleft()
+            if len(queue) > limit:
+                self._reported.add(key)
+                del self._recent[key]
+        if section.max_cycle_repeats is not None:
+            for period, state in self._advance(key, probe):
+                self._cycles[period] = state
+            number = self._ids.get(key)
+            if number is None:
+                number = self._ids[key] = len(self._names)
+                self._names.append(tool)
+            self._last.append((number, probe.at, probe.step.step_id))
+        self._calls += 1
+
+
+def watch(policy: Policy, plan: Plan | None) -> Watch | None:  # noqa: ARG001
+    return None if plan is None else _Loops(plan.loops)
+
+
+RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch, language="1.1")

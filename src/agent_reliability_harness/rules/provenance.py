@@ -24,8 +24,14 @@ from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
-from agent_reliability_harness.rules._taint import Corpus, first_occurrences, normalise
-from agent_reliability_harness.rules.registry import rule
+from agent_reliability_harness.rules._taint import (
+    Corpus,
+    GrowingCorpus,
+    first_occurrences,
+    normalise,
+)
+from agent_reliability_harness.rules.online import Probe, Watch
+from agent_reliability_harness.rules.registry import Need, RuleSet, rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -35,10 +41,18 @@ if TYPE_CHECKING:
     from agent_reliability_harness.model.policy11 import Provenance, Sink
 
 CATEGORY = "provenance"
+
+
+def _has_provenance(policy: Policy) -> bool:
+    return policy.extensions is not None and policy.extensions.provenance is not None
+
+
 LANGUAGE: Final = "1.1"
 
 UNTRUSTED_VALUE = rule(
     "ARH-PRV-001",
+    decided="before_call",
+    needs=(Need("tool_output", "provenance", _has_provenance),),
     category=CATEGORY,
     severity="error",
     title="Sink argument carries a value from untrusted output",
@@ -230,3 +244,54 @@ def untrusted_value_finding(
         expected=f"values of {sink.tool}.{sink.argument.text} from the user or a trusted tool",
         observed=f"{show(value.key)} from the output of {where}",
     )
+
+
+class _Provenance(Watch):
+    """Values from untrusted output reaching a sink (ARH-PRV-001, policy language 1.1).
+
+    Each recorded step's text goes into the rule's corpora (``source_texts``: user
+    turns and trusted output, or untrusted output), normalised once and appended to a
+    :class:`~agent_reliability_harness.rules._taint.GrowingCorpus`. A sink call's values
+    (``sink_values``) are looked up there before it runs. Not O(1): a value costs one
+    ``bytes.find`` (C speed) over the untrusted text recorded since that value's previous lookup,
+    so a value never seen before scans all the untrusted text so far, O(its length), and a
+    value seen before only what was added since; a value found there is looked up in the
+    trusted text the same way. Other steps cost O(their own text).
+    """
+
+    __slots__ = ("_plan", "_trusted", "_untrusted")
+
+    def __init__(self, plan: Plan) -> None:
+        self._plan = plan
+        self._untrusted = GrowingCorpus()
+        self._trusted = GrowingCorpus()
+
+    def look(self, probe: Probe, out: list[Finding]) -> None:
+        tool = probe.tool
+        sinks = self._plan.sinks.get(tool) if tool is not None and self._untrusted else None
+        if not sinks:
+            return
+        step, at = probe.step, probe.at
+        untrusted, trusted = self._untrusted, self._trusted
+        minimum = self._plan.provenance.min_value_length
+        for sink in sinks:
+            for value in sink_values(step, sink, minimum):
+                source = untrusted.first(value.key)
+                if source < 0 or (trusted and trusted.first(value.key) >= 0):
+                    continue
+                origin = probe.state.steps[source]
+                out.append(
+                    untrusted_value_finding(step, at, sink, value, origin=origin, source=source)
+                )
+
+    def commit(self, probe: Probe) -> None:
+        texts = source_texts(self._plan, probe.step)
+        if texts is not None:
+            (self._trusted if texts[0] else self._untrusted).add(probe.at, texts[1])
+
+
+def watch(policy: Policy, plan: Plan | None) -> Watch | None:  # noqa: ARG001
+    return None if plan is None else _Provenance(plan)
+
+
+RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch, language="1.1")

@@ -7,24 +7,55 @@ prefix that matches the category, and non-empty documentation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agent_reliability_harness._record import Record
-from agent_reliability_harness.model.report import SEVERITIES, Finding
+from agent_reliability_harness.model.fidelity import MISSING_FIELDS, NotApplicable
+from agent_reliability_harness.model.report import SEVERITIES, CategoryResult, Finding
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Final
-
+    from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.report import Severity
+    from agent_reliability_harness.rules._facts import TraceFacts
+    from agent_reliability_harness.rules.online import Watch
+
 __all__ = [
     "CATEGORIES",
     "CATEGORY_BY_NAME",
+    "DECIDED",
     "RULES",
     "Category",
+    "Decided",
+    "Need",
     "Rule",
+    "RuleSet",
+    "fidelity_plan",
     "rule",
 ]
+
+# When a finding of a rule can be decided while a run goes on (the runtime monitor):
+Decided = Literal["before_call", "on_step", "at_end", "from_source"]
+DECIDED: Final[Mapping[str, str]] = {
+    "before_call": "before the step runs: from the steps before it and what is known of a call "
+    "before it runs (its tool and arguments)",
+    "on_step": "once the step is recorded: it needs the step's outcome (output, status, "
+    "latency, cost, tokens) or is not a call",
+    "at_end": "only at the end of the run: a later step can take the finding back",
+    "from_source": "from the notes of a converted transcript, which a monitored run has not",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """A field of the steps that a check of the rule needs, which a converted trace's source may
+    lack (``model.fidelity.MISSING_FIELDS``): when the source lacks it, the check that
+    ``applies`` to the policy is reported as not applicable instead of passing."""
+
+    field: str
+    check: str  # the policy setting, as reports name it
+    applies: Callable[[Policy], bool]
 
 
 def _well_formed(rule_id: str) -> bool:
@@ -173,6 +204,8 @@ class Rule(Record):
     remediation: str
     severity_note: str | None = None
     emitted: bool = True
+    decided: Decided = "at_end"
+    needs: tuple[Need, ...] = ()
 
     def finding(
         self,
@@ -220,6 +253,8 @@ def rule(
     remediation: str,
     severity_note: str | None = None,
     emitted: bool = True,
+    decided: Decided,
+    needs: tuple[Need, ...] = (),
 ) -> Rule:
     """Declare and register a rule; fail at import time if its metadata is inconsistent."""
     if not _well_formed(rule_id):
@@ -231,6 +266,11 @@ def rule(
         raise ValueError(f"rule id {rule_id} does not belong to category {category!r}")
     if severity not in SEVERITIES:
         raise ValueError(f"rule {rule_id} has unknown severity {severity!r}")
+    if decided not in DECIDED:
+        raise ValueError(f"rule {rule_id} has unknown decided {decided!r}")
+    for need in needs:
+        if need.field not in MISSING_FIELDS:
+            raise ValueError(f"rule {rule_id} needs unknown field {need.field!r}")
     for name, text in (
         ("title", title),
         ("trigger", trigger),
@@ -251,6 +291,38 @@ def rule(
         remediation,
         severity_note,
         emitted,
+        decided,
+        needs,
     )
     RULES[rule_id] = declared
     return declared
+
+
+def fidelity_plan(policy: Policy) -> tuple[NotApplicable, ...]:
+    """Every check the policy sets that needs a field a source may lack, in rule order."""
+    return tuple(
+        NotApplicable(declared.rule_id, need.check, need.field)
+        for declared in RULES.values()
+        for need in declared.needs
+        if need.applies(policy)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """The rules of one module and how to run them: a category's rules share one pass over the
+    trace, since they are scored together (structure lint has no category and no score).
+
+    ``prepare`` compiles what the rules need from a policy once (``None``: nothing to check);
+    ``evaluate`` folds the rules over a whole trace, appends findings and returns the category's
+    result; ``watch`` makes the state of the same fold for a run checked step by step (the
+    runtime monitor), or ``None`` when no rule of the set can be decided before the end.
+    ``language`` is the policy language that introduced the set: a 1.0 policy's reports list
+    only the 1.0 categories.
+    """
+
+    category: str | None
+    prepare: Callable[[Policy], Any]
+    evaluate: Callable[[TraceFacts, Any, list[Finding]], CategoryResult | None]
+    watch: Callable[[Policy, Any], Watch | None]
+    language: str = "1.0"

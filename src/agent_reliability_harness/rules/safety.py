@@ -14,7 +14,8 @@ from agent_reliability_harness.model.trace import Step
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
 from agent_reliability_harness.rules._prefilter import Prefilter, fold
-from agent_reliability_harness.rules.registry import rule
+from agent_reliability_harness.rules.online import Probe, Watch, placed
+from agent_reliability_harness.rules.registry import Need, RuleSet, rule
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -24,6 +25,14 @@ CATEGORY = "safety"
 
 UNSAFE_CONTENT = rule(
     "ARH-SAF-001",
+    decided="on_step",
+    needs=(
+        Need(
+            "tool_output",
+            "unsafe_patterns (tool outputs)",
+            lambda policy: bool(policy.unsafe_patterns),
+        ),
+    ),
     category=CATEGORY,
     severity="error",
     title="Content matches a disallowed pattern",
@@ -284,3 +293,25 @@ def _search_step(at: int, step: Step, wanted: _Wanted, out: list[Finding]) -> tu
             )
         )
     return matching_keys, len(hits)
+
+
+class _Scan(Watch):
+    """The unsafe patterns, searched in each agent step alone."""
+
+    __slots__ = ("_patterns",)
+
+    def __init__(self, patterns: tuple[_Pattern, ...]) -> None:
+        self._patterns = patterns
+
+    def look(self, probe: Probe, out: list[Finding]) -> None:
+        if probe.is_agent:
+            found: list[Finding] = []
+            evaluate(probe.alone, self._patterns, found)
+            out.extend(placed(found, probe.at))
+
+
+def watch(policy: Policy, plan: tuple[_Pattern, ...]) -> Watch | None:  # noqa: ARG001
+    return _Scan(plan) if plan else None
+
+
+RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any, Final
 
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import join_pointer
@@ -12,16 +13,14 @@ from agent_reliability_harness.model.policy import ArgSpec, Policy, value_has_ty
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show, show_number
-from agent_reliability_harness.rules.registry import Rule, rule
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any
+from agent_reliability_harness.rules.online import Probe, Watch, placed
+from agent_reliability_harness.rules.registry import Rule, RuleSet, rule
 
 CATEGORY = "schema"
 
 UNLISTED_TOOL = rule(
     "ARH-SCH-001",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Tool is not allowed by the policy",
@@ -34,6 +33,7 @@ UNLISTED_TOOL = rule(
 )
 NO_TOOL_NAME = rule(
     "ARH-SCH-002",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Tool call has no tool name",
@@ -44,6 +44,7 @@ NO_TOOL_NAME = rule(
 )
 MISSING_ARGUMENT = rule(
     "ARH-SCH-003",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Required argument is missing",
@@ -56,6 +57,7 @@ MISSING_ARGUMENT = rule(
 )
 WRONG_TYPE = rule(
     "ARH-SCH-004",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Argument has the wrong type",
@@ -68,6 +70,7 @@ WRONG_TYPE = rule(
 )
 UNDECLARED_ARGUMENT = rule(
     "ARH-SCH-005",
+    decided="before_call",
     category=CATEGORY,
     severity="warning",
     title="Argument is not declared in the policy",
@@ -80,6 +83,7 @@ UNDECLARED_ARGUMENT = rule(
 )
 UNKNOWN_TYPE = rule(
     "ARH-SCH-006",
+    decided="before_call",
     category=CATEGORY,
     severity="info",
     title="Policy declares an unknown argument type",
@@ -93,6 +97,7 @@ UNKNOWN_TYPE = rule(
 )
 NOT_IN_ENUM = rule(
     "ARH-SCH-007",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Argument value is not one of the allowed values",
@@ -104,6 +109,7 @@ NOT_IN_ENUM = rule(
 )
 PATTERN_MISMATCH = rule(
     "ARH-SCH-008",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Argument value does not match the required pattern",
@@ -115,6 +121,7 @@ PATTERN_MISMATCH = rule(
 )
 OUT_OF_RANGE = rule(
     "ARH-SCH-009",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Argument value is outside the allowed numeric range",
@@ -315,3 +322,25 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
     if not checked:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     return CategoryResult(CATEGORY, True, 100.0 * (checked - failed) / checked, checked, failed)
+
+
+class _Contracts(Watch):
+    """Every contract rule, run on each tool call alone."""
+
+    __slots__ = ("_plan",)
+
+    def __init__(self, plan: Plan) -> None:
+        self._plan = plan
+
+    def look(self, probe: Probe, out: list[Finding]) -> None:
+        if probe.step.type == "tool_call":
+            found: list[Finding] = []
+            evaluate(probe.alone, self._plan, found)
+            out.extend(placed(found, probe.at))
+
+
+def watch(policy: Policy, plan: Plan) -> Watch:  # noqa: ARG001
+    return _Contracts(plan)
+
+
+RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch)

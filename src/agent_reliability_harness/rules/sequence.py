@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
-from agent_reliability_harness.rules.registry import rule
+from agent_reliability_harness.rules.online import Probe, Watch
+from agent_reliability_harness.rules.registry import RuleSet, rule
 
 CATEGORY = "sequence"
 
 REQUIRED_NOT_CALLED = rule(
     "ARH-SEQ-001",
+    decided="at_end",
     category=CATEGORY,
     severity="error",
     title="Required tool was never called",
@@ -24,6 +28,7 @@ REQUIRED_NOT_CALLED = rule(
 )
 FORBIDDEN_CALLED = rule(
     "ARH-SEQ-002",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Forbidden tool was called",
@@ -35,6 +40,7 @@ FORBIDDEN_CALLED = rule(
 )
 ORDER_VIOLATION = rule(
     "ARH-SEQ-003",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Tools were called in the wrong order",
@@ -50,6 +56,7 @@ ORDER_VIOLATION = rule(
 )
 TOO_MANY_CALLS = rule(
     "ARH-SEQ-004",
+    decided="before_call",
     category=CATEGORY,
     severity="error",
     title="Tool was called more often than max_calls",
@@ -61,6 +68,7 @@ TOO_MANY_CALLS = rule(
 )
 TOO_FEW_CALLS = rule(
     "ARH-SEQ-005",
+    decided="at_end",
     category=CATEGORY,
     severity="error",
     title="Tool was called less often than min_calls",
@@ -192,3 +200,41 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
     if not checks:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)
+
+
+class _Calls(Watch):
+    """Forbidden tools, call order and max_calls (ARH-SEQ-002, -003, -004)."""
+
+    __slots__ = ("_after", "_forbidden", "_max_calls")
+
+    def __init__(self, plan: Plan) -> None:
+        self._forbidden = frozenset(plan.forbidden)
+        order = plan.order
+        # for each tool of call_order, the tools listed after it (their first calls must follow)
+        self._after = {tool: order[i + 1 :] for i, tool in enumerate(order)}
+        self._max_calls = {name: high for name, _, high in plan.bounds if high is not None}
+
+    def look(self, probe: Probe, out: list[Finding]) -> None:
+        tool = probe.tool
+        if tool is None:
+            return
+        at, step_id = probe.at, probe.step.step_id
+        count = probe.state.counts.get(tool, 0) + 1
+        if tool in self._forbidden:
+            out.append(forbidden_finding(tool, at, step_id, count))
+        if count == 1:
+            for later in self._after.get(tool, ()):
+                first = probe.state.firsts.get(later)
+                if first is not None:
+                    out.append(order_finding((tool, at, step_id), (later, *first)))
+        high = self._max_calls.get(tool)
+        if high is not None and count > high:
+            out.append(too_many_calls_finding(tool, count, high))
+
+
+def watch(policy: Policy, plan: Plan) -> Watch | None:  # noqa: ARG001
+    calls = _Calls(plan)
+    return calls if calls._forbidden or calls._after or calls._max_calls else None
+
+
+RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch)
