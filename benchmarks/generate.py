@@ -2780,6 +2780,25 @@ def _f_sch011(d: Draft, k: int) -> tuple[str, str]:
     )
 
 
+@failure("ARH-SCH-012")
+def _f_sch012(d: Draft, k: int) -> tuple[str, str]:
+    role, field, typo = (
+        ("act", "latency_ms", "latency"),
+        ("lookup", "cost_usd", "cost_us"),
+        ("check", "output", "outputs"),
+    )[k]
+    step = d.step(role)
+    step[typo] = step.pop(field)
+    d.expect("warning", "ARH-SCH-012", role)
+    return (
+        (
+            f"The {d.dom.tool(role)} step records {field} under the key {typo!r}: warning "
+            "ARH-SCH-012 (did you mean ...?) at that step; it is not scored and the trace passes."
+        ),
+        f"renamed {field} to {typo!r} on the {d.dom.tool(role)} step",
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Assembly and self-checks. The checks use only the policy's own regular expressions and the
 # draft, never the validator: they catch a template whose content would trigger a rule the

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
 from collections.abc import Mapping
 from typing import Any, Final
 
+from agent_reliability_harness.errors import excerpt, join_pointer
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding
+from agent_reliability_harness.model.trace import STEP_KEYS, Step
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
 from agent_reliability_harness.rules.online import Probe, Watch
@@ -43,6 +47,24 @@ SOURCE_NOT_READ = rule(
     anchor="the trace (the subject is the note's JSON pointer into the source)",
     remediation="Fix what wrote the transcript; `arh convert` shows the trace the adapter "
     "built and its notes.",
+)
+
+MISSPELT_KEY = rule(
+    "ARH-SCH-012",
+    decided="on_step",
+    category="schema",
+    severity="warning",
+    title="Step key looks like a misspelt trace field",
+    trigger="A step has a key that TRACE-SPEC.md does not define (arh keeps such keys and "
+    "otherwise ignores them, since exporters add their own) but that is close to a step field "
+    "it does define, such as argument for arguments or latency for latency_ms: the two names "
+    "are at least 80% alike as Python's difflib measures them. The field the key was probably "
+    "meant to be is then absent, and the rules that read it see nothing. One finding per such "
+    "key of a step. Not scored.",
+    scoring="None: structure lint findings are not scored.",
+    anchor="the step with the key (the subject is the key's JSON pointer in the step)",
+    remediation="Rename the key to the field it was meant to be (the message names it), or "
+    "give an exporter's own field a name that is not so close to a trace field.",
 )
 
 # The adapter notes (docs/adapters.md#notes) of a part of the source that has the wrong type.
@@ -96,10 +118,39 @@ def duplicate_step_id_finding(step_id: str, count: int, first: int) -> Finding:
     )
 
 
+_STEP_FIELDS: Final = sorted(STEP_KEYS)
+
+
+@functools.lru_cache(maxsize=1024)
+def _meant(key: str) -> str | None:
+    """The step field that ``key`` (not one) is probably a misspelling of, if any."""
+    close = difflib.get_close_matches(key, _STEP_FIELDS, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def _misspelt_keys(at: int, step: Step, out: list[Finding]) -> None:
+    """ARH-SCH-012 for each key of ``step`` that is not a trace field but is close to one."""
+    for key in step.extra:
+        meant = _meant(key)
+        if meant is not None:
+            out.append(
+                MISSPELT_KEY.finding(
+                    f"step key {excerpt(key)} is not a trace field; did you mean {meant!r}?",
+                    at=at,
+                    step_id=step.step_id,
+                    subject=join_pointer("", key),
+                    expected=f"the field {meant!r}",
+                    observed=f"the key {excerpt(key)}",
+                )
+            )
+
+
 def evaluate(facts: TraceFacts, plan: None, out: list[Finding]) -> None:  # noqa: ARG001
     first: dict[str, int] = {}
     counts: dict[str, int] = {}
     for at, step in enumerate(facts.steps):
+        if step.extra:
+            _misspelt_keys(at, step, out)
         sid = step.step_id
         if sid in first:
             counts[sid] += 1
@@ -113,8 +164,8 @@ def evaluate(facts: TraceFacts, plan: None, out: list[Finding]) -> None:  # noqa
         _unread_parts(facts.trace.metadata, out)
 
 
-class _StepIds(Watch):
-    """Step ids used more than once (ARH-SCH-010, a warning)."""
+class _Lint(Watch):
+    """Step ids used more than once (ARH-SCH-010) and misspelt step keys (ARH-SCH-012)."""
 
     __slots__ = ("_seen",)
 
@@ -122,6 +173,8 @@ class _StepIds(Watch):
         self._seen: dict[str, list[int]] = {}  # step id -> [first position, uses]
 
     def look(self, probe: Probe, out: list[Finding]) -> None:
+        if probe.step.extra:
+            _misspelt_keys(probe.at, probe.step, out)
         step_id = probe.step.step_id
         seen = self._seen.get(step_id)
         if seen is not None:
@@ -137,7 +190,7 @@ def prepare(policy: Policy) -> None:
 
 
 def watch(policy: Policy, plan: None) -> Watch:  # noqa: ARG001
-    return _StepIds()
+    return _Lint()
 
 
 RULE_SET: Final = RuleSet(None, prepare, evaluate, watch)
