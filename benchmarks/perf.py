@@ -1690,6 +1690,7 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
     from agent_reliability_harness.render.json_report import JsonWriter
     from agent_reliability_harness.rules import safety
     from agent_reliability_harness.rules._facts import TraceFacts
+    from agent_reliability_harness.rules.selection import Findings
 
     policy = Policy.from_dict(json.loads(corpus.policy.read_text(encoding="utf-8")))
     validator = Validator(policy)
@@ -1745,7 +1746,7 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
                     ("facts", t4, t5),
                 ):
                     spent[key] += end - start
-                findings: list[Any] = []
+                findings = Findings()
                 for name, evaluate, plan in plans:
                     start = clock()
                     evaluate(facts, plan, findings)
@@ -1828,6 +1829,7 @@ def _time_safety_parts(facts: Any, patterns: Any, spent: dict[str, float]) -> in
     number of characters scanned."""
     from agent_reliability_harness.rules import safety
     from agent_reliability_harness.rules._prefilter import fold
+    from agent_reliability_harness.rules.selection import Findings
 
     clock = time.perf_counter
     steps = facts.steps
@@ -1847,7 +1849,7 @@ def _time_safety_parts(facts: Any, patterns: Any, spent: dict[str, float]) -> in
         t2 = clock()
         for index in sorted(candidates):
             at = piece.positions[index]
-            safety._search_step(at, steps[at], candidates[index], [])
+            safety._search_step(at, steps[at], candidates[index], Findings())
         t3 = clock()
         scanned += len(folded)
         spent["join and fold"] += t1 - t0

@@ -261,6 +261,7 @@ def test_the_scan_finds_exactly_what_plain_search_finds(
     from agent_reliability_harness.errors import InputError
     from agent_reliability_harness.rules import safety
     from agent_reliability_harness.rules._facts import TraceFacts
+    from agent_reliability_harness.rules.selection import Findings
 
     # distinct patterns: a pattern listed twice is searched twice, which a set cannot show
     pattern_texts = [p for p in dict.fromkeys(pattern_texts) if _valid(p) is not None]
@@ -284,7 +285,7 @@ def test_the_scan_finds_exactly_what_plain_search_finds(
         )
     except InputError:  # a pattern that matches the empty string is refused
         return
-    findings: list = []  # type: ignore[type-arg]
+    findings = Findings()
     default = safety._PIECE_CHARS
     safety._PIECE_CHARS = piece or default  # type: ignore[misc]
     try:

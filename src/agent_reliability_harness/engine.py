@@ -12,6 +12,7 @@ from agent_reliability_harness.model.report import CategoryResult, Finding, Trac
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.rules import RULE_SETS, RuleSet, fidelity_plan
 from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.rules.selection import Findings, RuleSelection
 from agent_reliability_harness.scoring import (
     DEFAULT_FAIL_UNDER,
     check_fail_under,
@@ -47,11 +48,18 @@ _NOT_A_MAPPING: Final = "metadata and extra of a trace or step built in code mus
 
 
 class Validator:
-    """A policy compiled once, ready to validate any number of traces."""
+    """A policy compiled once, ready to validate any number of traces; ``selection`` switches
+    rules off or changes their severity (``rules.selection.RuleSelection``)."""
 
-    __slots__ = ("_fail_under", "_fidelity", "_grounding", "plans", "policy")
+    __slots__ = ("_fail_under", "_fidelity", "_grounding", "plans", "policy", "selection")
 
-    def __init__(self, policy: Policy, fail_under: float = DEFAULT_FAIL_UNDER) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        fail_under: float = DEFAULT_FAIL_UNDER,
+        *,
+        selection: RuleSelection | None = None,
+    ) -> None:
         if not isinstance(policy, Policy):
             raise UsageError(
                 f"policy must be a Policy, got {type(policy).__name__}; "
@@ -59,11 +67,14 @@ class Validator:
             )
         self.policy = policy
         self._fail_under = check_fail_under(fail_under)
+        # the rules switched off or set to another severity (rules/selection.py)
+        self.selection = selection or RuleSelection()
         # each rule set with the policy compiled for its rules (the runtime monitor reuses them)
         self.plans: tuple[tuple[RuleSet, Any], ...] = tuple(
             (rules, rules.prepare(policy)) for rules in rule_sets(policy)
         )
-        self._fidelity = fidelity_plan(policy)
+        off = self.selection.off
+        self._fidelity = tuple(c for c in fidelity_plan(policy) if c.rule_id not in off)
         scored = [rules.category for rules, _ in self.plans if rules.category is not None]
         self._grounding = scored.index("grounding")  # its result gives the citation coverage
 
@@ -87,7 +98,7 @@ class Validator:
         JSON text (by the command line) or made of values already checked (by the monitor)."""
         try:
             facts = TraceFacts(trace)
-            findings: list[Finding] = []
+            findings = Findings(self.selection)
             results: list[CategoryResult] = []
             for rules, plan in self.plans:
                 result = rules.evaluate(facts, plan, findings)

@@ -47,6 +47,7 @@ from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding, TraceReport
 from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
 from agent_reliability_harness.rules.online import Probe, RunState
+from agent_reliability_harness.rules.selection import Findings, RuleSelection
 from agent_reliability_harness.scoring import DEFAULT_FAIL_UNDER
 
 __all__ = ["BlockedCallError", "Monitor"]
@@ -125,7 +126,8 @@ class Monitor:
     anything else is a :class:`UsageError`, and so are a ``policy`` that is not a
     :class:`Policy` and an identity the trace could not hold (``trace_id`` must be a non-empty
     string, ``agent_name`` and ``workflow`` strings). A monitor follows one run and is not
-    thread-safe.
+    thread-safe. ``selection`` switches rules off or changes their severity, as for
+    :class:`~agent_reliability_harness.engine.Validator` (``rules.selection``).
     """
 
     __slots__ = (
@@ -146,8 +148,10 @@ class Monitor:
         agent_name: str = "",
         workflow: str = "",
         fail_under: float = DEFAULT_FAIL_UNDER,
+        selection: RuleSelection | None = None,
     ) -> None:
-        self._validator = Validator(policy, fail_under)  # a UsageError unless it is a Policy
+        # a UsageError unless it is a Policy
+        self._validator = Validator(policy, fail_under, selection=selection)
         trace_id, agent_name, workflow = check_identity(trace_id, agent_name, workflow)
         self.trace_id = trace_id
         self.agent_name = agent_name
@@ -192,7 +196,7 @@ class Monitor:
         return Probe(Step.from_dict(data, pointer=where), self._state)
 
     def _look(self, probe: Probe) -> list[Finding]:
-        found: list[Finding] = []
+        found = Findings(self._validator.selection)
         try:
             for watch in self._watches:
                 watch.look(probe, found)

@@ -18,6 +18,7 @@ from agent_reliability_harness.rules._facts import (
 from agent_reliability_harness.rules._format import amount
 from agent_reliability_harness.rules.online import Probe, Watch
 from agent_reliability_harness.rules.registry import Need, RuleSet, rule
+from agent_reliability_harness.rules.selection import Findings
 
 # Every finite float is a whole multiple of 2**-1074, so sums in these units are exact.
 _UNIT_EXPONENT: Final = 1074
@@ -198,7 +199,7 @@ def total_tokens_finding(tokens: int, limit: int) -> Finding:
     )
 
 
-def evaluate(facts: TraceFacts, budgets: Budgets, out: list[Finding]) -> CategoryResult:
+def evaluate(facts: TraceFacts, budgets: Budgets, out: Findings) -> CategoryResult:
     if not budgets.any_set:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     checks = failed = 0
@@ -206,7 +207,7 @@ def evaluate(facts: TraceFacts, budgets: Budgets, out: list[Finding]) -> Categor
     total_limit = budgets.max_total_latency_ms
     if step_limit is not None or total_limit is not None:
         if not facts.has_latency:
-            out.append(
+            out.add(
                 NO_LATENCY_DATA.finding(
                     "the policy sets a latency budget but no step records latency_ms, so it "
                     "cannot be verified",
@@ -224,17 +225,17 @@ def evaluate(facts: TraceFacts, budgets: Budgets, out: list[Finding]) -> Categor
                         continue
                     checks += 1
                     if latency > step_limit:
-                        failed += 1
-                        out.append(step_latency_finding(at, step.step_id, latency, step_limit))
+                        failed += out.add(
+                            step_latency_finding(at, step.step_id, latency, step_limit)
+                        )
             if total_limit is not None:
                 checks += 1
                 if facts.latency_total > total_limit:
-                    failed += 1
-                    out.append(total_latency_finding(facts.latency_total, total_limit))
+                    failed += out.add(total_latency_finding(facts.latency_total, total_limit))
     cost_limit = budgets.max_total_cost_usd
     if cost_limit is not None:
         if not facts.has_cost:
-            out.append(
+            out.add(
                 NO_COST_DATA.finding(
                     "the policy sets max_total_cost_usd but no step records cost_usd, so it cannot "
                     "be verified",
@@ -245,13 +246,12 @@ def evaluate(facts: TraceFacts, budgets: Budgets, out: list[Finding]) -> Categor
         else:
             checks += 1
             if facts.cost_total > cost_limit:
-                failed += 1
-                out.append(total_cost_finding(facts.cost_total, cost_limit))
+                failed += out.add(total_cost_finding(facts.cost_total, cost_limit))
     token_limit = budgets.max_total_tokens
     if token_limit is not None:
         tokens = facts.tokens_total
         if tokens is None:
-            out.append(
+            out.add(
                 NO_TOKEN_DATA.finding(
                     "the policy sets max_total_tokens but no step records token usage, so it "
                     "cannot be verified",
@@ -262,8 +262,7 @@ def evaluate(facts: TraceFacts, budgets: Budgets, out: list[Finding]) -> Categor
         else:
             checks += 1
             if tokens > token_limit:
-                failed += 1
-                out.append(total_tokens_finding(tokens, token_limit))
+                failed += out.add(total_tokens_finding(tokens, token_limit))
     score = 100.0 * (checks - failed) / checks if checks else 100.0
     return CategoryResult(CATEGORY, True, score, checks, failed)
 
@@ -317,32 +316,32 @@ class _Totals(Watch):
             return self._tokens
         return (self._tokens or 0) + (step.input_tokens or 0) + (step.output_tokens or 0)
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         if not probe.is_agent:
             return
         step, at = probe.step, probe.at
         limit = self._step_limit
         if limit is not None and step.latency_ms is not None and step.latency_ms > limit:
-            out.append(step_latency_finding(at, step.step_id, step.latency_ms, limit))
+            out.add(step_latency_finding(at, step.step_id, step.latency_ms, limit))
         limit = self._latency_limit
         if step.latency_ms is not None or limit is not None:
             units = self._latency + (0 if step.latency_ms is None else _units(step.latency_ms))
             total = round(_total(units, "latency_ms", at), LATENCY_DECIMALS)
             if limit is not None and total > limit:
-                out.append(total_latency_finding(total, limit))
+                out.add(total_latency_finding(total, limit))
         limit = self._cost_limit
         if step.cost_usd is not None or limit is not None:
             units = self._cost + (0 if step.cost_usd is None else _units(step.cost_usd))
             total = round(_total(units, "cost_usd", at), COST_DECIMALS)
             if limit is not None and total > limit:
-                out.append(total_cost_finding(total, limit))
+                out.add(total_cost_finding(total, limit))
         tokens = self._tokens_after(step)
         # checked when this step adds tokens (a sum that long is tried by writing it out)
         if tokens is not self._tokens and tokens is not None and not fits_in_text(tokens):
             raise tokens_too_long(f"/steps/{at}")
         token_limit = self._token_limit
         if token_limit is not None and tokens is not None and tokens > token_limit:
-            out.append(total_tokens_finding(tokens, token_limit))
+            out.add(total_tokens_finding(tokens, token_limit))
 
     def commit(self, probe: Probe) -> None:
         if not probe.is_agent:

@@ -9,6 +9,7 @@ from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules.online import Probe, Watch
 from agent_reliability_harness.rules.registry import RuleSet, rule
+from agent_reliability_harness.rules.selection import Findings
 
 CATEGORY = "completion"
 
@@ -70,15 +71,14 @@ def too_many_steps_finding(count: int, limit: int, skipped: int) -> Finding:
     )
 
 
-def evaluate(facts: TraceFacts, completion: Completion, out: list[Finding]) -> CategoryResult:
+def evaluate(facts: TraceFacts, completion: Completion, out: Findings) -> CategoryResult:
     checks = failed = 0
     if completion.require_final_response:
         checks += 1
         problem = _final_problem(facts)
         if problem:
-            failed += 1
             at = facts.agent_steps[-1] if facts.agent_steps else None
-            out.append(
+            failed += out.add(
                 NO_FINAL_RESPONSE.finding(
                     "trace does not end with a successful, non-empty model_response",
                     at=at,
@@ -92,8 +92,7 @@ def evaluate(facts: TraceFacts, completion: Completion, out: list[Finding]) -> C
         checks += 1
         count = len(facts.agent_steps)
         if count > limit:
-            failed += 1
-            out.append(too_many_steps_finding(count, limit, len(facts.steps) - count))
+            failed += out.add(too_many_steps_finding(count, limit, len(facts.steps) - count))
     if not checks:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)
@@ -107,13 +106,13 @@ class _Length(Watch):
     def __init__(self, limit: int) -> None:
         self._limit = limit
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         if not probe.is_agent:
             return
         count = probe.state.agent_steps + 1
         if count > self._limit:
             skipped = probe.at + 1 - count
-            out.append(too_many_steps_finding(count, self._limit, skipped))
+            out.add(too_many_steps_finding(count, self._limit, skipped))
 
 
 def watch(policy: Policy, plan: Completion) -> Watch | None:  # noqa: ARG001

@@ -32,6 +32,7 @@ from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
 from agent_reliability_harness.rules.online import Probe, Watch
 from agent_reliability_harness.rules.registry import Need, RuleSet, rule
+from agent_reliability_harness.rules.selection import Findings
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -243,7 +244,7 @@ class Sweep:
         self.references[cache_key] = result
         return result
 
-    def check(self, at: int, step: Step, out: list[Finding]) -> tuple[int, int]:
+    def check(self, at: int, step: Step, out: Findings) -> tuple[int, int]:
         """Check the named call ``step`` at position ``at`` against what was recorded before it;
         append its findings to ``out`` and return (checks made, checks failed)."""
         plan = self.plan
@@ -255,8 +256,7 @@ class Sweep:
                 continue
             checks += 1
             if condition.forbid:
-                failed += 1
-                out.append(_forbidden(step, at, condition))
+                failed += out.add(_forbidden(step, at, condition))
                 continue
             missing = [
                 prior
@@ -264,8 +264,7 @@ class Sweep:
                 if self.find(lookup, args) is None
             ]
             if missing:
-                failed += 1
-                out.append(_prior_missing(step, at, condition, missing))
+                failed += out.add(_prior_missing(step, at, condition, missing))
         for relation, lookup in plan.relations.get(name, ()):
             if not relation.applies(args):
                 continue
@@ -280,16 +279,14 @@ class Sweep:
                 if relation.if_missing == "skip":
                     continue
                 checks += 1
-                failed += 1
                 source_id = None if source is None else source[1].step_id
-                out.append(_unchecked(step, at, relation, source_id))
+                failed += out.add(_unchecked(step, at, relation, source_id))
                 continue
             assert source is not None
             checks += 1
             bad = [(p, v) for p, v in values if not _holds(v, relation.op, reference)]
             if bad:
-                failed += 1
-                out.extend(
+                failed += out.add_all(
                     _violated(
                         step,
                         at=at,
@@ -327,7 +324,7 @@ def _holds(value: Any, op: str, reference: Any) -> bool:
     return bool(value >= reference)
 
 
-def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> CategoryResult:
+def evaluate(facts: TraceFacts, plan: Plan | None, out: Findings) -> CategoryResult:
     if plan is None:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     if plan.relations and "tool_output" in facts.missing:
@@ -440,7 +437,7 @@ class _Conditions(Watch):
     def __init__(self, plan: Plan) -> None:
         self._sweep = Sweep(plan)
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         if probe.tool is not None:
             self._sweep.check(probe.at, probe.step, out)
 

@@ -17,6 +17,7 @@ from agent_reliability_harness.model.trace import Step
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules.online import Probe, Watch
 from agent_reliability_harness.rules.registry import RuleSet, rule
+from agent_reliability_harness.rules.selection import Findings
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def prepare(policy: Policy) -> Plan | None:
     return Plan(frozenset(section.tools), section.pattern, section.regex)
 
 
-def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> CategoryResult:
+def evaluate(facts: TraceFacts, plan: Plan | None, out: Findings) -> CategoryResult:
     if plan is None:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     steps = facts.steps
@@ -77,7 +78,7 @@ def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> Catego
     if not guarded:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     if len(facts.agent_steps) == len(steps):  # no user_message step at all
-        out.append(
+        out.add(
             NO_USER_MESSAGES.finding(
                 "the policy requires confirmation before side effects, but the trace has no "
                 "user messages to confirm them",
@@ -100,9 +101,8 @@ def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> Catego
             continue
         checks += 1
         if confirmed is None:
-            failed += 1
             previous_id = None if previous is None else facts.step_id(previous)
-            out.append(not_confirmed_finding(plan, step, at, previous_id))
+            failed += out.add(not_confirmed_finding(plan, step, at, previous_id))
         if step.status == "ok":
             confirmed = None
             previous = at
@@ -152,12 +152,12 @@ class _Confirmation(Watch):
     def _guarded(self, probe: Probe) -> bool:
         return probe.tool is not None and probe.tool in self._plan.tools
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         if probe.step.type == "user_message":
             if not self._users:
-                out.extend(self._pending)
+                out.add_all(self._pending)
         elif self._users and not self._confirmed and self._guarded(probe):
-            out.append(not_confirmed_finding(self._plan, probe.step, probe.at, self._previous))
+            out.add(not_confirmed_finding(self._plan, probe.step, probe.at, self._previous))
 
     def commit(self, probe: Probe) -> None:
         step = probe.step

@@ -10,6 +10,7 @@ from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules.online import Probe, Watch
 from agent_reliability_harness.rules.registry import Need, RuleSet, rule
+from agent_reliability_harness.rules.selection import Findings
 
 CATEGORY = "flow"
 
@@ -115,7 +116,7 @@ def duplicate_side_effect_finding(
     )
 
 
-def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResult:
+def evaluate(facts: TraceFacts, plan: Plan, out: Findings) -> CategoryResult:
     steps = facts.steps
     calls = facts.calls_by_tool
     checks = failed = 0
@@ -127,8 +128,7 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
                     continue
                 checks += 1
                 if at == last:
-                    failed += 1
-                    out.append(
+                    failed += out.add(
                         ERROR_NOT_RETRIED.finding(
                             f"tool {tool!r} failed and was never called again",
                             at=at,
@@ -157,19 +157,19 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
             if limit is not None:
                 checks += 1
                 if len(group) > limit:
-                    failed += 1
                     at = group[limit]
-                    out.append(retry_storm_finding(tool, len(group), limit, at, steps[at].step_id))
+                    failed += out.add(
+                        retry_storm_finding(tool, len(group), limit, at, steps[at].step_id)
+                    )
             if is_side_effect:
                 checks += 1
                 first_ok = next((i for i, at in enumerate(group) if steps[at].status == "ok"), None)
                 if first_ok is None or first_ok == len(group) - 1:
                     continue
-                failed += 1
                 first = steps[group[first_ok]].step_id
                 if status_known is None:
                     status_known = "tool_status" not in facts.missing
-                out.extend(
+                failed += out.add_all(
                     duplicate_side_effect_finding(
                         tool, first, len(group), at, steps[at].step_id, status_known=status_known
                     )
@@ -208,7 +208,7 @@ class _Repeats(Watch):
     def _watched(self, tool: str | None) -> bool:
         return tool is not None and (self._limit is not None or tool in self._side_effects)
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         tool = probe.tool
         if tool is None or not self._watched(tool):
             return
@@ -218,9 +218,9 @@ class _Repeats(Watch):
         limit = self._limit
         if limit is not None and count > limit:
             over = (at, step_id) if group is None or group.over is None else group.over
-            out.append(retry_storm_finding(tool, count, limit, *over))
+            out.add(retry_storm_finding(tool, count, limit, *over))
         if tool in self._side_effects and group is not None and group.succeeded is not None:
-            out.append(duplicate_side_effect_finding(tool, group.succeeded, count, at, step_id))
+            out.add(duplicate_side_effect_finding(tool, group.succeeded, count, at, step_id))
 
     def commit(self, probe: Probe) -> None:
         tool = probe.tool

@@ -6,11 +6,12 @@ import re
 from collections.abc import Mapping
 
 from agent_reliability_harness.model.policy import Grounding, Policy
-from agent_reliability_harness.model.report import CategoryResult, Finding
+from agent_reliability_harness.model.report import CategoryResult
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import amount, show
 from agent_reliability_harness.rules.online import Probe, Watch, placed
 from agent_reliability_harness.rules.registry import RuleSet, rule
+from agent_reliability_harness.rules.selection import Findings
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def _citation_problem(citation: Mapping[str, Any]) -> str:
     return ""
 
 
-def evaluate(facts: TraceFacts, grounding: Grounding, out: list[Finding]) -> CategoryResult:
+def evaluate(facts: TraceFacts, grounding: Grounding, out: Findings) -> CategoryResult:
     grounded = facts.grounded
     if not grounded:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
@@ -109,7 +110,7 @@ def evaluate(facts: TraceFacts, grounding: Grounding, out: list[Finding]) -> Cat
     for at in grounded:
         step = facts.steps[at]
         if not step.citations:
-            out.append(
+            out.add(
                 NO_CITATIONS.finding(
                     "model_response requires grounding but has no citations",
                     at=at,
@@ -126,7 +127,7 @@ def evaluate(facts: TraceFacts, grounding: Grounding, out: list[Finding]) -> Cat
         for number, citation in enumerate(step.citations, 1):
             problem = _citation_problem(citation)
             if problem:
-                out.append(
+                out.add(
                     BAD_CITATION.finding(
                         f"citation #{number} is malformed: {problem}",
                         at=at,
@@ -140,7 +141,7 @@ def evaluate(facts: TraceFacts, grounding: Grounding, out: list[Finding]) -> Cat
     minimum = grounding.min_citation_coverage
     if coverage < minimum:
         shown, limit = amount(100 * coverage, 100 * minimum, 0)
-        out.append(
+        out.add(
             LOW_COVERAGE.finding(
                 f"citation coverage {shown}% is below the policy minimum of {limit}%",
                 expected=f">= {limit}%",
@@ -162,11 +163,11 @@ class _Responses(Watch):
     def __init__(self, grounding: Grounding) -> None:
         self._grounding = grounding
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         if probe.is_agent and probe.alone.grounded:
-            found: list[Finding] = []
+            found = Findings()
             evaluate(probe.alone, self._grounding, found)
-            out.extend(placed([f for f in found if f.rule_id != LOW_COVERAGE.rule_id], probe.at))
+            out.add_all(placed([f for f in found if f.rule_id != LOW_COVERAGE.rule_id], probe.at))
 
 
 def watch(policy: Policy, plan: Grounding) -> Watch:  # noqa: ARG001

@@ -15,6 +15,7 @@ from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
 from agent_reliability_harness.rules.online import Probe, Watch
 from agent_reliability_harness.rules.registry import RuleSet, rule
+from agent_reliability_harness.rules.selection import Findings
 
 DUPLICATE_STEP_ID = rule(
     "ARH-SCH-010",
@@ -76,7 +77,7 @@ UNREAD_NOTES: Final = (
 )
 
 
-def _unread_parts(metadata: Mapping[str, Any], out: list[Finding]) -> None:
+def _unread_parts(metadata: Mapping[str, Any], out: Findings) -> None:
     """ARH-SCH-011 for each note of an unreadable part; metadata is free-form, so anything
     else there is ignored."""
     adapter = metadata.get("adapter")
@@ -94,7 +95,7 @@ def _unread_parts(metadata: Mapping[str, Any], out: list[Finding]) -> None:
         what = show(text) if type(text) is str else code
         subject = where if where is not None else code
         seen = subjects[subject] = subjects.get(subject, 0) + 1
-        out.append(
+        out.add(
             SOURCE_NOT_READ.finding(
                 f"the adapter could not read {'the source' if where is None else where}: {what}",
                 subject=subject if seen == 1 else f"{subject} ({seen})",
@@ -128,12 +129,12 @@ def _meant(key: str) -> str | None:
     return close[0] if close else None
 
 
-def _misspelt_keys(at: int, step: Step, out: list[Finding]) -> None:
+def _misspelt_keys(at: int, step: Step, out: Findings) -> None:
     """ARH-SCH-012 for each key of ``step`` that is not a trace field but is close to one."""
     for key in step.extra:
         meant = _meant(key)
         if meant is not None:
-            out.append(
+            out.add(
                 MISSPELT_KEY.finding(
                     f"step key {excerpt(key)} is not a trace field; did you mean {meant!r}?",
                     at=at,
@@ -145,7 +146,7 @@ def _misspelt_keys(at: int, step: Step, out: list[Finding]) -> None:
             )
 
 
-def evaluate(facts: TraceFacts, plan: None, out: list[Finding]) -> None:  # noqa: ARG001
+def evaluate(facts: TraceFacts, plan: None, out: Findings) -> None:  # noqa: ARG001
     first: dict[str, int] = {}
     counts: dict[str, int] = {}
     for at, step in enumerate(facts.steps):
@@ -159,7 +160,7 @@ def evaluate(facts: TraceFacts, plan: None, out: list[Finding]) -> None:  # noqa
             counts[sid] = 1
     for sid, count in counts.items():
         if count > 1:
-            out.append(duplicate_step_id_finding(sid, count, first[sid]))
+            out.add(duplicate_step_id_finding(sid, count, first[sid]))
     if facts.trace.metadata:
         _unread_parts(facts.trace.metadata, out)
 
@@ -172,13 +173,13 @@ class _Lint(Watch):
     def __init__(self) -> None:
         self._seen: dict[str, list[int]] = {}  # step id -> [first position, uses]
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         if probe.step.extra:
             _misspelt_keys(probe.at, probe.step, out)
         step_id = probe.step.step_id
         seen = self._seen.get(step_id)
         if seen is not None:
-            out.append(duplicate_step_id_finding(step_id, seen[1] + 1, seen[0]))
+            out.add(duplicate_step_id_finding(step_id, seen[1] + 1, seen[0]))
 
     def commit(self, probe: Probe) -> None:
         seen = self._seen.setdefault(probe.step.step_id, [probe.at, 0])

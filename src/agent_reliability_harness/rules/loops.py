@@ -21,6 +21,7 @@ from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules.online import Probe, Watch
 from agent_reliability_harness.rules.registry import RuleSet, rule
+from agent_reliability_harness.rules.selection import Findings
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def _call_ids(facts: TraceFacts, ignore_arguments: bool) -> tuple[list[int], lis
     return sequence, labels
 
 
-def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> CategoryResult:
+def evaluate(facts: TraceFacts, plan: Plan | None, out: Findings) -> CategoryResult:
     if plan is None or not facts.named_calls:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     loops = plan.loops
@@ -114,13 +115,14 @@ def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> Catego
 
 
 def _identical(
-    facts: TraceFacts, loops: Loops, sequence: list[int], labels: list[str], out: list[Finding]
+    facts: TraceFacts, loops: Loops, sequence: list[int], labels: list[str], out: Findings
 ) -> int:
     limit = loops.max_identical_calls
     assert limit is not None
     window = loops.window
     recent: dict[int, deque[int]] = {}
     reported: set[int] = set()
+    failed = 0
     for index, number in enumerate(sequence):
         if number in reported:
             continue
@@ -135,7 +137,7 @@ def _identical(
             reported.add(number)
             at = facts.named_calls[index]
             first = facts.step_id(facts.named_calls[queue[0]])
-            out.append(
+            failed += out.add(
                 identical_finding(
                     loops,
                     labels[number],
@@ -145,7 +147,7 @@ def _identical(
                     step_id=facts.step_id(at),
                 )
             )
-    return len(reported)
+    return failed
 
 
 def identical_finding(
@@ -175,7 +177,7 @@ def primitive(block: list[int]) -> bool:
 
 
 def _cycles(
-    facts: TraceFacts, loops: Loops, sequence: list[int], labels: list[str], out: list[Finding]
+    facts: TraceFacts, loops: Loops, sequence: list[int], labels: list[str], out: Findings
 ) -> int:
     repeats = loops.max_cycle_repeats
     assert repeats is not None
@@ -194,10 +196,9 @@ def _cycles(
                 start = index - run - period  # first call of the periodic stretch
                 block = sequence[start : start + period]
                 if primitive(block):
-                    found += 1
                     # the call that completes repetition repeats + 1
                     over = facts.named_calls[start + period * (repeats + 1) - 1]
-                    out.append(
+                    found += out.add(
                         cycle_finding(
                             repeats=repeats,
                             run=run,
@@ -267,7 +268,7 @@ class _Loops(Watch):
     def _key(self, probe: Probe, tool: str) -> str:
         return call_key(tool, None if self._loops.ignore_arguments else probe.key)
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         tool = probe.tool
         if tool is None:
             return
@@ -284,7 +285,7 @@ class _Loops(Watch):
                     stale += 1
             calls = len(queue) - stale + 1
             if calls > limit:  # limit >= 1, so the queue has the first call in the window
-                out.append(
+                out.add(
                     identical_finding(
                         section,
                         tool,
@@ -298,7 +299,7 @@ class _Loops(Watch):
         if repeats is not None:
             for _, (run, block, primitive, first_id, over) in self._advance(key, probe):
                 if primitive and over is not None:
-                    out.append(
+                    out.add(
                         cycle_finding(
                             repeats=repeats,
                             run=run,

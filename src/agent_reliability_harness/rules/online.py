@@ -19,6 +19,7 @@ from agent_reliability_harness.rules._facts import TraceFacts, arguments_key
 
 if TYPE_CHECKING:
     from agent_reliability_harness.model.report import Finding
+    from agent_reliability_harness.rules.selection import Findings
 
 __all__ = ["Probe", "RunState", "Watch", "placed"]
 
@@ -82,7 +83,7 @@ class Watch:
 
     __slots__ = ()
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         raise NotImplementedError
 
     def commit(self, probe: Probe) -> None:

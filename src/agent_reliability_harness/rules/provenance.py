@@ -32,6 +32,7 @@ from agent_reliability_harness.rules._taint import (
 )
 from agent_reliability_harness.rules.online import Probe, Watch
 from agent_reliability_harness.rules.registry import Need, RuleSet, rule
+from agent_reliability_harness.rules.selection import Findings
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ def source_texts(plan: Plan, step: Step) -> tuple[bool, list[str]] | None:
     return None
 
 
-def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> CategoryResult:
+def evaluate(facts: TraceFacts, plan: Plan | None, out: Findings) -> CategoryResult:
     if plan is None:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     section = plan.provenance
@@ -206,9 +207,8 @@ def evaluate(facts: TraceFacts, plan: Plan | None, out: list[Finding]) -> Catego
                 and cleared_at.get(value.key, check.at) >= check.at
             ]
             if hits:
-                failed += 1
                 sink_step = steps[check.at]
-                out.extend(
+                failed += out.add_all(
                     untrusted_value_finding(
                         sink_step, check.at, check.sink, value, origin=steps[source], source=source
                     )
@@ -266,7 +266,7 @@ class _Provenance(Watch):
         self._untrusted = GrowingCorpus()
         self._trusted = GrowingCorpus()
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         tool = probe.tool
         sinks = self._plan.sinks.get(tool) if tool is not None and self._untrusted else None
         if not sinks:
@@ -280,7 +280,7 @@ class _Provenance(Watch):
                 if source < 0 or (trusted and trusted.first(value.key) >= 0):
                     continue
                 origin = probe.state.steps[source]
-                out.append(
+                out.add(
                     untrusted_value_finding(step, at, sink, value, origin=origin, source=source)
                 )
 

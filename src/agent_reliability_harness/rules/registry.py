@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from agent_reliability_harness.model.report import Severity
     from agent_reliability_harness.rules._facts import TraceFacts
     from agent_reliability_harness.rules.online import Watch
+    from agent_reliability_harness.rules.selection import Findings
 
 __all__ = [
     "CATEGORIES",
@@ -323,6 +324,6 @@ class RuleSet:
 
     category: str | None
     prepare: Callable[[Policy], Any]
-    evaluate: Callable[[TraceFacts, Any, list[Finding]], CategoryResult | None]
+    evaluate: Callable[[TraceFacts, Any, Findings], CategoryResult | None]
     watch: Callable[[Policy, Any], Watch | None]
     language: str = "1.0"

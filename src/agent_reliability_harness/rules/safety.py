@@ -9,13 +9,14 @@ from itertools import accumulate
 
 from agent_reliability_harness.model._paths import string_leaves
 from agent_reliability_harness.model.policy import Policy
-from agent_reliability_harness.model.report import CategoryResult, Finding
+from agent_reliability_harness.model.report import CategoryResult
 from agent_reliability_harness.model.trace import Step
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
 from agent_reliability_harness.rules._prefilter import Prefilter, fold
 from agent_reliability_harness.rules.online import Probe, Watch, placed
 from agent_reliability_harness.rules.registry import Need, RuleSet, rule
+from agent_reliability_harness.rules.selection import Findings
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ class _Piece:
         return values
 
     def scan(
-        self, steps: tuple[Step, ...], patterns: tuple[_Pattern, ...], out: list[Finding]
+        self, steps: tuple[Step, ...], patterns: tuple[_Pattern, ...], out: Findings
     ) -> tuple[int, int]:
         """Search the piece's strings; return (matching keys, hits)."""
         # One test over all of their text tells, for each pattern, which strings could match
@@ -199,9 +200,7 @@ class _Piece:
         return keys, violations
 
 
-def evaluate(
-    facts: TraceFacts, patterns: tuple[_Pattern, ...], out: list[Finding]
-) -> CategoryResult:
+def evaluate(facts: TraceFacts, patterns: tuple[_Pattern, ...], out: Findings) -> CategoryResult:
     if not patterns:
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     steps = facts.steps
@@ -255,8 +254,8 @@ def _candidates(
     return found
 
 
-def _search_step(at: int, step: Step, wanted: _Wanted, out: list[Finding]) -> tuple[int, int]:
-    """Search the strings of one step that may match; return (matching keys, hits)."""
+def _search_step(at: int, step: Step, wanted: _Wanted, out: Findings) -> tuple[int, int]:
+    """Search the strings of one step that may match; return (matching keys, hits kept)."""
     hits: list[tuple[int, bool, str, str]] = []
     matching_keys = 0
     for index, (text, is_key) in enumerate(_blobs(step)):
@@ -280,9 +279,10 @@ def _search_step(at: int, step: Step, wanted: _Wanted, out: list[Finding]) -> tu
     if not hits:
         return 0, 0
     pointers = _blob_pointers(step)
+    kept = 0
     for index, is_key, pattern_text, excerpt in hits:
         where = f"key {pointers[index]}" if is_key else pointers[index]
-        out.append(
+        kept += out.add(
             UNSAFE_CONTENT.finding(
                 f"{where} matches the disallowed pattern /{pattern_text}/: {excerpt}",
                 at=at,
@@ -292,7 +292,7 @@ def _search_step(at: int, step: Step, wanted: _Wanted, out: list[Finding]) -> tu
                 observed=f"match {excerpt}",
             )
         )
-    return matching_keys, len(hits)
+    return matching_keys, kept
 
 
 class _Scan(Watch):
@@ -303,11 +303,11 @@ class _Scan(Watch):
     def __init__(self, patterns: tuple[_Pattern, ...]) -> None:
         self._patterns = patterns
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         if probe.is_agent:
-            found: list[Finding] = []
+            found = Findings()
             evaluate(probe.alone, self._patterns, found)
-            out.extend(placed(found, probe.at))
+            out.add_all(placed(found, probe.at))
 
 
 def watch(policy: Policy, plan: tuple[_Pattern, ...]) -> Watch | None:  # noqa: ARG001

@@ -10,11 +10,12 @@ from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._checks import json_type
 from agent_reliability_harness.model.policy import ArgSpec, Policy, value_has_type
-from agent_reliability_harness.model.report import CategoryResult, Finding
+from agent_reliability_harness.model.report import CategoryResult
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show, show_number
 from agent_reliability_harness.rules.online import Probe, Watch, placed
 from agent_reliability_harness.rules.registry import Rule, RuleSet, rule
+from agent_reliability_harness.rules.selection import Findings
 
 CATEGORY = "schema"
 
@@ -174,7 +175,8 @@ class _Call(Record):
     step_id: str
 
 
-def _check_value(call: _Call, arg: str, spec: ArgSpec, value: Any, out: list[Finding]) -> bool:
+def _check_value(call: _Call, arg: str, spec: ArgSpec, value: Any, out: Findings) -> bool:
+    """Whether ``value`` meets its contract, or fails it only by rules switched off."""
     typed = spec.type == "any" or value_has_type(spec.type, value)
     if typed and spec.enum is None and spec.regex is None and spec.min is None and spec.max is None:
         return True  # the common case, before any message text is made
@@ -193,8 +195,11 @@ def _check_value(call: _Call, arg: str, spec: ArgSpec, value: Any, out: list[Fin
     where = f"tool {call.tool!r} argument {arg!r}"
     shown = show(value)
 
+    kept = 0
+
     def add(rule: Rule, message: str, expected: str, observed: str = shown) -> None:
-        out.append(
+        nonlocal kept
+        kept |= out.add(
             rule.finding(
                 f"{where} {message}",
                 at=call.at,
@@ -213,7 +218,7 @@ def _check_value(call: _Call, arg: str, spec: ArgSpec, value: Any, out: list[Fin
             f"type {spec.type!r}",
             f"{kind} {shown}",
         )
-        return False
+        return not kept
     if not in_enum:
         allowed = show(list(spec.enum or ()))
         add(NOT_IN_ENUM, f"value {shown} is not one of the allowed values {allowed}",
@@ -233,7 +238,7 @@ def _check_value(call: _Call, arg: str, spec: ArgSpec, value: Any, out: list[Fin
             if bound is not None
         )
         add(OUT_OF_RANGE, f"value {problem}", f"a number {bounds}")
-    return False
+    return not kept
 
 
 def _range_problem(value: Any, spec: ArgSpec) -> str:
@@ -249,7 +254,7 @@ def _range_problem(value: Any, spec: ArgSpec) -> str:
     return ""
 
 
-def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResult:
+def evaluate(facts: TraceFacts, plan: Plan, out: Findings) -> CategoryResult:
     steps = facts.steps
     checked = len(facts.tool_calls)
     failed = 0
@@ -258,7 +263,7 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
         step = steps[at]
         name = step.tool_name
         if not name:
-            out.append(
+            failed += out.add(
                 NO_TOOL_NAME.finding(
                     "tool_call step has no tool_name",
                     at=at,
@@ -267,13 +272,12 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
                     observed="tool_name is empty" if name == "" else "tool_name is missing",
                 )
             )
-            failed += 1
             continue
         tool = tools.get(name)
         if tool is None:
             if plan.allow_unlisted:
                 continue
-            out.append(
+            failed += out.add(
                 UNLISTED_TOOL.finding(
                     f"tool {name!r} is not in the policy's allowed_tools",
                     at=at,
@@ -283,29 +287,27 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
                     observed=f"a call to {name!r}",
                 )
             )
-            failed += 1
             continue
         args = step.arguments or {}
         call = _Call(name, at, step.step_id)
         ok = True
         for required in tool.required:
-            if required not in args:
-                out.append(
-                    MISSING_ARGUMENT.finding(
-                        f"call to {name!r} is missing the required argument {required!r}",
-                        at=at,
-                        step_id=step.step_id,
-                        subject=join_pointer("/arguments", required),
-                        expected=f"argument {required!r} present",
-                        observed="argument absent",
-                    )
+            if required not in args and out.add(
+                MISSING_ARGUMENT.finding(
+                    f"call to {name!r} is missing the required argument {required!r}",
+                    at=at,
+                    step_id=step.step_id,
+                    subject=join_pointer("/arguments", required),
+                    expected=f"argument {required!r} present",
+                    observed="argument absent",
                 )
+            ):
                 ok = False
         specs = tool.specs
         for arg, value in args.items():
             spec = specs.get(arg)
             if spec is None:
-                out.append(
+                out.add(
                     UNDECLARED_ARGUMENT.finding(
                         f"call to {name!r} passes the undeclared argument {arg!r}",
                         at=at,
@@ -332,11 +334,11 @@ class _Contracts(Watch):
     def __init__(self, plan: Plan) -> None:
         self._plan = plan
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         if probe.step.type == "tool_call":
-            found: list[Finding] = []
+            found = Findings()
             evaluate(probe.alone, self._plan, found)
-            out.extend(placed(found, probe.at))
+            out.add_all(placed(found, probe.at))
 
 
 def watch(policy: Policy, plan: Plan) -> Watch:  # noqa: ARG001

@@ -10,6 +10,7 @@ from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules.online import Probe, Watch
 from agent_reliability_harness.rules.registry import RuleSet, rule
+from agent_reliability_harness.rules.selection import Findings
 
 CATEGORY = "sequence"
 
@@ -143,14 +144,13 @@ def too_many_calls_finding(tool: str, count: int, high: int) -> Finding:
     )
 
 
-def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResult:
+def evaluate(facts: TraceFacts, plan: Plan, out: Findings) -> CategoryResult:
     calls = facts.calls_by_tool
     checks = failed = 0
     for tool in plan.required:
         checks += 1
         if tool not in calls:
-            failed += 1
-            out.append(
+            failed += out.add(
                 REQUIRED_NOT_CALLED.finding(
                     f"required tool {tool!r} was never called",
                     subject=tool,
@@ -162,8 +162,7 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
         checks += 1
         positions = calls.get(tool)
         if positions:
-            failed += 1
-            out.extend(
+            failed += out.add_all(
                 forbidden_finding(tool, at, facts.step_id(at), len(positions)) for at in positions
             )
     called = [(tool, calls[tool][0]) for tool in plan.order if tool in calls]
@@ -171,8 +170,7 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
         for later, first_later in called[i + 1 :]:
             checks += 1
             if first_earlier > first_later:
-                failed += 1
-                out.append(
+                failed += out.add(
                     order_finding(
                         (earlier, first_earlier, facts.step_id(first_earlier)),
                         (later, first_later, facts.step_id(first_later)),
@@ -183,13 +181,11 @@ def evaluate(facts: TraceFacts, plan: Plan, out: list[Finding]) -> CategoryResul
         if high is not None:
             checks += 1
             if count > high:
-                failed += 1
-                out.append(too_many_calls_finding(tool, count, high))
+                failed += out.add(too_many_calls_finding(tool, count, high))
         if low is not None:
             checks += 1
             if count < low:
-                failed += 1
-                out.append(
+                failed += out.add(
                     TOO_FEW_CALLS.finding(
                         f"tool {tool!r} was called {_times(count)}, fewer than min_calls {low}",
                         subject=tool,
@@ -214,22 +210,22 @@ class _Calls(Watch):
         self._after = {tool: order[i + 1 :] for i, tool in enumerate(order)}
         self._max_calls = {name: high for name, _, high in plan.bounds if high is not None}
 
-    def look(self, probe: Probe, out: list[Finding]) -> None:
+    def look(self, probe: Probe, out: Findings) -> None:
         tool = probe.tool
         if tool is None:
             return
         at, step_id = probe.at, probe.step.step_id
         count = probe.state.counts.get(tool, 0) + 1
         if tool in self._forbidden:
-            out.append(forbidden_finding(tool, at, step_id, count))
+            out.add(forbidden_finding(tool, at, step_id, count))
         if count == 1:
             for later in self._after.get(tool, ()):
                 first = probe.state.firsts.get(later)
                 if first is not None:
-                    out.append(order_finding((tool, at, step_id), (later, *first)))
+                    out.add(order_finding((tool, at, step_id), (later, *first)))
         high = self._max_calls.get(tool)
         if high is not None and count > high:
-            out.append(too_many_calls_finding(tool, count, high))
+            out.add(too_many_calls_finding(tool, count, high))
 
 
 def watch(policy: Policy, plan: Plan) -> Watch | None:  # noqa: ARG001
