@@ -1018,7 +1018,8 @@ def test_an_empty_output_path_is_a_usage_error(arh: Callable[..., Run], command:
 _SLOW_WRITE = """
 import sys, time
 from pathlib import Path
-from agent_reliability_harness import cli, io
+from agent_reliability_harness import cli
+from agent_reliability_harness.io import write as io
 
 write_parts = io._write_parts
 

@@ -25,10 +25,11 @@ from typing import Any
 
 import pytest
 
-from agent_reliability_harness import io as io_module
 from agent_reliability_harness import runner
 from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.io import Document, file_source, read_documents
+from agent_reliability_harness.io import load as io_load
+from agent_reliability_harness.io import read as io_module
 
 from conftest import Run
 
@@ -305,7 +306,7 @@ def test_max_input_size_takes_bytes_or_a_unit(
         seen.append(max_input_bytes)
         return POLICY
 
-    monkeypatch.setattr(runner, "read_json_file", read)  # (the policy is read first)
+    monkeypatch.setattr(io_load, "read_json_file", read)  # (the policy is read first)
     arh("validate", "--policy", policy, "-", "--max-input-size", given, stdin=b"{}")
     assert seen == [limit]
 

@@ -355,7 +355,7 @@ def test_console_colour(arh: Arh, monkeypatch: pytest.MonkeyPatch) -> None:
         def isatty(self) -> bool:
             return True
 
-    from agent_reliability_harness.cli import _use_color
+    from agent_reliability_harness.app.output import use_color as _use_color
 
     assert _use_color("auto", Terminal()) is False  # type: ignore[arg-type]
     monkeypatch.delenv("NO_COLOR")

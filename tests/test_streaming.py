@@ -28,10 +28,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_reliability_harness import Policy, runner
-from agent_reliability_harness import io as io_module
 from agent_reliability_harness._json import decode_bytes, loads
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.io import STDIN_NAME, Chunk, Document, Source, Spool, write_atomic
+from agent_reliability_harness.io import read as io_module
 from agent_reliability_harness.model.report import (
     CategoryResult,
     ExactSum,

@@ -12,19 +12,19 @@ import contextlib
 import math
 import os
 import sys
+from dataclasses import dataclass
 
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
 from agent_reliability_harness._version import __version__
-from agent_reliability_harness.errors import InputError, excerpt
+from agent_reliability_harness.app import TerminatedError
+from agent_reliability_harness.errors import excerpt
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it here
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
-    from typing import IO, Any, Final, NoReturn
+    from typing import IO, Any, Final, Literal, NoReturn
 
-    from agent_reliability_harness.io import Spool
-    from agent_reliability_harness.model.policy import Policy
-    from agent_reliability_harness.model.report import TraceReport
+    _Report = Literal["validate", "compare", "stats"]  # the commands that write report files
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -113,6 +113,23 @@ def _out_path(text: str) -> str:
 def _output(parser: argparse.ArgumentParser, *flags: str, help: str) -> None:
     """An option naming a file to write."""
     parser.add_argument(*flags, metavar="PATH", type=_out_path, help=help)
+
+
+def _report_options(parser: argparse.ArgumentParser, command: _Report) -> None:
+    """The ``--<format>-out`` options of ``command``: one for each format that writes its
+    report, as the format declares it."""
+    from agent_reliability_harness.app.formats import output_formats
+
+    for fmt in output_formats(command):
+        output = getattr(fmt, command)
+        _output(parser, fmt.flag, help=output.help)
+
+
+def _report_paths(args: argparse.Namespace, command: _Report) -> list[tuple[str, str | None]]:
+    """Each ``--<format>-out`` option of ``command`` with its path (None: not given)."""
+    from agent_reliability_harness.app.formats import output_formats
+
+    return [(fmt.flag, getattr(args, fmt.attribute)) for fmt in output_formats(command)]
 
 
 _SIZE_UNITS: Final = {"": 0, "K": 10, "M": 20, "G": 30}
@@ -229,13 +246,13 @@ def _build_parser(command: str | None) -> _Parser:
     parser.add_argument("--version", action="version", version=f"arh {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     known = command in _COMMANDS
-    for name, (help_text, description, add_arguments, _) in _COMMANDS.items():
+    for name, spec in _COMMANDS.items():
         if command == name or not known:
             sub = commands.add_parser(
-                name, help=help_text, allow_abbrev=False, description=description
+                name, help=spec.help, allow_abbrev=False, description=spec.description
             )
             if command == name:
-                add_arguments(sub)
+                spec.add_arguments(sub)
     return parser
 
 
@@ -264,11 +281,7 @@ def _validate_arguments(validate: _Parser) -> None:
         metavar="SCORE",
         help="a trace fails when its score is below this (0-100, default 70)",
     )
-    _output(validate, "--json-out", help="write the JSON report here")
-    _output(validate, "--md-out", help="write a Markdown report here")
-    _output(validate, "--junit-out", help="write a JUnit XML report here")
-    _output(validate, "--sarif-out", help="write a SARIF 2.1.0 report here")
-    _output(validate, "--html-out", help="write a self-contained HTML report (one page) here")
+    _report_options(validate, "validate")
     validate.add_argument(
         "--color",
         choices=("auto", "always", "never"),
@@ -350,9 +363,7 @@ def _compare_arguments(compare: _Parser) -> None:
         help="match findings whatever their step ids, by rule and subject (for transcripts "
         "whose step ids are provider call ids or positions, which change from run to run)",
     )
-    _output(compare, "--json-out", help="write the comparison as JSON")
-    _output(compare, "--md-out", help="write the comparison as Markdown")
-    _output(compare, "--html-out", help="write the comparison as a self-contained HTML page")
+    _report_options(compare, "compare")
     _output(
         compare,
         "--candidate-json-out",
@@ -435,8 +446,7 @@ def _stats_arguments(stats: _Parser) -> None:
         help="JSON reports of arh validate: one per run, or one holding every run",
     )
     _stat_options(stats)
-    _output(stats, "--json-out", help="write the statistics as JSON")
-    _output(stats, "--md-out", help="write the statistics as Markdown")
+    _report_options(stats, "stats")
     stats.add_argument("--quiet", action="store_true", help="do not print the console report")
     _max_input_option(stats)
     stats.set_defaults(usage=stats.format_usage())
@@ -532,61 +542,17 @@ def _error(message: str) -> None:
     _print(f"error: {terminal_safe(message)}\n", sys.stderr)
 
 
-def _report_error(error: InputError) -> None:
-    _error(str(error))
-
-
-def _use_color(choice: str, stream: IO[str]) -> bool:
-    if choice != "auto":
-        return choice == "always"
-    isatty = getattr(stream, "isatty", None)
-    if not (isatty and isatty()) or os.environ.get("NO_COLOR"):
-        return False
-    return os.environ.get("TERM") != "dumb"  # a terminal that says it cannot show colour
-
-
-# (option attribute, report format, what the "written to" line calls it), in writing order
-_VALIDATE_OUTPUTS: Final = (
-    ("json_out", "json", "JSON report"),
-    ("md_out", "markdown", "Markdown report"),
-    ("junit_out", "junit", "JUnit report"),
-    ("sarif_out", "sarif", "SARIF report"),
-)
-
-
-def _file_key(path: str) -> tuple[object, ...] | None:
-    """What identifies the file ``path`` names: an existing regular file by its device and inode
-    (a symbolic or hard link to it is the same file), a path that does not exist yet by its
-    absolute form with links resolved; None for anything else (a directory, a pipe, a device
-    such as ``/dev/stdout``), which a report is written into rather than replacing it."""
-    import stat
-
-    try:
-        info = os.stat(path)
-    except OSError:
-        return ("path", os.path.normcase(_real_path(path)))
-    return ("file", info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
-
-
-def _real_path(path: str) -> str:
-    """``path`` absolute, with links resolved; as it is when the current directory that a
-    relative path needs was removed (reading or writing it then fails, and says so)."""
-    try:
-        return os.path.realpath(path)
-    except OSError:
-        return path
-
-
 def _overwrite_usage(
     outputs: Sequence[tuple[str, str | None]], inputs: Sequence[tuple[str, str | None]]
 ) -> str | None:
     """The problem when two of the ``(option, path)`` outputs are one file, or an output is one
     of the inputs (``-`` among them is standard input, not a file), else None."""
+    from agent_reliability_harness.io.load import file_key
     from agent_reliability_harness.render._text import terminal_safe
 
     written: dict[tuple[object, ...], tuple[str, str]] = {}  # file -> its option and path
     for option, path in outputs:
-        if path is None or (key := _file_key(path)) is None:
+        if path is None or (key := file_key(path)) is None:
             continue
         first, _ = written.setdefault(key, (option, path))
         if first != option:
@@ -599,7 +565,7 @@ def _overwrite_usage(
     for option, path in inputs:
         if path is None or (option != "--gates" and path == "-"):
             continue
-        key = _file_key(path)
+        key = file_key(path)
         if key is not None and key in written:
             output, shown = written[key]
             return (
@@ -607,139 +573,6 @@ def _overwrite_usage(
                 "must not overwrite an input"
             )
     return None
-
-
-def _policy(args: argparse.Namespace) -> Policy | None:
-    """Load the policy, printing its error (then None) or its accepted warnings."""
-    from agent_reliability_harness.render._text import terminal_safe
-    from agent_reliability_harness.runner import load_policy
-
-    path = args.policy
-    try:
-        policy = load_policy(
-            path,
-            allow_risky_patterns=args.allow_risky_patterns,
-            max_input_bytes=args.max_input_size,
-        )
-    except InputError as exc:
-        _error(f"invalid policy: {exc}")
-        return None
-    for warning in policy.warnings:
-        _print(f"warning: {terminal_safe(path)}: {terminal_safe(warning)}\n", sys.stderr)
-    return policy
-
-
-_VALIDATE_FILES: Final = tuple(attribute for attribute, _, _ in _VALIDATE_OUTPUTS)
-
-
-def _cmd_validate(args: argparse.Namespace) -> int:
-    from agent_reliability_harness._version import __version__
-    from agent_reliability_harness.io import Spool
-    from agent_reliability_harness.model.report import RunReport, SummaryBuilder
-    from agent_reliability_harness.render import writer
-    from agent_reliability_harness.render.console import ConsoleWriter
-    from agent_reliability_harness.runner import StepLines, iter_reports, sorted_errors
-
-    problem = _record_usage(args) or _overwrite_usage(
-        [(f"--{a.replace('_', '-')}", getattr(args, a)) for a in (*_VALIDATE_FILES, "html_out")],
-        [("--policy", args.policy), *(("TRACE", path) for path in args.traces)],
-    )
-    if problem:
-        _print(f"{args.usage}arh validate: error: {problem}\n", sys.stderr)
-        return EXIT_USAGE
-    policy = _policy(args)
-    if policy is None:
-        return EXIT_FAILED
-    # Reports are written as the traces are checked: the console report goes out trace by
-    # trace, the files' bodies are spooled and their heads (which hold the totals) come last.
-    console = (
-        None
-        if args.quiet
-        else ConsoleWriter(color=_use_color(args.color, sys.stdout), fail_under=args.fail_under)
-    )
-    outputs = [
-        (
-            path,
-            writer(name, StepLines(args.max_input_size), fail_under=args.fail_under),
-            Spool(),
-            what,
-        )
-        for attribute, name, what in _VALIDATE_OUTPUTS
-        if (path := getattr(args, attribute))
-    ]
-    keeper = None
-    kept: list[TraceReport] = []  # only for the HTML report, which shows the whole run
-    if args.html_out:
-        from agent_reliability_harness.render.html import ValidationTraces
-
-        keeper = ValidationTraces()  # the traces the HTML report shows step by step
-    totals = SummaryBuilder()
-    errors: list[InputError] = []
-    unwritten = 0  # report files that could not be written (the others are written all the same)
-
-    def fail(error: InputError) -> None:
-        errors.append(error)
-        _report_error(error)
-
-    try:
-        for report in iter_reports(
-            policy,
-            args.traces,
-            fmt=args.format,
-            fail_under=args.fail_under,
-            on_error=fail,
-            messages_at=args.messages_at,
-            trace_id_at=args.trace_id_at,
-            on_trace=keeper,
-            task_key=args.task_key,
-            outcome_at=args.outcome_at,
-            jobs=args.jobs,
-            max_input_bytes=args.max_input_size,
-        ):
-            totals.add(report)
-            if console is not None:
-                sys.stdout.write(console.add(report))
-            for _, report_writer, spool, _ in outputs:
-                spool.write(report_writer.add(report))
-            if keeper is not None:
-                kept.append(report)
-        # the policy's hash is for the report files (hashing costs milliseconds at start-up)
-        sha256 = policy.sha256 if outputs or keeper is not None else None
-        summary = totals.build(sorted_errors(errors), policy.policy_id, sha256, __version__)
-        if console is not None:
-            _print(console.tail(summary), sys.stdout)
-        for path, report_writer, spool, what in outputs:
-            if spool.problem is not None:
-                _error(f"cannot write {path}: {spool.problem}")
-                unwritten += 1
-                continue
-            parts: list[str | Spool] = [
-                report_writer.head(summary),
-                spool,
-                report_writer.tail(summary),
-            ]
-            unwritten += _write(path, parts, what, args.quiet)
-    finally:
-        for _, _, spool, _ in outputs:
-            spool.close()
-    if keeper is not None:
-        from agent_reliability_harness.render.html import render_html
-
-        run = RunReport(
-            tuple(kept),
-            summary.input_errors,
-            summary.policy_id,
-            summary.policy_sha256,
-            summary.harness_version,
-        )
-        unwritten += _write(
-            args.html_out,
-            render_html(run, keeper.traces, fail_under=args.fail_under),
-            "HTML report",
-            args.quiet,
-        )
-    passed = summary.passed == summary.total and not errors and not unwritten
-    return EXIT_OK if passed else EXIT_FAILED
 
 
 def _compare_usage(args: argparse.Namespace) -> str | None:
@@ -816,76 +649,16 @@ def _stat_usage(args: argparse.Namespace, *, baseline: bool = True) -> str | Non
     return None
 
 
-def _read_reports(
-    paths: Sequence[str], label: str, max_input_bytes: int
-) -> list[tuple[str, Any]] | None:
-    """Each report with its path, or None after printing why each one that cannot be read
-    cannot (every report is read: one bad report does not hide the others' problems)."""
-    from agent_reliability_harness.io import utf8_name
-    from agent_reliability_harness.render._text import terminal_safe
-    from agent_reliability_harness.runner import load_report
-
-    runs = []
-    bad = False
-    seen: set[str] = set()
-    for path in paths:
-        # one file named twice (a glob and a name, ./a and a) would count its runs twice
-        same = _real_path(path) if path != "-" else path
-        if same in seen:
-            _print(
-                f"warning: {terminal_safe(path)}: this {label} is named more than once; it is "
-                "read once\n",
-                sys.stderr,
-            )
-            continue
-        seen.add(same)
-        try:
-            report = load_report(path, max_input_bytes)
-            runs.append((utf8_name(path), report))  # the path, as reports show it
-        except InputError as exc:
-            _error(f"invalid {label}: {exc}")
-            bad = True
-    return None if bad else runs
-
-
-def _gate_plan(args: argparse.Namespace) -> tuple[Any, str] | None:
-    """The gate plan with the gate file read into it, and the outcome mode; or None after
-    printing why the gate file cannot be used."""
-    from agent_reliability_harness._record import replace
-    from agent_reliability_harness.runner import load_gate_file
-
-    plan = args.plan
-    file = None
-    if args.gates:
-        try:
-            file = load_gate_file(args.gates, args.max_input_size)
-        except InputError as exc:
-            _error(f"invalid gate file: {exc}")
-            return None
-        plan = replace(plan, file=file)
-    outcome = args.outcome or (file.outcome if file is not None else None) or "verdict"
-    return plan, outcome
-
-
-def _cmd_compare(args: argparse.Namespace) -> int:
-    from agent_reliability_harness._record import replace
-    from agent_reliability_harness.regression import compare_reports, evaluate_gate
-    from agent_reliability_harness.regression.stat_report import merge_runs
-    from agent_reliability_harness.render.compare import (
-        render_compare_console,
-        render_compare_json,
-        render_compare_markdown,
+def _validate_usage(args: argparse.Namespace) -> str | None:
+    return _record_usage(args) or _overwrite_usage(
+        _report_paths(args, "validate"),
+        [("--policy", args.policy), *(("TRACE", path) for path in args.traces)],
     )
-    from agent_reliability_harness.render.json_report import render_json
-    from agent_reliability_harness.runner import run_validation
 
-    problem = _compare_usage(args) or _overwrite_usage(
-        [
-            ("--json-out", args.json_out),
-            ("--md-out", args.md_out),
-            ("--html-out", args.html_out),
-            ("--candidate-json-out", args.candidate_json_out),
-        ],
+
+def _compare_files_usage(args: argparse.Namespace) -> str | None:
+    return _compare_usage(args) or _overwrite_usage(
+        [*_report_paths(args, "compare"), ("--candidate-json-out", args.candidate_json_out)],
         [
             *(("--baseline", path) for path in args.baseline),
             *(("--candidate", path) for path in args.candidate or ()),
@@ -894,325 +667,90 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             ("--gates", args.gates),
         ],
     )
-    if problem:
-        _print(f"{args.usage}arh compare: error: {problem}\n", sys.stderr)
-        return EXIT_USAGE
-    statistics = bool(args.gate or args.gates or args.outcome or args.k)
-    planned = _gate_plan(args) if statistics else None
-    # every report is read even when the gate file or another report is bad: all are reported
-    limit = args.max_input_size
-    baselines = _read_reports(args.baseline, "baseline", limit)
-    candidates = (
-        None if args.candidate is None else _read_reports(args.candidate, "candidate", limit)
-    )
-    if (
-        (statistics and planned is None)
-        or baselines is None
-        or (args.candidate is not None and candidates is None)
-    ):
-        return EXIT_FAILED
-    baseline, notes = merge_runs(baselines, "baseline")
-    input_errors = 0
-    unwritten = 0  # report files that could not be written (the others are written all the same)
-    keeper = None
-    fail_under = None  # the candidate's pass threshold, when it is validated now
-    if candidates is not None:
-        candidate, more = merge_runs(candidates, "candidate")
-        notes += more
-    else:
-        policy = _policy(args)
-        if policy is None:
-            return EXIT_FAILED
-        fail_under = 70.0 if args.fail_under is None else args.fail_under
-        if args.html_out:
-            from agent_reliability_harness.render.html import CompareTraces
-
-            keeper = CompareTraces(  # for the timelines
-                baseline, any_step=args.any_step, max_score_drop=args.max_score_drop
-            )
-        candidate = run_validation(
-            policy,
-            args.traces,
-            fmt=args.format or "auto",
-            fail_under=fail_under,
-            on_error=_report_error,
-            messages_at=args.messages_at,
-            trace_id_at=args.trace_id_at,
-            on_trace=keeper,
-            task_key=args.task_key,
-            outcome_at=args.outcome_at,
-            max_input_bytes=limit,
-        )
-        from agent_reliability_harness.io import utf8_name
-
-        candidates = [(utf8_name(args.candidate_json_out or "(validated now)"), candidate)]
-        input_errors = len(candidate.input_errors)
-        if args.candidate_json_out:
-            unwritten += _write(
-                args.candidate_json_out, render_json(candidate), "Candidate report", args.quiet
-            )
-    result = compare_reports(baseline, candidate, any_step=args.any_step)
-    if notes:
-        result = replace(result, warnings=(*result.warnings, *notes))
-    gate = evaluate_gate(
-        result, args.fail_on, args.max_score_drop, fail_on_drift=args.fail_on_drift
-    )
-    stats = None
-    if planned is not None:
-        from agent_reliability_harness.regression.stat_report import compare_stats
-
-        try:
-            stats = compare_stats(baselines, candidates, planned[1], planned[0])
-        except InputError as exc:
-            _error(str(exc))
-            return EXIT_FAILED
-        gate = replace(
-            gate,
-            passed=gate.passed and stats.gate.passed,
-            reasons=(*gate.reasons, *stats.gate.reasons),
-        )
-    console_extra: list[str] = []
-    markdown_extra: list[str] = []
-    data = None
-    if stats is not None:
-        from agent_reliability_harness.render.stats import (
-            comparison_console_lines,
-            comparison_markdown_lines,
-        )
-
-        console_extra = comparison_console_lines(stats)
-        markdown_extra = comparison_markdown_lines(stats)
-        data = stats.to_dict()
-    ungated = None
-    if args.ungated:
-        from agent_reliability_harness.render._markdown import md_text
-        from agent_reliability_harness.render.compare import ungated_regressions
-
-        ungated = ungated_regressions(result)
-        if ungated is not None:
-            console_extra += ["", f"note: {ungated}"]
-            markdown_extra += ["", f"> Note: {md_text(ungated)}"]
-    if not args.quiet:
-        _print(render_compare_console(result, gate, extra=console_extra), sys.stdout)
-        from agent_reliability_harness.render._text import exit_status_note
-
-        note = exit_status_note(gate.passed, input_errors)
-        if note is not None:
-            _print(f"{note} (on standard error)\n", sys.stdout)
-    if args.json_out:
-        text = render_compare_json(result, gate, statistics=data)
-        unwritten += _write(args.json_out, text, "Comparison JSON", args.quiet)
-    if args.md_out:
-        text = render_compare_markdown(
-            result, gate, extra=markdown_extra, input_errors=input_errors
-        )
-        unwritten += _write(args.md_out, text, "Comparison Markdown", args.quiet)
-    if args.html_out:
-        from agent_reliability_harness.render.html import render_compare_html
-
-        traces = keeper.traces if keeper else None
-        html = render_compare_html(
-            result,
-            gate,
-            traces,
-            input_errors=input_errors,
-            statistics=stats,
-            fail_under=fail_under,
-            ungated=ungated,
-        )
-        unwritten += _write(args.html_out, html, "Comparison HTML", args.quiet)
-    return EXIT_OK if gate.passed and not input_errors and not unwritten else EXIT_FAILED
 
 
-def _cmd_stats(args: argparse.Namespace) -> int:
-    from agent_reliability_harness.regression.stat_report import stats_of
-    from agent_reliability_harness.render.stats import (
-        render_stats_console,
-        render_stats_json,
-        render_stats_markdown,
-    )
-
-    problem = _stat_usage(args, baseline=False) or _overwrite_usage(
-        [("--json-out", args.json_out), ("--md-out", args.md_out)],
+def _stats_usage(args: argparse.Namespace) -> str | None:
+    return _stat_usage(args, baseline=False) or _overwrite_usage(
+        _report_paths(args, "stats"),
         [*(("REPORT", path) for path in args.reports), ("--gates", args.gates)],
     )
-    if problem:
-        _print(f"{args.usage}arh stats: error: {problem}\n", sys.stderr)
-        return EXIT_USAGE
-    planned = _gate_plan(args)
-    runs = _read_reports(args.reports, "report", args.max_input_size)  # even if the gates are bad
-    if planned is None or runs is None:
-        return EXIT_FAILED
-    plan, outcome = planned
-    if not any(run.reports for _, run in runs):
-        _error(f"no trace reports in {', '.join(args.reports)}: nothing to summarise")
-        return EXIT_FAILED
-    try:
-        result = stats_of(runs, outcome, plan)
-    except InputError as exc:
-        _error(str(exc))
-        return EXIT_FAILED
-    if not args.quiet:
-        _print(render_stats_console(result), sys.stdout)
-    unwritten = 0  # report files that could not be written (the others are written all the same)
-    for path, render, what in (
-        (args.json_out, render_stats_json, "Statistics JSON"),
-        (args.md_out, render_stats_markdown, "Statistics Markdown"),
-    ):
-        if path:
-            unwritten += _write(path, render(result), what, args.quiet)
-    return EXIT_OK if result.passed and not unwritten else EXIT_FAILED
 
 
-class _TerminatedError(BaseException):
-    """SIGTERM arrived while a report file was being written."""
-
-
-@contextlib.contextmanager
-def _terminable() -> Iterator[None]:
-    """While a report file is written, SIGTERM raises :class:`_TerminatedError` as Ctrl-C
-    raises ``KeyboardInterrupt``, so that the report's temporary file is removed on the way out
-    (by default SIGTERM ends the process at once, and the file stayed). Only the main thread
-    can set a signal handler; elsewhere the signal is left as it is."""
-    import signal
-
-    def stop(*_: object) -> None:
-        raise _TerminatedError
-
-    try:
-        previous = signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
-
-
-def _write(path: str, text: str | Sequence[str | Spool], what: str, quiet: bool) -> int:
-    """Write one report file: 0, or 1 after printing why it could not be written."""
-    from agent_reliability_harness.io import write_atomic
-
-    try:
-        with _terminable():
-            write_atomic(path, text)
-    except OSError as exc:
-        _error(f"cannot write {path}: {exc.strerror or exc}")
-        return EXIT_FAILED
-    if not quiet:
-        _print(f"{what} written to {path}\n", sys.stdout)
-    return 0
-
-
-def _cmd_convert(args: argparse.Namespace) -> int:
-    from agent_reliability_harness.io import is_jsonl_name
-    from agent_reliability_harness.render.traces import render_trace
-    from agent_reliability_harness.runner import TraceIds, read_traces
-
-    problem = _record_usage(args) or _overwrite_usage(
+def _convert_usage(args: argparse.Namespace) -> str | None:
+    return _record_usage(args) or _overwrite_usage(
         [("-o/--output", args.output)], [("INPUT", path) for path in args.traces]
     )
-    if problem:
-        _print(f"{args.usage}arh convert: error: {problem}\n", sys.stderr)
-        return EXIT_USAGE
-    errors = 0
-
-    def fail(error: InputError) -> None:
-        nonlocal errors
-        errors += 1
-        _report_error(error)
-
-    converted = []
-    ids = TraceIds()
-    for read in read_traces(
-        args.traces,
-        fail,
-        fmt=args.format,
-        messages_at=args.messages_at,
-        trace_id_at=args.trace_id_at,
-        max_input_bytes=args.max_input_size,
-    ):
-        try:
-            ids.check(read)
-        except InputError as exc:
-            fail(exc)
-            continue
-        ids.add(read)
-        converted.append(read)
-    # one trace is indented JSON, unless it goes to a file named to be read as JSON Lines
-    lines = len(converted) > 1 or (args.output is not None and is_jsonl_name(args.output))
-    texts = []
-    for read in converted:
-        try:
-            texts.append(render_trace(read.trace, indent=not lines))
-        except RecursionError:
-            fail(
-                InputError(
-                    f"trace {excerpt(read.trace.trace_id)} holds a value nested too deeply to "
-                    "write",
-                    pointer=None,
-                ).located(read.source, read.line)
-            )
-    if texts:
-        text = "".join(texts)
-        if args.output is None:
-            _print(text, sys.stdout)
-        else:
-            what = "Canonical trace"
-            if lines:
-                what = f"{len(texts)} canonical trace{'s' * (len(texts) != 1)} (JSON Lines)"
-            status = _write(args.output, text, what, quiet=False)
-            if status:
-                return status
-    elif args.output is not None:  # a file left as it was must not pass for this run's output
-        from agent_reliability_harness.render._text import terminal_safe
-
-        shown = terminal_safe(args.output)
-        _print(f"warning: nothing was converted, so {shown} was not written\n", sys.stderr)
-    return EXIT_FAILED if errors or not texts else EXIT_OK
 
 
-def _cmd_rules(args: argparse.Namespace) -> int:
-    from agent_reliability_harness.render import rules_doc
-
-    render = {
-        "text": rules_doc.rules_table,
-        "markdown": rules_doc.rules_markdown,
-        "json": rules_doc.rules_json,
-    }[args.format]
-    _print(render(), sys.stdout)
-    return EXIT_OK
+def _no_usage_problem(_args: argparse.Namespace) -> None:
+    return None
 
 
-def _cmd_explain(args: argparse.Namespace) -> int:
-    from agent_reliability_harness.render.rules_doc import explain_text
-    from agent_reliability_harness.rules import RULES
-
-    rule = RULES.get(args.rule_id.strip().upper())
-    if rule is None:
-        import difflib
-
-        close = difflib.get_close_matches(args.rule_id.upper(), list(RULES), n=1)
-        hint = f" (did you mean {close[0]}?)" if close else "; `arh rules` lists them"
-        _error(f"unknown rule {excerpt(args.rule_id)}{hint}")
-        return EXIT_USAGE
-    _print(explain_text(rule), sys.stdout)
-    return EXIT_OK
+# What runs each command (imported when it runs: ``arh --version`` needs none of them); each
+# returns whether the command succeeded.
 
 
-# Each command: its help line, its description, what adds its options, and what runs it.
-_COMMANDS: Final[dict[str, tuple[str, str, Callable[[_Parser], None], Callable[..., int]]]] = {
-    "validate": (
+def _validate(args: argparse.Namespace) -> bool:
+    from agent_reliability_harness.app.validate import validate
+
+    return validate(args)
+
+
+def _compare(args: argparse.Namespace) -> bool:
+    from agent_reliability_harness.app.compare import compare
+
+    return compare(args)
+
+
+def _stats(args: argparse.Namespace) -> bool:
+    from agent_reliability_harness.app.stats import stats
+
+    return stats(args)
+
+
+def _convert(args: argparse.Namespace) -> bool:
+    from agent_reliability_harness.app.convert import convert
+
+    return convert(args)
+
+
+def _rules(args: argparse.Namespace) -> bool:
+    from agent_reliability_harness.app.rules import rules
+
+    return rules(args)
+
+
+def _explain(args: argparse.Namespace) -> bool:
+    from agent_reliability_harness.app.rules import explain
+
+    return explain(args)
+
+
+@dataclass(frozen=True, slots=True)
+class _Command:
+    """A command: its help line, its description, what adds its options, what checks their
+    combination (the problem, or None), what runs it, and its exit status when that fails."""
+
+    help: str
+    description: str
+    add_arguments: Callable[[_Parser], None]
+    usage: Callable[[argparse.Namespace], str | None]
+    run: Callable[[argparse.Namespace], bool]
+    failed: int = EXIT_FAILED
+
+
+_COMMANDS: Final[dict[str, _Command]] = {
+    "validate": _Command(
         "validate traces against a policy",
         (
             "Validate traces against a policy and report findings, scores and verdicts. Exit "
             "status: 0 all passed, 1 a trace failed or an input was bad, 2 usage error."
         ),
         _validate_arguments,
-        _cmd_validate,
+        _validate_usage,
+        _validate,
     ),
-    "compare": (
+    "compare": _Command(
         "compare a candidate run with a baseline and gate on regressions",
         (
             "Compare a candidate run with a baseline report. The candidate is a saved report "
@@ -1220,9 +758,10 @@ _COMMANDS: Final[dict[str, tuple[str, str, Callable[[_Parser], None], Callable[.
             "gate passed, 1 it failed or an input was bad, 2 usage error."
         ),
         _compare_arguments,
-        _cmd_compare,
+        _compare_files_usage,
+        _compare,
     ),
-    "stats": (
+    "stats": _Command(
         "pass rates, pass^k and flaky tasks of repeated runs",
         (
             "Summarise repeated runs of the same tasks from validation reports: pass@1 with a "
@@ -1231,9 +770,10 @@ _COMMANDS: Final[dict[str, tuple[str, str, Callable[[_Parser], None], Callable[.
             "gate failed or an input was bad, 2 usage error."
         ),
         _stats_arguments,
-        _cmd_stats,
+        _stats_usage,
+        _stats,
     ),
-    "convert": (
+    "convert": _Command(
         "convert transcripts to canonical traces",
         (
             "Write the canonical traces the adapters build from the inputs: one trace as JSON, "
@@ -1241,19 +781,23 @@ _COMMANDS: Final[dict[str, tuple[str, str, Callable[[_Parser], None], Callable[.
             "status: 0 all converted, 1 an input was bad, 2 usage error."
         ),
         _convert_arguments,
-        _cmd_convert,
+        _convert_usage,
+        _convert,
     ),
-    "rules": (
+    "rules": _Command(
         "list the rules",
         "List every rule the harness can report.",
         _rules_arguments,
-        _cmd_rules,
+        _no_usage_problem,
+        _rules,
     ),
-    "explain": (
+    "explain": _Command(
         "explain one rule",
         "Print what a rule checks and how to fix it.",
         _explain_arguments,
-        _cmd_explain,
+        _no_usage_problem,
+        _explain,
+        EXIT_USAGE,
     ),
 }
 
@@ -1282,6 +826,15 @@ def _singular_or_plural(singular: str, plural: str, count: int) -> str:
     return singular if count == 1 else plural
 
 
+def _run(command: _Command, args: argparse.Namespace) -> int:
+    """Check the combination of the options, then run the command: its exit status."""
+    problem = command.usage(args)
+    if problem:
+        _print(f"{args.usage}arh {args.command}: error: {problem}\n", sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK if command.run(args) else command.failed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``arh`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status."""
     _safe_streams()
@@ -1305,11 +858,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     digits = sys.get_int_max_str_digits()
     sys.set_int_max_str_digits(_INT_DIGITS)
     try:
-        status: int = _COMMANDS[args.command][3](args)
+        status = _run(_COMMANDS[args.command], args)
     except KeyboardInterrupt:
         _error("interrupted")
         return 130
-    except _TerminatedError:
+    except TerminatedError:
         _error("terminated")
         return 143  # 128 + 15, as a shell reports a command that SIGTERM ended
     finally:

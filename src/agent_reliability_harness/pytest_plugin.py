@@ -68,7 +68,7 @@ class _Session:
         policy = self._policies.get(path)
         if policy is None:
             from agent_reliability_harness.errors import InputError
-            from agent_reliability_harness.runner import load_policy
+            from agent_reliability_harness.io.load import load_policy
 
             try:
                 policy = load_policy(path)
@@ -337,7 +337,7 @@ def _as_policy(policy: object, session: _Session | None) -> Policy:
     if isinstance(policy, str | os.PathLike):
         if session is not None:
             return session.policy(os.fspath(policy))
-        from agent_reliability_harness.runner import load_policy
+        from agent_reliability_harness.io.load import load_policy
 
         return load_policy(os.fspath(policy))
     if policy is None:

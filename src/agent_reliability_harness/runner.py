@@ -36,13 +36,20 @@ from agent_reliability_harness.io import (
     is_regular_file,
     jsonl_chunks,
     no_records,
-    os_path,
     read_chunk,
     read_documents,
-    read_input_file,
-    read_json_file,
     read_whole,
     stdin_chunks,
+)
+from agent_reliability_harness.io.load import (  # (load_* and StepLines: their 1.x home)
+    StepLines,
+    file_size,
+    is_span_export_file,
+    load_gate_file,
+    load_policy,
+    load_report,
+    names_spans,
+    step_lines,
 )
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import RunReport, TraceReport
@@ -52,7 +59,6 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Any, Final
 
-    from agent_reliability_harness.regression.stat_gates import GateFile
 
 __all__ = [
     "ReadTrace",
@@ -67,43 +73,6 @@ __all__ = [
     "sorted_errors",
     "step_lines",
 ]
-
-
-def load_policy(
-    path: str, *, allow_risky_patterns: bool = False, max_input_bytes: int = DEFAULT_MAX_INPUT
-) -> Policy:
-    """Read and parse a policy file of at most ``max_input_bytes``; errors name the file."""
-    try:
-        return Policy.from_dict(
-            read_json_file(path, max_input_bytes), allow_risky_patterns=allow_risky_patterns
-        )
-    except InputError as exc:
-        raise (exc if exc.source else exc.located(path)) from None
-
-
-def load_gate_file(path: str, max_input_bytes: int = DEFAULT_MAX_INPUT) -> GateFile:
-    """Read and parse a gate file (``arh.toml``) of at most ``max_input_bytes``; errors name
-    the file (and line and key)."""
-    from agent_reliability_harness._json import decode_bytes
-    from agent_reliability_harness.regression.stat_gates import parse_gate_file
-
-    try:
-        data = read_input_file(path, max_input_bytes)
-        text = decode_bytes(data, "TOML")  # as trace files are: a UTF-8 BOM dropped, UTF-16 named
-    except OSError as exc:
-        raise cannot_read(path, exc) from None
-    except InputError as exc:
-        raise exc.located(path) from None
-    return parse_gate_file(text, path)
-
-
-def load_report(path: str, max_input_bytes: int = DEFAULT_MAX_INPUT) -> RunReport:
-    """Read a JSON validation report (for example a baseline) of at most ``max_input_bytes``;
-    errors name the file."""
-    try:
-        return RunReport.from_dict(read_json_file(path, max_input_bytes))
-    except InputError as exc:
-        raise (exc if exc.source else exc.located(path)) from None
 
 
 def _default_id(relative: str) -> str:
@@ -438,13 +407,6 @@ _STDIN_CHUNK_BYTES: Final = 1 << 20  # (standard input is read, and held, a piec
 _BATCH_FILES: Final = 64
 
 
-def _file_size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0  # reading it reports the problem
-
-
 def _jsonl_units(source: Source, chunk_bytes: int) -> Iterator[_Unit]:
     """A JSON Lines file in chunks, cut as they are handed out (the last one is marked)."""
     assert source.path is not None
@@ -466,26 +428,6 @@ def _jsonl_units(source: Source, chunk_bytes: int) -> Iterator[_Unit]:
     yield _Unit((source,)) if previous is None else _Unit((source,), previous)  # (empty file)
 
 
-def _names_spans(head: bytes) -> bool:
-    """Do the first bytes of JSON Lines name OTLP resource spans?"""
-    return b'"resourceSpans"' in head or b'"resource_spans"' in head
-
-
-def _span_export_file(path: str, fmt: str) -> bool:
-    """Is this JSON Lines file read as OTLP export requests? Their traces may span lines, so
-    such a file is one unit of work. (Auto: its first kilobytes name ``resourceSpans``.)"""
-    if fmt in SPAN_FORMAT_NAMES:
-        return True
-    if fmt != "auto":
-        return False
-    try:
-        with open(path, "rb") as stream:
-            head = stream.read(1 << 16)
-    except OSError:
-        return False
-    return _names_spans(head)
-
-
 def _stdin_units(source: Source, fmt: str, limit: int) -> Iterator[_Unit]:
     """Standard input as units of work: JSON Lines in chunks of the lines read so far, for the
     workers; one document, an OTLP export (whose traces may span lines) or a read error, for
@@ -498,7 +440,7 @@ def _stdin_units(source: Source, fmt: str, limit: int) -> Iterator[_Unit]:
             yield _Unit((source,), local=local)
             return
         pending = next(chunks)  # there is one: the input has a line that is not blank
-        if fmt in SPAN_FORMAT_NAMES or (fmt == "auto" and _names_spans(_head(pending))):
+        if fmt in SPAN_FORMAT_NAMES or (fmt == "auto" and names_spans(_head(pending))):
             yield _Unit((source,), local=_read_chunks(source, chain([pending], chunks)))
             return
     except OSError as exc:
@@ -551,7 +493,7 @@ def _units(sources: Sequence[Source], fmt: str, chunk_bytes: int, limit: int) ->
             source.path is not None
             and source.jsonl
             and is_regular_file(source.path)  # a pipe can be read only once, whole
-            and not _span_export_file(source.path, fmt)
+            and not is_span_export_file(source.path, fmt)
         ):
             if batch:
                 yield _Unit(tuple(batch))
@@ -565,7 +507,7 @@ def _units(sources: Sequence[Source], fmt: str, chunk_bytes: int, limit: int) ->
             yield from _stdin_units(source, fmt, limit)
             continue
         batch.append(source)
-        size += _file_size(source.path)
+        size += file_size(source.path)
         if size >= chunk_bytes or len(batch) >= _BATCH_FILES:
             yield _Unit(tuple(batch))
             batch, size = [], 0
@@ -596,7 +538,7 @@ def _parallel(
 ) -> Iterator[_Checked | InputError]:
     """The outcomes of every source in input order, computed by ``jobs`` worker processes."""
     local = Validator(policy, fail_under)  # for what this process checks itself
-    total = sum(_file_size(source.path) for source in sources if source.path is not None)
+    total = sum(file_size(source.path) for source in sources if source.path is not None)
     chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
     units = _units(sources, settings.fmt, chunk_bytes, settings.max_input)
     # When a worker would get one piece of work at most (one trace, say), workers would only
@@ -779,41 +721,3 @@ def run_validation(
         )
     )
     return RunReport(reports, sorted_errors(errors), policy.policy_id, policy.sha256, __version__)
-
-
-class StepLines:
-    """For a trace read from a whole JSON file, the line on which each of its steps starts.
-
-    SARIF results point at these lines. Files are read again here, only when a SARIF report is
-    written, one at a time (reports of one file come one after another); a file that cannot be
-    read (or changed meanwhile, or a pipe, which cannot be read again) just gives no lines.
-    """
-
-    def __init__(self, max_input_bytes: int = DEFAULT_MAX_INPUT) -> None:
-        self._path: str | None = None
-        self._lines: list[int] = []
-        self._limit = max_input_bytes
-
-    def __call__(self, report: TraceReport) -> list[int] | None:
-        from agent_reliability_harness._json import decode_bytes, member_array_lines
-
-        path = report.source_path
-        if path is None or report.source_line is not None:
-            return None
-        if path != self._path:
-            self._path = path
-            self._lines = []
-            if is_regular_file(os_path(path)):
-                try:
-                    text = decode_bytes(read_input_file(os_path(path), self._limit))
-                    self._lines = member_array_lines(text, "steps")
-                except (OSError, InputError, MemoryError):
-                    pass
-        return self._lines
-
-
-def step_lines(run: RunReport) -> dict[str, list[int]]:
-    """:class:`StepLines` of every report of a run, by trace id."""
-    lines = StepLines()
-    found = {report.trace_id: lines(report) for report in run.reports}
-    return {trace_id: found for trace_id, found in found.items() if found is not None}

@@ -9,24 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from agent_reliability_harness.model.report import RunReport
+from agent_reliability_harness.render.outputs import ReportWriter, ValidateOutput, WriterOptions
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Final, Protocol
+    from typing import Final
 
-    from agent_reliability_harness.model.report import RunSummary, TraceReport
-
-    class ReportWriter(Protocol):
-        """A report written one trace at a time: :meth:`head`, then what :meth:`add` returned
-        for each trace report in order, then :meth:`tail` is the whole report. ``head`` and
-        ``tail`` are called after the last ``add``: they hold the run's totals."""
-
-        def add(self, report: TraceReport) -> str: ...
-        def head(self, summary: RunSummary) -> str: ...
-        def tail(self, summary: RunSummary) -> str: ...
-
-else:
-    ReportWriter = object
+    from agent_reliability_harness.model.report import TraceReport
 
 __all__ = ["RENDERERS", "ReportWriter", "render", "writer"]
 
@@ -88,23 +77,15 @@ def writer(
     *,
     fail_under: float | None = None,
 ) -> ReportWriter:
-    """A :class:`ReportWriter` for a report format of :data:`RENDERERS` other than the console;
+    """A :class:`ReportWriter` for the ``json``, ``markdown``, ``junit`` or ``sarif`` report;
     ``step_lines`` lets SARIF results point at their step's line, ``fail_under`` (the pass
-    threshold) lets a trace that fails on its score alone say so."""
-    if name == "json":
-        from agent_reliability_harness.render.json_report import JsonWriter
+    threshold) lets a trace that fails on its score alone say so. (The command line writes every
+    format through the table of :mod:`agent_reliability_harness.render.formats`.)"""
+    from agent_reliability_harness.render.formats import json, junit, markdown, sarif
 
-        return JsonWriter()
-    if name == "markdown":
-        from agent_reliability_harness.render.markdown import MarkdownWriter
-
-        return MarkdownWriter(fail_under=fail_under)
-    if name == "junit":
-        from agent_reliability_harness.render.junit import JunitWriter
-
-        return JunitWriter(fail_under=fail_under)
-    if name == "sarif":
-        from agent_reliability_harness.render.sarif import SarifWriter
-
-        return SarifWriter(step_lines)
-    raise ValueError(f"no streaming writer for {name!r}")
+    streamed: dict[str, ValidateOutput | None]
+    streamed = {m.FORMAT.name: m.FORMAT.validate for m in (json, markdown, junit, sarif)}
+    output = streamed.get(name)
+    if output is None:
+        raise ValueError(f"no streaming writer for {name!r}")
+    return output.writer(WriterOptions(fail_under, step_lines))

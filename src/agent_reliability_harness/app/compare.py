@@ -1,0 +1,153 @@
+"""``arh compare``: compare a candidate run (a saved report, or traces validated now) with a
+baseline, gate on the findings and, when asked, on the statistics of repeated runs, and write
+the reports."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from argparse import Namespace
+
+from agent_reliability_harness._record import replace
+from agent_reliability_harness.app.formats import output_formats
+from agent_reliability_harness.app.inputs import gate_plan, read_reports
+from agent_reliability_harness.app.inputs import policy as read_policy
+from agent_reliability_harness.app.output import error, report_error, say, write_report
+from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.io import utf8_name
+from agent_reliability_harness.model.report import TraceReport
+from agent_reliability_harness.model.trace import Trace
+from agent_reliability_harness.regression import compare_reports, evaluate_gate
+from agent_reliability_harness.regression.gate import GateResult
+from agent_reliability_harness.regression.stat_report import StatComparison, merge_runs
+from agent_reliability_harness.render._text import exit_status_note
+from agent_reliability_harness.render.compare import render_compare_console, ungated_regressions
+from agent_reliability_harness.render.json_report import render_json
+from agent_reliability_harness.render.outputs import Comparison, TraceKeeper
+from agent_reliability_harness.runner import run_validation
+
+__all__ = ["compare", "gates"]
+
+
+def gates(gate: GateResult, statistics: StatComparison | None) -> GateResult:
+    """The gate of the findings with the statistical gates merged in: it passes when both do,
+    and gives the reasons of both."""
+    if statistics is None:
+        return gate
+    return replace(
+        gate,
+        passed=gate.passed and statistics.gate.passed,
+        reasons=(*gate.reasons, *statistics.gate.reasons),
+    )
+
+
+def compare(args: Namespace) -> bool:
+    """Run ``arh compare`` with checked arguments: True when the gate passed, every input was
+    read and every report written."""
+    statistics = bool(args.gate or args.gates or args.outcome or args.k)
+    planned = gate_plan(args) if statistics else None
+    # every report is read even when the gate file or another report is bad: all are reported
+    limit = args.max_input_size
+    baselines = read_reports(args.baseline, "baseline", limit)
+    candidates = (
+        None if args.candidate is None else read_reports(args.candidate, "candidate", limit)
+    )
+    if (
+        (statistics and planned is None)
+        or baselines is None
+        or (args.candidate is not None and candidates is None)
+    ):
+        return False
+    baseline, notes = merge_runs(baselines, "baseline")
+    input_errors = 0
+    unwritten = 0  # report files that could not be written (the others are written all the same)
+    outputs = [
+        (path, fmt.compare)
+        for fmt in output_formats("compare")
+        if fmt.compare is not None and (path := getattr(args, fmt.attribute))
+    ]
+    keepers: dict[str, TraceKeeper] = {}  # by the path of the report that shows the traces
+    fail_under = None  # the candidate's pass threshold, when it is validated now
+    if candidates is not None:
+        candidate, more = merge_runs(candidates, "candidate")
+        notes += more
+    else:
+        policy = read_policy(args)
+        if policy is None:
+            return False
+        fail_under = 70.0 if args.fail_under is None else args.fail_under
+        for path, output in outputs:
+            if output.keeper is not None:  # for the timelines
+                keepers[path] = output.keeper(baseline, args.any_step, args.max_score_drop)
+
+        def keep(trace: Trace, report: TraceReport) -> None:
+            for keeper in keepers.values():
+                keeper(trace, report)
+
+        candidate = run_validation(
+            policy,
+            args.traces,
+            fmt=args.format or "auto",
+            fail_under=fail_under,
+            on_error=report_error,
+            messages_at=args.messages_at,
+            trace_id_at=args.trace_id_at,
+            on_trace=keep if keepers else None,
+            task_key=args.task_key,
+            outcome_at=args.outcome_at,
+            max_input_bytes=limit,
+        )
+        candidates = [(utf8_name(args.candidate_json_out or "(validated now)"), candidate)]
+        input_errors = len(candidate.input_errors)
+        if args.candidate_json_out:
+            unwritten += write_report(
+                args.candidate_json_out, render_json(candidate), "Candidate report", args.quiet
+            )
+    result = compare_reports(baseline, candidate, any_step=args.any_step)
+    if notes:
+        result = replace(result, warnings=(*result.warnings, *notes))
+    gate = evaluate_gate(
+        result, args.fail_on, args.max_score_drop, fail_on_drift=args.fail_on_drift
+    )
+    stats = None
+    if planned is not None:
+        from agent_reliability_harness.regression.stat_report import compare_stats
+
+        try:
+            stats = compare_stats(baselines, candidates, planned[1], planned[0])
+        except InputError as exc:
+            error(str(exc))
+            return False
+        gate = gates(gate, stats)
+    comparison = Comparison(
+        result,
+        gate,
+        stats,
+        input_errors,
+        ungated_regressions(result) if args.ungated else None,
+        fail_under,
+    )
+    if not args.quiet:
+        say(render_compare_console(result, gate, extra=_console_extra(comparison)), sys.stdout)
+        note = exit_status_note(gate.passed, input_errors)
+        if note is not None:
+            say(f"{note} (on standard error)\n", sys.stdout)
+    for path, output in outputs:
+        keeper = keepers.get(path)
+        traces = keeper.traces if keeper else None
+        text = output.render(dataclasses.replace(comparison, traces=traces))
+        unwritten += write_report(path, text, output.what, args.quiet)
+    return gate.passed and not input_errors and not unwritten
+
+
+def _console_extra(comparison: Comparison) -> list[str]:
+    """The console report's lines after its summary: the statistics, and what the
+    trace-by-trace gate let through when statistical gates turned it off."""
+    extra: list[str] = []
+    if comparison.statistics is not None:
+        from agent_reliability_harness.render.stats import comparison_console_lines
+
+        extra = comparison_console_lines(comparison.statistics)
+    if comparison.ungated is not None:
+        extra += ["", f"note: {comparison.ungated}"]
+    return extra

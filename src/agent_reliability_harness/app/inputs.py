@@ -1,0 +1,84 @@
+"""Reading what the commands need besides traces: the policy, saved reports and the gate file,
+each problem printed as it is found."""
+
+from __future__ import annotations
+
+import sys
+from argparse import Namespace
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from agent_reliability_harness._record import replace
+from agent_reliability_harness.app.output import error, say
+from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.io import utf8_name
+from agent_reliability_harness.io.load import load_gate_file, load_policy, load_report, real_path
+from agent_reliability_harness.render._text import terminal_safe
+
+if TYPE_CHECKING:
+    from agent_reliability_harness.model.policy import Policy
+    from agent_reliability_harness.model.report import RunReport
+    from agent_reliability_harness.regression.stat_gates import GatePlan
+
+__all__ = ["gate_plan", "policy", "read_reports"]
+
+
+def policy(args: Namespace) -> Policy | None:
+    """Load the policy, printing its error (then None) or its accepted warnings."""
+    path = args.policy
+    try:
+        loaded = load_policy(
+            path,
+            allow_risky_patterns=args.allow_risky_patterns,
+            max_input_bytes=args.max_input_size,
+        )
+    except InputError as exc:
+        error(f"invalid policy: {exc}")
+        return None
+    for warning in loaded.warnings:
+        say(f"warning: {terminal_safe(path)}: {terminal_safe(warning)}\n", sys.stderr)
+    return loaded
+
+
+def read_reports(
+    paths: Sequence[str], label: str, max_input_bytes: int
+) -> list[tuple[str, RunReport]] | None:
+    """Each report with its path, or None after printing why each one that cannot be read
+    cannot (every report is read: one bad report does not hide the others' problems)."""
+    runs = []
+    bad = False
+    seen: set[str] = set()
+    for path in paths:
+        # one file named twice (a glob and a name, ./a and a) would count its runs twice
+        same = real_path(path) if path != "-" else path
+        if same in seen:
+            say(
+                f"warning: {terminal_safe(path)}: this {label} is named more than once; it is "
+                "read once\n",
+                sys.stderr,
+            )
+            continue
+        seen.add(same)
+        try:
+            report = load_report(path, max_input_bytes)
+            runs.append((utf8_name(path), report))  # the path, as reports show it
+        except InputError as exc:
+            error(f"invalid {label}: {exc}")
+            bad = True
+    return None if bad else runs
+
+
+def gate_plan(args: Namespace) -> tuple[GatePlan, str] | None:
+    """The gate plan with the gate file read into it, and the outcome mode; or None after
+    printing why the gate file cannot be used."""
+    plan = args.plan
+    file = None
+    if args.gates:
+        try:
+            file = load_gate_file(args.gates, args.max_input_size)
+        except InputError as exc:
+            error(f"invalid gate file: {exc}")
+            return None
+        plan = replace(plan, file=file)
+    outcome = args.outcome or (file.outcome if file is not None else None) or "verdict"
+    return plan, outcome

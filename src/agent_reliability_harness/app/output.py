@@ -1,0 +1,78 @@
+"""What the commands print (on the standard streams the command line set up) and the report
+files they write."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import IO
+
+from agent_reliability_harness.app import TerminatedError
+from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.io import Spool, write_atomic
+from agent_reliability_harness.render._text import terminal_safe
+
+__all__ = ["error", "report_error", "say", "use_color", "write_report"]
+
+
+def say(text: str, stream: IO[str] | None) -> None:
+    """Write ``text`` to ``stream`` at once (nothing when the process was started without it)."""
+    if stream is None:  # started without it
+        return
+    stream.write(text)
+    stream.flush()
+
+
+def error(message: str) -> None:
+    say(f"error: {terminal_safe(message)}\n", sys.stderr)
+
+
+def report_error(exc: InputError) -> None:
+    error(str(exc))
+
+
+def use_color(choice: str, stream: IO[str]) -> bool:
+    """Whether ``--color choice`` colours what goes to ``stream``."""
+    if choice != "auto":
+        return choice == "always"
+    isatty = getattr(stream, "isatty", None)
+    if not (isatty and isatty()) or os.environ.get("NO_COLOR"):
+        return False
+    return os.environ.get("TERM") != "dumb"  # a terminal that says it cannot show colour
+
+
+@contextlib.contextmanager
+def _terminable() -> Iterator[None]:
+    """While a report file is written, SIGTERM raises :class:`TerminatedError` as Ctrl-C
+    raises ``KeyboardInterrupt``, so that the report's temporary file is removed on the way out
+    (by default SIGTERM ends the process at once, and the file stayed). Only the main thread
+    can set a signal handler; elsewhere the signal is left as it is."""
+    import signal
+
+    def stop(*_: object) -> None:
+        raise TerminatedError
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def write_report(path: str, text: str | Sequence[str | Spool], what: str, quiet: bool) -> int:
+    """Write one report file: 0, or 1 after printing why it could not be written."""
+    try:
+        with _terminable():
+            write_atomic(path, text)
+    except OSError as exc:
+        error(f"cannot write {path}: {exc.strerror or exc}")
+        return 1
+    if not quiet:
+        say(f"{what} written to {path}\n", sys.stdout)
+    return 0

@@ -1,0 +1,39 @@
+"""``arh rules`` and ``arh explain``: the rule registry as text."""
+
+from __future__ import annotations
+
+import sys
+from argparse import Namespace
+
+from agent_reliability_harness.app.output import error, say
+from agent_reliability_harness.errors import excerpt
+from agent_reliability_harness.render import rules_doc
+from agent_reliability_harness.rules import RULES
+
+__all__ = ["explain", "rules"]
+
+
+def rules(args: Namespace) -> bool:
+    """Print every rule, as text, Markdown (docs/rules.md) or JSON."""
+    render = {
+        "text": rules_doc.rules_table,
+        "markdown": rules_doc.rules_markdown,
+        "json": rules_doc.rules_json,
+    }[args.format]
+    say(render(), sys.stdout)
+    return True
+
+
+def explain(args: Namespace) -> bool:
+    """Print what a rule checks and how to fix it; False (after saying so) for an unknown
+    rule, a usage error."""
+    rule = RULES.get(args.rule_id.strip().upper())
+    if rule is None:
+        import difflib
+
+        close = difflib.get_close_matches(args.rule_id.upper(), list(RULES), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else "; `arh rules` lists them"
+        error(f"unknown rule {excerpt(args.rule_id)}{hint}")
+        return False
+    say(rules_doc.explain_text(rule), sys.stdout)
+    return True

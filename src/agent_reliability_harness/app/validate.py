@@ -1,0 +1,98 @@
+"""``arh validate``: check every trace against the policy, writing the console report and the
+report files as the traces are checked."""
+
+from __future__ import annotations
+
+import sys
+from argparse import Namespace
+
+from agent_reliability_harness._version import __version__
+from agent_reliability_harness.app.formats import output_formats
+from agent_reliability_harness.app.inputs import policy as read_policy
+from agent_reliability_harness.app.output import (
+    error,
+    report_error,
+    say,
+    use_color,
+    write_report,
+)
+from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.io import Spool
+from agent_reliability_harness.io.load import StepLines
+from agent_reliability_harness.model.report import SummaryBuilder
+from agent_reliability_harness.render.console import ConsoleWriter
+from agent_reliability_harness.render.outputs import ReportWriter, WriterOptions
+from agent_reliability_harness.runner import iter_reports, sorted_errors
+
+__all__ = ["validate"]
+
+
+def validate(args: Namespace) -> bool:
+    """Run ``arh validate`` with checked arguments: True when every trace passed, every input
+    was read and every report written."""
+    policy = read_policy(args)
+    if policy is None:
+        return False
+    # Reports are written as the traces are checked: the console report goes out trace by
+    # trace, the files' bodies are spooled and their heads (which hold the totals) come last.
+    console = (
+        None
+        if args.quiet
+        else ConsoleWriter(color=use_color(args.color, sys.stdout), fail_under=args.fail_under)
+    )
+    options = WriterOptions(args.fail_under, StepLines(args.max_input_size))
+    outputs: list[tuple[str, ReportWriter, Spool, str]] = [
+        (path, output.writer(options), Spool(), output.what)
+        for fmt in output_formats("validate")
+        if (output := fmt.validate) is not None and (path := getattr(args, fmt.attribute))
+    ]
+    keepers = [on_trace for _, w, _, _ in outputs if (on_trace := getattr(w, "on_trace", None))]
+
+    def keep(trace: object, report: object) -> None:
+        for keeper in keepers:
+            keeper(trace, report)
+
+    totals = SummaryBuilder()
+    errors: list[InputError] = []
+    unwritten = 0  # report files that could not be written (the others are written all the same)
+
+    def fail(exc: InputError) -> None:
+        errors.append(exc)
+        report_error(exc)
+
+    try:
+        for report in iter_reports(
+            policy,
+            args.traces,
+            fmt=args.format,
+            fail_under=args.fail_under,
+            on_error=fail,
+            messages_at=args.messages_at,
+            trace_id_at=args.trace_id_at,
+            on_trace=keep if keepers else None,
+            task_key=args.task_key,
+            outcome_at=args.outcome_at,
+            jobs=args.jobs,
+            max_input_bytes=args.max_input_size,
+        ):
+            totals.add(report)
+            if console is not None:
+                sys.stdout.write(console.add(report))
+            for _, writer, spool, _ in outputs:
+                spool.write(writer.add(report))
+        # the policy's hash is for the report files (hashing costs milliseconds at start-up)
+        sha256 = policy.sha256 if outputs else None
+        summary = totals.build(sorted_errors(errors), policy.policy_id, sha256, __version__)
+        if console is not None:
+            say(console.tail(summary), sys.stdout)
+        for path, writer, spool, what in outputs:
+            if spool.problem is not None:
+                error(f"cannot write {path}: {spool.problem}")
+                unwritten += 1
+                continue
+            parts: list[str | Spool] = [writer.head(summary), spool, writer.tail(summary)]
+            unwritten += write_report(path, parts, what, args.quiet)
+    finally:
+        for _, _, spool, _ in outputs:
+            spool.close()
+    return summary.passed == summary.total and not errors and not unwritten

@@ -1,0 +1,161 @@
+"""Reading the files besides the traces: the policy, saved reports and gate files; a trace file
+again for the line of each step (SARIF); and what the pipeline and the command line ask of the
+file system before reading (a file's size, whether it holds OpenTelemetry spans, which file a
+path names)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import TYPE_CHECKING
+
+from agent_reliability_harness._formats import SPAN_FORMAT_NAMES
+from agent_reliability_harness._json import decode_bytes, member_array_lines
+from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.io.read import (
+    DEFAULT_MAX_INPUT,
+    cannot_read,
+    is_regular_file,
+    os_path,
+    read_input_file,
+    read_json_file,
+)
+from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.report import RunReport, TraceReport
+
+if TYPE_CHECKING:
+    from agent_reliability_harness.regression.stat_gates import GateFile
+
+__all__ = [
+    "StepLines",
+    "file_key",
+    "file_size",
+    "is_span_export_file",
+    "load_gate_file",
+    "load_policy",
+    "load_report",
+    "names_spans",
+    "real_path",
+    "step_lines",
+]
+
+
+def load_policy(
+    path: str, *, allow_risky_patterns: bool = False, max_input_bytes: int = DEFAULT_MAX_INPUT
+) -> Policy:
+    """Read and parse a policy file of at most ``max_input_bytes``; errors name the file."""
+    try:
+        return Policy.from_dict(
+            read_json_file(path, max_input_bytes), allow_risky_patterns=allow_risky_patterns
+        )
+    except InputError as exc:
+        raise (exc if exc.source else exc.located(path)) from None
+
+
+def load_gate_file(path: str, max_input_bytes: int = DEFAULT_MAX_INPUT) -> GateFile:
+    """Read and parse a gate file (``arh.toml``) of at most ``max_input_bytes``; errors name
+    the file (and line and key)."""
+    from agent_reliability_harness.regression.stat_gates import parse_gate_file
+
+    try:
+        data = read_input_file(path, max_input_bytes)
+        text = decode_bytes(data, "TOML")  # as trace files are: a UTF-8 BOM dropped, UTF-16 named
+    except OSError as exc:
+        raise cannot_read(path, exc) from None
+    except InputError as exc:
+        raise exc.located(path) from None
+    return parse_gate_file(text, path)
+
+
+def load_report(path: str, max_input_bytes: int = DEFAULT_MAX_INPUT) -> RunReport:
+    """Read a JSON validation report (for example a baseline) of at most ``max_input_bytes``;
+    errors name the file."""
+    try:
+        return RunReport.from_dict(read_json_file(path, max_input_bytes))
+    except InputError as exc:
+        raise (exc if exc.source else exc.located(path)) from None
+
+
+class StepLines:
+    """For a trace read from a whole JSON file, the line on which each of its steps starts.
+
+    SARIF results point at these lines. Files are read again here, only when a SARIF report is
+    written, one at a time (reports of one file come one after another); a file that cannot be
+    read (or changed meanwhile, or a pipe, which cannot be read again) just gives no lines.
+    """
+
+    def __init__(self, max_input_bytes: int = DEFAULT_MAX_INPUT) -> None:
+        self._path: str | None = None
+        self._lines: list[int] = []
+        self._limit = max_input_bytes
+
+    def __call__(self, report: TraceReport) -> list[int] | None:
+        path = report.source_path
+        if path is None or report.source_line is not None:
+            return None
+        if path != self._path:
+            self._path = path
+            self._lines = []
+            if is_regular_file(os_path(path)):
+                try:
+                    text = decode_bytes(read_input_file(os_path(path), self._limit))
+                    self._lines = member_array_lines(text, "steps")
+                except (OSError, InputError, MemoryError):
+                    pass
+        return self._lines
+
+
+def step_lines(run: RunReport) -> dict[str, list[int]]:
+    """:class:`StepLines` of every report of a run, by trace id."""
+    lines = StepLines()
+    found = {report.trace_id: lines(report) for report in run.reports}
+    return {trace_id: found for trace_id, found in found.items() if found is not None}
+
+
+def file_size(path: str) -> int:
+    """The size of the file ``path``; 0 when it cannot be asked (reading it reports why)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0  # reading it reports the problem
+
+
+def names_spans(head: bytes) -> bool:
+    """Do the first bytes of JSON Lines name OTLP resource spans?"""
+    return b'"resourceSpans"' in head or b'"resource_spans"' in head
+
+
+def is_span_export_file(path: str, fmt: str) -> bool:
+    """Is this JSON Lines file read as OTLP export requests? Their traces may span lines, so
+    such a file is one unit of work. (Auto: its first kilobytes name ``resourceSpans``.)"""
+    if fmt in SPAN_FORMAT_NAMES:
+        return True
+    if fmt != "auto":
+        return False
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(1 << 16)
+    except OSError:
+        return False
+    return names_spans(head)
+
+
+def file_key(path: str) -> tuple[object, ...] | None:
+    """What identifies the file ``path`` names: an existing regular file by its device and inode
+    (a symbolic or hard link to it is the same file), a path that does not exist yet by its
+    absolute form with links resolved; None for anything else (a directory, a pipe, a device
+    such as ``/dev/stdout``), which a report is written into rather than replacing it."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return ("path", os.path.normcase(real_path(path)))
+    return ("file", info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def real_path(path: str) -> str:
+    """``path`` absolute, with links resolved; as it is when the current directory that a
+    relative path needs was removed (reading or writing it then fails, and says so)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return path
