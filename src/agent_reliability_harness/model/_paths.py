@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
+from agent_reliability_harness._decode import array_index, bad, json_type
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import UsageError, excerpt, join_pointer, parse_pointer
-from agent_reliability_harness.model._checks import array_index, bad, json_type
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:

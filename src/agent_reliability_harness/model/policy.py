@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
-from agent_reliability_harness._record import Record, field
-from agent_reliability_harness.errors import excerpt, join_pointer
-from agent_reliability_harness.model._checks import (
+from agent_reliability_harness._decode import (
     bad,
     check_json_values,
+    check_keys,
     check_tree,
-    is_finite,
+    finite_number,
     json_type,
     number_text,
     opt_bool,
@@ -26,8 +25,10 @@ from agent_reliability_harness.model._checks import (
     opt_str,
     parse_schema_version,
     req_str,
-    unknown_key_hint,
+    section,
 )
+from agent_reliability_harness._record import Record, field
+from agent_reliability_harness.errors import excerpt, join_pointer
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -79,32 +80,6 @@ def value_has_type(type_name: str, value: object) -> bool:
     if type_name == "dict":
         return kind is dict
     return True
-
-
-def _check_keys(data: Mapping[str, Any], known: Iterable[str], pointer: str) -> None:
-    known = tuple(known)
-    for key in data:
-        if key not in known:
-            hint = unknown_key_hint(key, known)
-            raise bad(join_pointer(pointer, key), f"unknown key {excerpt(key)}{hint}")
-
-
-def _section(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = data.get(key)
-    if value is None:
-        return {}
-    if type(value) is not dict:
-        raise bad(f"/{key}", f"must be an object, got {json_type(value)}")
-    return value
-
-
-def _finite(value: object, pointer: str) -> int | float:
-    if type(value) is not int and type(value) is not float:
-        raise bad(pointer, f"must be a finite number, got {json_type(value)}")
-    assert isinstance(value, int | float)
-    if not is_finite(value):
-        raise bad(pointer, f"must be a finite number, got {number_text(value)}")
-    return value
 
 
 def _tool_names(data: Mapping[str, Any], key: str, base: str) -> tuple[str, ...]:
@@ -165,7 +140,7 @@ class ArgSpec(Record):
             raise bad(
                 pointer, f"an argument spec must be a type name or an object, got {json_type(raw)}"
             )
-        _check_keys(raw, cls._KEYS, pointer)
+        check_keys(raw, cls._KEYS, pointer)
         type_name = "any"
         if raw.get("type") is not None:
             if type(raw["type"]) is not str:
@@ -209,7 +184,7 @@ class ArgSpec(Record):
                     join_pointer(pointer, key),
                     f"a numeric bound applies to numbers, but the type is {type_name!r}",
                 )
-            bounds[key] = _finite(raw[key], join_pointer(pointer, key))
+            bounds[key] = finite_number(raw[key], join_pointer(pointer, key))
         low, high = bounds["min"], bounds["max"]
         if low is not None and high is not None and low > high:
             raise bad(pointer, f"min ({excerpt(low)}) exceeds max ({excerpt(high)})")
@@ -261,7 +236,7 @@ class ToolSchema(Record):
     def from_value(cls, name: str, raw: object, pointer: str) -> ToolSchema:
         if type(raw) is not dict:
             raise bad(pointer, f"a tool schema must be an object, got {json_type(raw)}")
-        _check_keys(raw, cls._KEYS, pointer)
+        check_keys(raw, cls._KEYS, pointer)
         max_calls = opt_nonneg_int(raw, "max_calls", pointer)
         min_calls = opt_nonneg_int(raw, "min_calls", pointer)
         if min_calls is not None and max_calls is not None and min_calls > max_calls:
@@ -332,7 +307,7 @@ class Budgets(Record):
 
     @classmethod
     def from_section(cls, raw: Mapping[str, Any]) -> Budgets:
-        _check_keys(raw, cls._KEYS, "/budgets")
+        check_keys(raw, cls._KEYS, "/budgets")
         return cls(
             opt_nonneg_number(raw, "max_total_latency_ms", "/budgets"),
             opt_nonneg_number(raw, "max_step_latency_ms", "/budgets"),
@@ -360,7 +335,7 @@ class Grounding(Record):
 
     @classmethod
     def from_section(cls, raw: Mapping[str, Any]) -> Grounding:
-        _check_keys(raw, cls._KEYS, "/grounding")
+        check_keys(raw, cls._KEYS, "/grounding")
         coverage = raw.get("min_citation_coverage")
         if coverage is None:
             coverage = 0.0
@@ -388,7 +363,7 @@ class Sequence(Record):
 
     @classmethod
     def from_section(cls, raw: Mapping[str, Any]) -> Sequence:
-        _check_keys(raw, cls._KEYS, "/sequence")
+        check_keys(raw, cls._KEYS, "/sequence")
         required = _tool_names(raw, "required_tools", "/sequence")
         forbidden = _tool_names(raw, "forbidden_tools", "/sequence")
         both = sorted(set(required) & set(forbidden))
@@ -409,7 +384,7 @@ class ErrorHandling(Record):
 
     @classmethod
     def from_section(cls, raw: Mapping[str, Any]) -> ErrorHandling:
-        _check_keys(raw, cls._KEYS, "/error_handling")
+        check_keys(raw, cls._KEYS, "/error_handling")
         return cls(
             opt_bool(raw, "require_retry_on_error", "/error_handling"),
             opt_nonneg_int(raw, "max_attempts", "/error_handling", minimum=1),
@@ -426,7 +401,7 @@ class Completion(Record):
 
     @classmethod
     def from_section(cls, raw: Mapping[str, Any]) -> Completion:
-        _check_keys(raw, cls._KEYS, "/completion")
+        check_keys(raw, cls._KEYS, "/completion")
         return cls(
             opt_bool(raw, "require_final_response", "/completion"),
             opt_nonneg_int(raw, "max_steps", "/completion", minimum=1),
@@ -563,10 +538,10 @@ class Policy(Record):
         check_tree(data, "")
         data = _copy(data)
         version = parse_schema_version(data.get("schema_version"), "/schema_version", "policy")
-        _check_keys(data, _POLICY_KEYS, "")
+        check_keys(data, _POLICY_KEYS, "")
         policy_id = req_str(data, "policy_id", "", non_empty=True)
         opt_str(data, "$schema", "")
-        tools_raw = _section(data, "allowed_tools")
+        tools_raw = section(data, "allowed_tools")
         tools: dict[str, ToolSchema] = {}
         for name, spec in tools_raw.items():
             tools[name] = ToolSchema.from_value(name, spec, join_pointer("/allowed_tools", name))
@@ -598,7 +573,7 @@ class Policy(Record):
                 check_consumes(pattern, re.IGNORECASE, pointer)
                 patterns.append(UnsafePattern(pattern, regex))
         allow_unlisted = opt_bool(data, "allow_unlisted_tools", "")
-        sequence = Sequence.from_section(_section(data, "sequence"))
+        sequence = Sequence.from_section(section(data, "sequence"))
         if not allow_unlisted:
             for key in ("required_tools", "call_order"):
                 for index, name in enumerate(getattr(sequence, key)):
@@ -624,12 +599,12 @@ class Policy(Record):
             opt_str(data, "description", ""),
             allow_unlisted,
             tools,
-            Budgets.from_section(_section(data, "budgets")),
+            Budgets.from_section(section(data, "budgets")),
             tuple(patterns),
-            Grounding.from_section(_section(data, "grounding")),
+            Grounding.from_section(section(data, "grounding")),
             sequence,
-            ErrorHandling.from_section(_section(data, "error_handling")),
-            Completion.from_section(_section(data, "completion")),
+            ErrorHandling.from_section(section(data, "error_handling")),
+            Completion.from_section(section(data, "completion")),
             warnings,
             extensions,
         )

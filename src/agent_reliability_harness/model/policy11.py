@@ -16,23 +16,21 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from agent_reliability_harness._record import Record, field
-from agent_reliability_harness.errors import excerpt, join_pointer
-from agent_reliability_harness.model._checks import (
+from agent_reliability_harness._decode import (
     bad,
+    check_keys,
+    finite_number,
     json_type,
     number_text,
     opt_bool,
     opt_nonneg_int,
     opt_str,
+    require_object,
 )
+from agent_reliability_harness._record import Record, field
+from agent_reliability_harness.errors import excerpt, join_pointer
 from agent_reliability_harness.model._paths import ArgPath, collect, json_key
-from agent_reliability_harness.model.policy import (
-    _check_keys,
-    _compile,
-    risky_warnings,
-)
-from agent_reliability_harness.model.policy import _finite as _number
+from agent_reliability_harness.model.policy import _compile, risky_warnings
 from agent_reliability_harness.model.policy import _tool_names as _names
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -80,12 +78,6 @@ def minor_version(version: str) -> int:
     if len(parts) > 1 and parts[1].isascii() and parts[1].isdigit():
         return int(parts[1])
     return 0
-
-
-def _object(raw: object, pointer: str, what: str) -> Mapping[str, Any]:
-    if type(raw) is not dict:
-        raise bad(pointer, f"{what} must be an object, got {json_type(raw)}")
-    return raw
 
 
 def _req_tool(raw: Mapping[str, Any], base: str) -> str:
@@ -180,8 +172,8 @@ class Predicate(Record):
 
     @classmethod
     def parse(cls, raw: object, pointer: str, patterns: list[tuple[str, str, int]]) -> Predicate:
-        data = _object(raw, pointer, "a predicate")
-        _check_keys(data, _PREDICATE_KEYS, pointer)
+        data = require_object(raw, pointer, "a predicate")
+        check_keys(data, _PREDICATE_KEYS, pointer)
         return cls._from(data, pointer, patterns)
 
     @classmethod
@@ -206,7 +198,9 @@ class Predicate(Record):
             regex = _compile(pattern, 0, where)
             patterns.append((where, pattern, 0))
         bounds = {
-            key: None if data.get(key) is None else _number(data[key], join_pointer(pointer, key))
+            key: None
+            if data.get(key) is None
+            else finite_number(data[key], join_pointer(pointer, key))
             for key in _BOUNDS
         }
         _check_range(bounds, pointer)
@@ -270,14 +264,14 @@ class Clause(Record):
 def _when(raw: object, pointer: str, tool: str, context: _Context) -> tuple[Clause, ...]:
     if raw is None:
         return ()
-    data = _object(raw, pointer, "when")
+    data = require_object(raw, pointer, "when")
     clauses: list[Clause] = []
     for key, spec in data.items():
         where = join_pointer(pointer, key)
         path = ArgPath.parse(key, where)
         context.argument(tool, path, where)
-        body = _object(spec, where, "a predicate")
-        _check_keys(body, (*_PREDICATE_KEYS, "min_count"), where)
+        body = require_object(spec, where, "a predicate")
+        check_keys(body, (*_PREDICATE_KEYS, "min_count"), where)
         min_count = opt_nonneg_int(body, "min_count", where, minimum=1)
         if min_count is None:
             min_count = 1
@@ -303,7 +297,7 @@ def _match(
     """``{"<argument of this call>": "<argument of the other call>"}``, without wildcards."""
     if raw is None:
         return ()
-    data = _object(raw, pointer, "match")
+    data = require_object(raw, pointer, "match")
     pairs: list[tuple[ArgPath, ArgPath]] = []
     for key, value in data.items():
         where = join_pointer(pointer, key)
@@ -416,13 +410,13 @@ class Provenance(Record):
     @classmethod
     def parse(cls, raw: object, context: _Context) -> Provenance:
         base = "/provenance"
-        data = _object(raw, base, "provenance")
-        _check_keys(data, cls._KEYS, base)
+        data = require_object(raw, base, "provenance")
+        check_keys(data, cls._KEYS, base)
         source_base = join_pointer(base, "untrusted")
         if data.get("untrusted") is None:
             raise bad(base, "missing required field 'untrusted' (which tool outputs are untrusted)")
-        source = _object(data["untrusted"], source_base, "untrusted")
-        _check_keys(source, cls._SOURCE_KEYS, source_base)
+        source = require_object(data["untrusted"], source_base, "untrusted")
+        check_keys(source, cls._SOURCE_KEYS, source_base)
         tools = _names(source, "tools", source_base)
         all_tools = opt_bool(source, "all_tools", source_base)
         if all_tools and tools:
@@ -462,8 +456,8 @@ class Provenance(Record):
         sinks: list[Sink] = []
         for index, sink_raw in enumerate(sinks_raw):
             where = join_pointer(sinks_base, index)
-            sink = _object(sink_raw, where, "a sink")
-            _check_keys(sink, Sink._KEYS, where)
+            sink = require_object(sink_raw, where, "a sink")
+            check_keys(sink, Sink._KEYS, where)
             tool = _req_tool(sink, where)
             context.tool(tool, join_pointer(where, "tool"))
             if sink.get("argument") is None:
@@ -561,8 +555,8 @@ class Condition(Record):
     @classmethod
     def parse(cls, raw: object, index: int, context: _Context) -> Condition:
         base = f"/conditions/{index}"
-        data = _object(raw, base, "a condition")
-        _check_keys(data, cls._KEYS, base)
+        data = require_object(raw, base, "a condition")
+        check_keys(data, cls._KEYS, base)
         tool = _req_tool(data, base)
         context.tool(tool, join_pointer(base, "tool"))
         name = opt_str(data, "name", base) or f"conditions/{index}"
@@ -582,7 +576,7 @@ class Condition(Record):
                     continue
                 if type(item) is not dict:
                     raise bad(at, f"must be a tool name or an object, got {json_type(item)}")
-                _check_keys(item, ("tool", "match"), at)
+                check_keys(item, ("tool", "match"), at)
                 other = _req_tool(item, at)
                 context.tool(other, join_pointer(at, "tool"))
                 priors.append(
@@ -642,8 +636,8 @@ class Relation(Record):
     @classmethod
     def parse(cls, raw: object, index: int, context: _Context) -> Relation:
         base = f"/relations/{index}"
-        data = _object(raw, base, "a relation")
-        _check_keys(data, cls._KEYS, base)
+        data = require_object(raw, base, "a relation")
+        check_keys(data, cls._KEYS, base)
         tool = _req_tool(data, base)
         context.tool(tool, join_pointer(base, "tool"))
         name = opt_str(data, "name", base) or f"relations/{index}"
@@ -663,8 +657,8 @@ class Relation(Record):
         source_base = join_pointer(base, "source")
         if data.get("source") is None:
             raise bad(base, "missing required field 'source'")
-        source = _object(data["source"], source_base, "source")
-        _check_keys(source, cls._SOURCE_KEYS, source_base)
+        source = require_object(data["source"], source_base, "source")
+        check_keys(source, cls._SOURCE_KEYS, source_base)
         source_tool = _req_tool(source, source_base)
         context.tool(source_tool, join_pointer(source_base, "tool"))
         if source.get("output") is None:
@@ -735,8 +729,8 @@ class Confirmation(Record):
     @classmethod
     def parse(cls, raw: object, context: _Context) -> Confirmation:
         base = "/confirmation"
-        data = _object(raw, base, "confirmation")
-        _check_keys(data, cls._KEYS, base)
+        data = require_object(raw, base, "confirmation")
+        check_keys(data, cls._KEYS, base)
         tools = _names(data, "tools", base)
         listed = data.get("tools") is not None
         if listed and not tools:
@@ -785,8 +779,8 @@ class Loops(Record):
     @classmethod
     def parse(cls, raw: object) -> Loops:
         base = "/loops"
-        data = _object(raw, base, "loops")
-        _check_keys(data, cls._KEYS, base)
+        data = require_object(raw, base, "loops")
+        check_keys(data, cls._KEYS, base)
         identical = opt_nonneg_int(data, "max_identical_calls", base, minimum=1)
         window = opt_nonneg_int(data, "window", base, minimum=2)
         repeats = opt_nonneg_int(data, "max_cycle_repeats", base, minimum=1)
