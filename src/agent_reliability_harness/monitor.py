@@ -97,7 +97,7 @@ TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type chec
 if TYPE_CHECKING:
     from typing import Any, Final
 
-    from agent_reliability_harness.model.policy11 import Loops
+    from agent_reliability_harness.model.policy.loops import Loops
 
     Plans = Mapping[str, Any]  # rule category -> its plan (Validator.plans)
 

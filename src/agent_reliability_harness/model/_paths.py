@@ -1,5 +1,5 @@
 """Paths into a call's arguments and a tool's output, and JSON equality: the small pieces that
-policy language 1.1 (model/policy11.py) and its rules share.
+policy language 1.1 (model/policy/) and its rules share.
 
 Kept apart from the policy parser so that the rules can import them without loading the parser of
 the 1.1 sections, which a policy of version 1 never needs.
