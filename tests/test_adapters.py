@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_reliability_harness import Policy, Trace, validate_trace
+from agent_reliability_harness._decode import resolve
 from agent_reliability_harness.adapters import (
     FORMATS,
     RecordOptions,
@@ -29,9 +30,8 @@ from agent_reliability_harness.adapters import (
     to_trace,
     to_traces,
 )
-from agent_reliability_harness.adapters._access import parse_pointer, resolve
 from agent_reliability_harness.cli import FORMAT_CHOICES
-from agent_reliability_harness.errors import InputError, UsageError
+from agent_reliability_harness.errors import InputError, UsageError, parse_pointer
 from agent_reliability_harness.render.traces import render_trace, render_traces
 
 from conftest import REFERENCE, ROOT, Run, load_json, require_shared, schema_validator

@@ -2,7 +2,7 @@
 
 Layers, lowest first; a module may import from its own layer and the layers below it:
 
-    0  errors, _json, _version            the error type and strict JSON decoding
+    0  errors, _json, _decode, _version   the error type and strict JSON decoding
     1  model (model/*)                    traces, policies, reports
     2  rules (rules/*) | adapters (adapters/*)   siblings: they must not import each other
     3  engine, scoring, monitor           validation, the verdict, the runtime guard
@@ -35,6 +35,7 @@ SOURCE = ROOT / "src" / PACKAGE
 LAYERS: dict[str, tuple[int, str]] = {
     "errors": (0, "base"),
     "_json": (0, "base"),
+    "_decode": (0, "base"),
     "_version": (0, "base"),
     "_record": (0, "base"),
     "_formats": (0, "base"),

@@ -16,13 +16,9 @@ from typing import Any
 import pytest
 
 from agent_reliability_harness import InputError, Policy, Trace, validate_trace
-from agent_reliability_harness.model.policy11 import (
-    ArgPath,
-    Predicate,
-    collect,
-    json_key,
-    minor_version,
-)
+from agent_reliability_harness.model._paths import ArgPath, collect, json_key
+from agent_reliability_harness.model.policy import minor_version
+from agent_reliability_harness.model.policy.predicates import Predicate
 
 from conftest import ROOT, Run, load_json, schema_validator
 

@@ -691,13 +691,13 @@ def test_schema_version_too_long_to_show(int_digits_limit: int) -> None:
     ids=["1e400", "1e400-1", "-1e400", "2**1024", "1e308", "-5", "1.5", "2**2**19"],
 )
 def test_number_text(int_digits_limit: int, value: int | float, shown: str) -> None:
-    from agent_reliability_harness.model._checks import number_text
+    from agent_reliability_harness._decode import number_text
 
     assert number_text(value) == shown
 
 
 def test_number_text_counts_digits_exactly() -> None:
-    from agent_reliability_harness.model._checks import number_text
+    from agent_reliability_harness._decode import number_text
 
     for digits in (310, 311, 1000, 4300, 4301, 20_000):
         for value in (10 ** (digits - 1), 10**digits - 1, -(10**digits - 1)):
@@ -724,7 +724,7 @@ def test_number_text_counts_digits_exactly() -> None:
     ],
 )
 def test_json_type_names_exact_json_types_and_python_types(value: object, name: str) -> None:
-    from agent_reliability_harness.model._checks import json_type
+    from agent_reliability_harness._decode import json_type
 
     assert json_type(value) == name
 

@@ -162,7 +162,7 @@ def test_the_scan_finds_messages() -> None:
         "no such file or directory",  # io.py
         "the JSON Lines input has no records",  # io.py
         "unknown key",  # model/policy.py, an f-string
-        "must be a finite number >= 0, got",  # model/_checks.py, via bad()
+        "must be a finite number >= 0, got",  # _decode.py, via bad()
         "a command is required",  # cli.py, a usage line built by hand
         "--max-score-drop applies only to --fail-on regressions",  # cli.py, _compare_usage
         "not a validation report: expected an object with a 'reports' array",  # a constant

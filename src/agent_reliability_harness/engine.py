@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from agent_reliability_harness._decode import find_cycle, find_non_string_key
 from agent_reliability_harness.errors import TOO_DEEP, ArhError, InputError, UsageError
-from agent_reliability_harness.model._checks import find_cycle, find_non_string_key
 from agent_reliability_harness.model.fidelity import not_applicable
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding, TraceReport

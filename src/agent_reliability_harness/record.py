@@ -34,8 +34,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 
+from agent_reliability_harness._decode import fits_in_text, number_text
 from agent_reliability_harness.errors import InputError, UsageError, excerpt
-from agent_reliability_harness.model._checks import fits_in_text, number_text
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from agent_reliability_harness._decode import is_finite, number_text
 from agent_reliability_harness.errors import UsageError
-from agent_reliability_harness.model._checks import is_finite, number_text
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules.registry import CATEGORY_BY_NAME
 

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from agent_reliability_harness._json import loads
-from agent_reliability_harness._record import Record, field
-from agent_reliability_harness.adapters._access import (
+from agent_reliability_harness._decode import (
+    fits_in_text,
     id_part,
+    json_type,
     opt_object,
     opt_text,
-    parse_pointer,
     resolve,
 )
+from agent_reliability_harness._json import loads
+from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.adapters._options import MESSAGE_KEYS, RecordOptions
-from agent_reliability_harness.errors import InputError, join_pointer
-from agent_reliability_harness.model._checks import fits_in_text, json_type
+from agent_reliability_harness.errors import InputError, join_pointer, parse_pointer
 from agent_reliability_harness.model.trace import Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
+from agent_reliability_harness._decode import is_finite, json_type
 from agent_reliability_harness._json import loads
 from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.adapters._build import (
@@ -26,7 +27,6 @@ from agent_reliability_harness.adapters._build import (
     writable_count,
 )
 from agent_reliability_harness.errors import InputError, join_pointer
-from agent_reliability_harness.model._checks import is_finite, json_type
 from agent_reliability_harness.model.trace import Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it

@@ -14,6 +14,7 @@ Per message, ``i`` being its index in the message list and ``k`` the index of a 
 
 from __future__ import annotations
 
+from agent_reliability_harness._decode import json_type
 from agent_reliability_harness.adapters._build import (
     REASONING_TYPES,
     Builder,
@@ -22,7 +23,6 @@ from agent_reliability_harness.adapters._build import (
     locate,
 )
 from agent_reliability_harness.errors import join_pointer
-from agent_reliability_harness.model._checks import json_type
 from agent_reliability_harness.model.trace import Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it

@@ -20,6 +20,7 @@ below is a message's position; the response's message counts as the message afte
 
 from __future__ import annotations
 
+from agent_reliability_harness._decode import is_finite, json_type
 from agent_reliability_harness.adapters._build import (
     Builder,
     RecordOptions,
@@ -29,7 +30,6 @@ from agent_reliability_harness.adapters._build import (
 )
 from agent_reliability_harness.adapters._options import MESSAGE_KEYS
 from agent_reliability_harness.errors import InputError, join_pointer
-from agent_reliability_harness.model._checks import is_finite, json_type
 from agent_reliability_harness.model.trace import Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it

@@ -31,13 +31,13 @@ A non-empty array in which no element is an object is neither messages nor recor
 
 from __future__ import annotations
 
+from agent_reliability_harness._decode import json_type
 from agent_reliability_harness.adapters._build import MESSAGE_KEYS, RecordOptions, locate
 from agent_reliability_harness.adapters.anthropic_messages import (
     is_result_block,
     is_tool_use_block,
 )
 from agent_reliability_harness.errors import InputError
-from agent_reliability_harness.model._checks import json_type
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:

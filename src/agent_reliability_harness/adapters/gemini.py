@@ -24,6 +24,7 @@ on the first step of the response (or of the last model content); the candidate'
 
 from __future__ import annotations
 
+from agent_reliability_harness._decode import json_type
 from agent_reliability_harness.adapters._build import (
     MESSAGE_KEYS,
     Builder,
@@ -32,7 +33,6 @@ from agent_reliability_harness.adapters._build import (
     locate,
 )
 from agent_reliability_harness.errors import InputError, join_pointer
-from agent_reliability_harness.model._checks import json_type
 from agent_reliability_harness.model.trace import Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it

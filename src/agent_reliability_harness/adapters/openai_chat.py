@@ -15,6 +15,7 @@ array of parts with ``text`` or ``content`` strings, and arguments as JSON text 
 
 from __future__ import annotations
 
+from agent_reliability_harness._decode import json_type
 from agent_reliability_harness.adapters._build import (
     Builder,
     RecordOptions,
@@ -22,7 +23,6 @@ from agent_reliability_harness.adapters._build import (
     locate,
 )
 from agent_reliability_harness.errors import join_pointer
-from agent_reliability_harness.model._checks import json_type
 from agent_reliability_harness.model.trace import Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it

@@ -23,6 +23,7 @@ The Response's ``usage`` goes on the first step of its output.
 
 from __future__ import annotations
 
+from agent_reliability_harness._decode import json_type
 from agent_reliability_harness.adapters._build import (
     MESSAGE_KEYS,
     Builder,
@@ -32,7 +33,6 @@ from agent_reliability_harness.adapters._build import (
     locate,
 )
 from agent_reliability_harness.errors import InputError, join_pointer
-from agent_reliability_harness.model._checks import json_type
 from agent_reliability_harness.model.trace import Trace
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it

@@ -1,5 +1,5 @@
 """Paths into a call's arguments and a tool's output, and JSON equality: the small pieces that
-policy language 1.1 (model/policy11.py) and its rules share.
+policy language 1.1 (model/policy/) and its rules share.
 
 Kept apart from the policy parser so that the rules can import them without loading the parser of
 the 1.1 sections, which a policy of version 1 never needs.
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
+from agent_reliability_harness._decode import array_index, bad, json_type
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import UsageError, excerpt, join_pointer, parse_pointer
-from agent_reliability_harness.model._checks import array_index, bad, json_type
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:

@@ -239,8 +239,8 @@ def check_consumes(pattern: str, flags: int, pointer: str) -> None:
     """Refuse a searched pattern whose shortest match is empty (an InputError at ``pointer``):
     it would match almost every text."""
     if matches_zero_width(pattern, flags):
+        from agent_reliability_harness._decode import bad
         from agent_reliability_harness.errors import excerpt
-        from agent_reliability_harness.model._checks import bad
 
         raise bad(
             pointer,
@@ -287,8 +287,8 @@ def check_engine_safe(pattern: str, flags: int, pointer: str) -> None:
     except Exception:  # noqa: BLE001 - an unexpected shape is the caller's compile error to report
         return
     if found:
+        from agent_reliability_harness._decode import bad
         from agent_reliability_harness.errors import excerpt
-        from agent_reliability_harness.model._checks import bad
 
         raise bad(
             pointer,

@@ -5,15 +5,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from agent_reliability_harness._record import Record, field
-from agent_reliability_harness.errors import InputError, excerpt, join_pointer
-from agent_reliability_harness.model._checks import (
-    is_finite,
+from agent_reliability_harness._decode import (
     json_type,
     number_text,
+    opt_finite,
+    opt_finite_in,
     opt_nonneg_int,
+    opt_str,
     parse_schema_version,
+    section,
+    str_or_empty,
 )
+from agent_reliability_harness._record import Record, field
+from agent_reliability_harness.errors import InputError, excerpt, join_pointer
 from agent_reliability_harness.model.fidelity import NotApplicable
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -335,66 +339,9 @@ _NOT_A_REPORT: Final = (
 )
 
 
-def _get_str(data: Mapping[str, Any], key: str, pointer: str, *, required: bool = False) -> str:
-    if key not in data or data[key] is None:
-        if required:
-            raise InputError(f"missing required field {key!r}", pointer=pointer)
-        return ""
-    value = data[key]
-    if type(value) is not str:
-        raise InputError(
-            f"must be a string, got {json_type(value)}", pointer=join_pointer(pointer, key)
-        )
-    return value
-
-
-def _get_opt_str(data: Mapping[str, Any], key: str, pointer: str) -> str | None:
-    value = data.get(key)
-    if value is None or type(value) is str:
-        return value
-    raise InputError(
-        f"must be a string or null, got {json_type(value)}", pointer=join_pointer(pointer, key)
-    )
-
-
-def _get_number(
-    data: Mapping[str, Any], key: str, pointer: str, *, required: bool = False
-) -> float | None:
-    value = data.get(key)
-    if value is None:
-        if required:
-            raise InputError(f"missing required field {key!r}", pointer=pointer)
-        return None
-    if type(value) not in (int, float) or not is_finite(value):
-        shown = number_text(value) if type(value) in (int, float) else json_type(value)
-        raise InputError(
-            f"must be a finite number, got {shown}", pointer=join_pointer(pointer, key)
-        )
-    return float(value)
-
-
-def _get_bounded(
-    data: Mapping[str, Any],
-    key: str,
-    pointer: str,
-    bounds: tuple[float, float],
-    *,
-    required: bool = False,
-) -> float | None:
-    """A finite number from ``bounds[0]`` to ``bounds[1]`` (what validation writes)."""
-    value = _get_number(data, key, pointer, required=required)
-    low, high = bounds
-    if value is not None and not low <= value <= high:
-        raise InputError(
-            f"must be a number from {low:g} to {high:g}, got {number_text(data[key])}",
-            pointer=join_pointer(pointer, key),
-        )
-    return value
-
-
 def _get_total(data: Mapping[str, Any], key: str, pointer: str) -> float:
     """A metric total: finite and ``>= 0``, as the sum of step metrics that are; 0.0 if absent."""
-    value = _get_number(data, key, pointer)
+    value = opt_finite(data, key, pointer)
     if value is None:
         return 0.0
     if value < 0:
@@ -408,28 +355,28 @@ def _get_total(data: Mapping[str, Any], key: str, pointer: str) -> float:
 def _finding_from_dict(data: object, pointer: str) -> Finding:
     if type(data) is not dict:
         raise InputError(f"a finding must be an object, got {json_type(data)}", pointer=pointer)
-    severity = _get_str(data, "severity", pointer, required=True)
+    severity = str_or_empty(data, "severity", pointer, required=True)
     if severity not in SEVERITIES:
         raise InputError(
             f"must be 'error', 'warning' or 'info', got {excerpt(severity)}",
             pointer=join_pointer(pointer, "severity"),
         )
-    step_id = _get_opt_str(data, "step_id", pointer)
+    step_id = opt_str(data, "step_id", pointer)
     return Finding(
-        _get_str(data, "rule_id", pointer),
+        str_or_empty(data, "rule_id", pointer),
         severity,  # type: ignore[arg-type]  # checked above
-        _get_str(data, "category", pointer),
-        _get_str(data, "message", pointer),
+        str_or_empty(data, "category", pointer),
+        str_or_empty(data, "message", pointer),
         step_id,
-        _get_opt_str(data, "expected", pointer),
-        _get_opt_str(data, "observed", pointer),
-        _get_opt_str(data, "remediation", pointer),
-        _get_opt_str(data, "subject", pointer),
+        opt_str(data, "expected", pointer),
+        opt_str(data, "observed", pointer),
+        opt_str(data, "remediation", pointer),
+        opt_str(data, "subject", pointer),
     )
 
 
 def _get_opt_task(data: Mapping[str, Any], pointer: str) -> str | None:
-    task = _get_opt_str(data, "task", pointer)
+    task = opt_str(data, "task", pointer)
     if task == "":
         raise InputError("must not be empty", pointer=join_pointer(pointer, "task"))
     return task
@@ -439,7 +386,7 @@ def _get_outcome(data: Mapping[str, Any], pointer: str) -> bool | float | None:
     value = data.get("outcome")
     if value is None or type(value) is bool:
         return value
-    number = _get_number(data, "outcome", pointer)  # checks that it is a finite number
+    number = opt_finite(data, "outcome", pointer)  # checks that it is a finite number
     return value if type(value) is int else number  # 1 stays 1, as validation wrote it
 
 
@@ -448,15 +395,15 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
         raise InputError(
             f"a trace report must be an object, got {json_type(data)}", pointer=pointer
         )
-    trace_id = _get_str(data, "trace_id", pointer, required=True)
+    trace_id = str_or_empty(data, "trace_id", pointer, required=True)
     if not trace_id:
         raise InputError("must not be empty", pointer=join_pointer(pointer, "trace_id"))
     passed = data.get("passed")
     if type(passed) is not bool:
         where = join_pointer(pointer, "passed")
         raise InputError(f"must be true or false, got {json_type(passed)}", pointer=where)
-    rounded = _get_bounded(data, "score", pointer, _SCORES, required=True)
-    exact = _get_bounded(data, "unrounded_score", pointer, _SCORES)
+    rounded = opt_finite_in(data, "score", pointer, _SCORES, required=True)
+    exact = opt_finite_in(data, "unrounded_score", pointer, _SCORES)
     findings = data.get("findings")
     if findings is None:
         findings = []
@@ -466,20 +413,20 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
     line = data.get("source_line")
     return TraceReport(
         trace_id=trace_id,
-        agent_name=_get_str(data, "agent_name", pointer),
-        workflow=_get_str(data, "workflow", pointer),
-        policy_id=_get_str(data, "policy_id", pointer),
+        agent_name=str_or_empty(data, "agent_name", pointer),
+        workflow=str_or_empty(data, "workflow", pointer),
+        policy_id=str_or_empty(data, "policy_id", pointer),
         score=exact if exact is not None else rounded,  # type: ignore[arg-type]
         passed=passed,
         total_latency_ms=_get_total(data, "total_latency_ms", pointer),
         total_cost_usd=_get_total(data, "total_cost_usd", pointer),
-        citation_coverage=_get_bounded(data, "citation_coverage", pointer, (0.0, 1.0)),
+        citation_coverage=opt_finite_in(data, "citation_coverage", pointer, (0.0, 1.0)),
         findings=tuple(
             _finding_from_dict(f, join_pointer(pointer, "findings", i))
             for i, f in enumerate(findings)
         ),
         total_tokens=opt_nonneg_int(data, "total_tokens", pointer),
-        source_path=_get_opt_str(data, "source_path", pointer),
+        source_path=opt_str(data, "source_path", pointer),
         source_line=line if type(line) is int else None,
         score_is_exact=exact is not None,
         task=_get_opt_task(data, pointer),
@@ -539,16 +486,16 @@ def _run_report_from_dict(data: object) -> RunReport:
             )
         seen[report.trace_id] = index
         reports.append(report)
-    summary = _get_member(data, "summary")
-    _get_bounded(summary, "average_score", "/summary", _SCORES)
-    harness = _get_member(data, "harness")
-    policy = _get_member(data, "policy")
+    summary = section(data, "summary")
+    opt_finite_in(summary, "average_score", "/summary", _SCORES)
+    harness = section(data, "harness")
+    policy = section(data, "policy")
     return RunReport(
         tuple(reports),
         _input_errors_from_dict(data.get("input_errors")),
-        _get_opt_str(policy, "policy_id", "/policy"),
+        opt_str(policy, "policy_id", "/policy"),
         _get_sha256(policy),
-        _get_opt_str(harness, "version", "/harness"),
+        opt_str(harness, "version", "/harness"),
     )
 
 
@@ -558,20 +505,10 @@ _HEX: Final = frozenset("0123456789abcdef")
 def _get_sha256(policy: Mapping[str, Any]) -> str | None:
     """``policy.sha256`` as arh writes it: 64 lower-case hex digits (compare copies it into its
     own report), or null."""
-    value = _get_opt_str(policy, "sha256", "/policy")
+    value = opt_str(policy, "sha256", "/policy")
     if value is not None and (len(value) != 64 or not _HEX.issuperset(value)):
         raise InputError(
             f"must be a SHA-256 in 64 lower-case hex digits, got {excerpt(value)}",
             pointer="/policy/sha256",
         )
-    return value
-
-
-def _get_member(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """An object member of the report (``summary``, ``harness``, ``policy``); {} when absent."""
-    value = data.get(key)
-    if value is None:
-        return {}
-    if type(value) is not dict:
-        raise InputError(f"must be an object, got {json_type(value)}", pointer="/" + key)
     return value

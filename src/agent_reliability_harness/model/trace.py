@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from agent_reliability_harness._record import Record, field
-from agent_reliability_harness.errors import UsageError, excerpt, join_pointer
-from agent_reliability_harness.model._checks import (
+from agent_reliability_harness._decode import (
     bad,
     is_finite,
     json_type,
@@ -22,6 +20,8 @@ from agent_reliability_harness.model._checks import (
     parse_schema_version,
     req_str,
 )
+from agent_reliability_harness._record import Record, field
+from agent_reliability_harness.errors import UsageError, excerpt, join_pointer
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:

@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
 
+from agent_reliability_harness._decode import unknown_key_hint
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import InputError, UsageError, excerpt, join_pointer
-from agent_reliability_harness.model._checks import unknown_key_hint
 from agent_reliability_harness.regression.trials import (
     OUTCOMES,
     PairedTest,

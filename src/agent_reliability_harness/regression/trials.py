@@ -19,10 +19,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
+from agent_reliability_harness._decode import id_part, is_finite, json_type, number_text
 from agent_reliability_harness._record import Record
-from agent_reliability_harness.adapters._access import id_part
 from agent_reliability_harness.errors import InputError, excerpt, join_pointer
-from agent_reliability_harness.model._checks import is_finite, json_type, number_text
 from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.regression.stats import (
     mcnemar_exact,
@@ -131,8 +130,8 @@ def label_report(
     """Record in ``report`` the task key and the outcome label read from ``trace`` at the
     given JSON pointers (into the canonical trace). InputError at the pointer when one is
     missing or of the wrong type."""
+    from agent_reliability_harness._decode import resolve
     from agent_reliability_harness._record import replace
-    from agent_reliability_harness.adapters._access import resolve
 
     if task_key is None and outcome_at is None:
         return report

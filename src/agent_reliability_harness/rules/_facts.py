@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import math
 
+from agent_reliability_harness._decode import fits_in_text
 from agent_reliability_harness.errors import InputError
-from agent_reliability_harness.model._checks import fits_in_text
 from agent_reliability_harness.model.fidelity import missing_fields
 from agent_reliability_harness.model.trace import Step, Trace
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from agent_reliability_harness.model._checks import fits_in_text
+from agent_reliability_harness._decode import fits_in_text
 from agent_reliability_harness.model.policy import Budgets, Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from typing import Any, Final
 
     # the parser of the 1.1 sections is loaded only for policies that declare 1.1
-    from agent_reliability_harness.model.policy11 import Condition, Prior, Relation
+    from agent_reliability_harness.model.policy.conditions import Condition, Prior, Relation
 
     Paths = tuple[ArgPath, ...]
 CATEGORY = "conditions"

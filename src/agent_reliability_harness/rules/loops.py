@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from typing import Final
 
     # the parser of the 1.1 sections is loaded only for policies that declare 1.1
-    from agent_reliability_harness.model.policy11 import Loops
+    from agent_reliability_harness.model.policy.loops import Loops
 
 CATEGORY = "loops"
 LANGUAGE: Final = "1.1"

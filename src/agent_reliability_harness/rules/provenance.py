@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from typing import Final
 
     # the parser of the 1.1 sections is loaded only for policies that declare 1.1
-    from agent_reliability_harness.model.policy11 import Provenance, Sink
+    from agent_reliability_harness.model.policy.provenance import Provenance, Sink
 
 CATEGORY = "provenance"
 

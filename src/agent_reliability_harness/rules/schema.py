@@ -6,9 +6,9 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
+from agent_reliability_harness._decode import json_type
 from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import join_pointer
-from agent_reliability_harness.model._checks import json_type
 from agent_reliability_harness.model.policy import ArgSpec, Policy, value_has_type
 from agent_reliability_harness.model.report import CategoryResult
 from agent_reliability_harness.rules._facts import TraceFacts

@@ -1,35 +1,50 @@
-"""Typed field checks shared by the strict parsers; each failure is an InputError at a pointer."""
+"""Strict decoding of JSON values: the one kit of typed checks and getters that the model, the
+reports, the adapters and the regression code read their inputs with. Every failure is an
+:class:`~agent_reliability_harness.errors.InputError` at the JSON pointer of the offending value.
+
+Pointers follow RFC 6901 with one extension: on an array, a token ``-1``, ``-2``, ... counts from
+the end (``/train_messages/-1`` is the last element). RFC 6901 gives such tokens no meaning on
+arrays, so no standard pointer changes meaning.
+"""
 
 from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
 
-from agent_reliability_harness.errors import InputError, excerpt, join_pointer
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from typing import Any, Final
+from agent_reliability_harness.errors import InputError, excerpt, join_pointer, parse_pointer
 
 __all__ = [
     "array_index",
     "bad",
     "check_json_values",
+    "check_keys",
     "check_tree",
+    "find_cycle",
     "find_non_string_key",
+    "finite_number",
     "fits_in_text",
+    "id_part",
     "is_finite",
     "json_type",
     "key_type_error",
     "number_text",
     "opt_bool",
+    "opt_finite",
+    "opt_finite_in",
     "opt_nonneg_int",
     "opt_nonneg_number",
+    "opt_object",
     "opt_str",
+    "opt_text",
     "parse_schema_version",
     "req_str",
+    "require_object",
+    "resolve",
+    "section",
+    "str_or_empty",
     "unknown_key_hint",
 ]
 
@@ -137,6 +152,41 @@ def array_index(token: str, length: int, *, from_end: bool = False) -> int | Non
     if negative:
         return length - number if 0 < number <= length else None
     return number if number < length else None
+
+
+def resolve(value: Any, pointer: str) -> tuple[Any, str]:
+    """The value at ``pointer`` inside ``value`` and its normalised pointer (indexes counted
+    from the start). A missing member is an InputError at the deepest pointer that exists."""
+    current = value
+    where = ""
+    for token in parse_pointer(pointer):
+        kind = type(current)
+        if kind is dict:
+            if token not in current:
+                raise InputError(
+                    f"no member {excerpt(token)} here (looking for "
+                    f"{excerpt(pointer, quote=False)})",
+                    pointer=where,
+                )
+            current = current[token]
+            where = join_pointer(where, token)
+        elif kind is list:
+            index = array_index(token, len(current), from_end=True)
+            if index is None:
+                raise InputError(
+                    f"no element {excerpt(token)} in this array of {len(current)} (looking for "
+                    f"{excerpt(pointer, quote=False)})",
+                    pointer=where,
+                )
+            current = current[index]
+            where = join_pointer(where, index)
+        else:
+            raise InputError(
+                f"cannot look up {excerpt(token)} in a {json_type(current)} (looking for "
+                f"{excerpt(pointer, quote=False)})",
+                pointer=where,
+            )
+    return current, where
 
 
 def bad(pointer: str, message: str) -> InputError:
@@ -344,3 +394,115 @@ def _show(value: object) -> str:
     if type(value) is float:
         return repr(value)
     return json_type(value)
+
+
+def check_keys(data: Mapping[str, Any], known: Iterable[str], pointer: str) -> None:
+    """Refuse a key of ``data`` that is not one of ``known``, with the closest known key."""
+    known = tuple(known)
+    for key in data:
+        if key not in known:
+            hint = unknown_key_hint(key, known)
+            raise bad(join_pointer(pointer, key), f"unknown key {excerpt(key)}{hint}")
+
+
+def require_object(raw: object, pointer: str, what: str) -> Mapping[str, Any]:
+    """``raw`` when it is an object; ``what`` names it in the error."""
+    if type(raw) is not dict:
+        raise bad(pointer, f"{what} must be an object, got {json_type(raw)}")
+    return raw
+
+
+def section(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """An object member of a document's top level (at ``/key``); ``{}`` when absent or null."""
+    value = data.get(key)
+    if value is None:
+        return {}
+    if type(value) is not dict:
+        raise bad(f"/{key}", f"must be an object, got {json_type(value)}")
+    return value
+
+
+def finite_number(value: object, pointer: str) -> int | float:
+    """``value`` when it is a finite number (an integer or a float, never a boolean)."""
+    if type(value) is not int and type(value) is not float:
+        raise bad(pointer, f"must be a finite number, got {json_type(value)}")
+    assert isinstance(value, int | float)
+    if not is_finite(value):
+        raise bad(pointer, f"must be a finite number, got {number_text(value)}")
+    return value
+
+
+def opt_finite(
+    data: Mapping[str, Any], key: str, base: str, *, required: bool = False
+) -> float | None:
+    """A finite number as a float; None when absent or null (unless ``required``)."""
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise bad(base, f"missing required field {key!r}")
+        return None
+    return float(finite_number(value, join_pointer(base, key)))
+
+
+def opt_finite_in(
+    data: Mapping[str, Any],
+    key: str,
+    base: str,
+    bounds: tuple[float, float],
+    *,
+    required: bool = False,
+) -> float | None:
+    """A finite number from ``bounds[0]`` to ``bounds[1]``, as :func:`opt_finite`."""
+    value = opt_finite(data, key, base, required=required)
+    low, high = bounds
+    if value is not None and not low <= value <= high:
+        raise bad(
+            join_pointer(base, key),
+            f"must be a number from {low:g} to {high:g}, got {number_text(data[key])}",
+        )
+    return value
+
+
+def str_or_empty(data: Mapping[str, Any], key: str, base: str, *, required: bool = False) -> str:
+    """A string member; absent and null read as ``""`` (or, when ``required``, are an error)."""
+    if key not in data or data[key] is None:
+        if required:
+            raise bad(base, f"missing required field {key!r}")
+        return ""
+    value = data[key]
+    if type(value) is not str:
+        raise bad(join_pointer(base, key), f"must be a string, got {json_type(value)}")
+    return value
+
+
+def opt_text(data: Mapping[str, Any], key: str, base: str) -> str | None:
+    """A string member; absent, ``null`` and ``""`` are None, any other type an InputError."""
+    value = data.get(key)
+    if value is None or value == "":
+        return None
+    if type(value) is not str:
+        raise bad(join_pointer(base, key), f"must be a string or null, got {json_type(value)}")
+    return value
+
+
+def opt_object(data: Mapping[str, Any], key: str, base: str) -> dict[str, Any] | None:
+    """An object member; absent and ``null`` are None, any other type an InputError."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise bad(join_pointer(base, key), f"must be an object or null, got {json_type(value)}")
+    return value
+
+
+def id_part(value: Any, pointer: str, what: str = "a trace id part") -> str:
+    """One part of an id taken from a record: a non-empty string or an integer."""
+    if type(value) is str and value:
+        return value
+    if type(value) is int:
+        try:
+            return str(value)
+        except ValueError:  # more digits than the interpreter turns into text
+            raise bad(pointer, f"{what} is an integer too long to use") from None
+    shown = "an empty string" if value == "" else json_type(value)
+    raise bad(pointer, f"{what} must be a non-empty string or an integer, got {shown}")
