@@ -39,9 +39,10 @@ unit: $(VENV)/.installed-dev
 test: lint typecheck unit bench
 
 # The benchmark suite (seconds): seeded cases and the thresholds of BENCHMARK-METHODOLOGY.md;
-# exits 1 on a breach. `python benchmarks/run.py --write` also rewrites BENCHMARK-RESULTS.md.
+# exits 1 on a breach. `python benchmarks/accuracy/run.py --write` also rewrites
+# BENCHMARK-RESULTS.md.
 bench: $(VENV)/.installed
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/accuracy/run.py
 
 # The sdist and wheel to publish (release workflow), then the packaging checks run against them:
 # twine check, metadata, contents, and an install into a clean virtualenv. (`make test` runs the
@@ -63,7 +64,7 @@ docs: $(VENV)/.installed
 # directory, prints the table and rewrites the performance section of the results file.
 # Example: make perf PERF_ARGS='--quick' or PERF_ARGS='--scales 1000x200 --repeat 5'
 perf: $(VENV)/.installed
-	$(BIN)/python benchmarks/perf.py --write $(PERF_ARGS)
+	$(BIN)/python benchmarks/perf/perf.py --write $(PERF_ARGS)
 
 # The safety prefilter's differential property tests for a long time (minutes; not part of
 # `make test`), with fresh random examples in each round. Example: make fuzz FUZZ_MINUTES=60

@@ -76,7 +76,7 @@ def step_tuples(trace: Trace) -> list[tuple[str, str, str | None]]:
 
 
 def load_script(name: str, path: Path) -> ModuleType:
-    """Import a script of benchmarks/ or tools/ as the module ``name``."""
+    """Import a script of benchmarks/accuracy/, benchmarks/perf/ or tools/ as module ``name``."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None
     assert spec.loader is not None

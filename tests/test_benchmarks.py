@@ -1,7 +1,8 @@
 """The benchmark suite: cases in sync with the generator, results file in sync with the runner,
 every case valid against the JSON Schemas, coverage minima, and the runner's checks able to fail.
 
-Coverage is counted here from the case files themselves, independently of benchmarks/run.py.
+Coverage is counted here from the case files themselves, independently of
+benchmarks/accuracy/run.py.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from agent_reliability_harness.rules import RULES
 
 from conftest import ROOT, load_json, load_script, schema_validator
 
-BENCH = ROOT / "benchmarks"
+BENCH = ROOT / "benchmarks" / "accuracy"
 CASES = BENCH / "cases"
 CATEGORIES = ("normal", "difficult", "ambiguous", "edge", "adversarial", "failure-inducing")
 
@@ -75,9 +76,9 @@ def results() -> Any:
 def test_committed_cases_equal_a_fresh_generation() -> None:
     fresh = fresh_generation()
     on_disk = {p.name: p.read_bytes() for p in CASES.glob("*.json")}
-    assert sorted(on_disk) == sorted(fresh), "run python benchmarks/generate.py"
+    assert sorted(on_disk) == sorted(fresh), "run python benchmarks/accuracy/generate.py"
     changed = [name for name, text in fresh.items() if on_disk[name] != text.encode("utf-8")]
-    assert not changed, f"out of date (run python benchmarks/generate.py): {changed[:5]}"
+    assert not changed, f"out of date (run python benchmarks/accuracy/generate.py): {changed[:5]}"
     assert not [p for p in CASES.iterdir() if p.suffix != ".json"]
 
 
@@ -88,7 +89,7 @@ def test_generation_is_repeatable_in_process() -> None:
 def test_committed_results_file_is_what_the_runner_writes(results: Any) -> None:
     committed = (ROOT / "BENCHMARK-RESULTS.md").read_text(encoding="utf-8")
     own, _perf = bench().split_perf(committed)
-    assert own == bench().render_results(results), "run python benchmarks/run.py --write"
+    assert own == bench().render_results(results), "run python benchmarks/accuracy/run.py --write"
 
 
 def test_all_thresholds_hold(results: Any) -> None:
@@ -104,7 +105,7 @@ def test_results_file_has_no_timings_or_paths(results: Any) -> None:
     assert str(ROOT) not in text
     assert "shared" not in text
     assert f"agent-reliability-harness {bench().__version__}" in text
-    assert "`python benchmarks/run.py --write`" in text
+    assert "`python benchmarks/accuracy/run.py --write`" in text
 
 
 # ---- the cases themselves --------------------------------------------------------------------

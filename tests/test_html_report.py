@@ -1399,15 +1399,15 @@ def test_json_lines_on_standard_input_show_their_line(
 
 
 def test_the_documented_page_sizes_are_the_measured_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the table of docs/html-report.md is written by benchmarks/html_size.py --write (about 20 s
-    # here, for its 2 x 10,000 traces); this fails when the page has changed since
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    script = load_script("arh_html_size_script", ROOT / "benchmarks" / "html_size.py")
+    # the table of docs/html-report.md is written by benchmarks/perf/html_size.py --write (about
+    # 20 s here, for its 2 x 10,000 traces); this fails when the page has changed since
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "perf"))  # html_size.py imports perf
+    script = load_script("arh_html_size_script", ROOT / "benchmarks" / "perf" / "html_size.py")
     text = DOC.read_text(encoding="utf-8")
     block = text[text.index(script.START) + len(script.START) : text.index(script.END)]
     pages = script.measure_both(10_000, 12, script.DEFAULT_SEED)
     assert block.strip() == script.doc_block(*pages, 12), (
-        "docs/html-report.md is stale: run `python benchmarks/html_size.py --write`"
+        "docs/html-report.md is stale: run `python benchmarks/perf/html_size.py --write`"
     )
     # what the block says, by hand: the adversarial run fails every trace, and the page expands
     # as many as fit in its 5,000,000 characters (two of 600 steps of 15,000-character values)

@@ -62,7 +62,7 @@ FROM_THE_SOURCE = {r.rule_id for r in RULES.values() if r.decided == "from_sourc
 # check() decides every one of them.
 BEFORE_THE_CALL = {r.rule_id for r in RULES.values() if r.emitted and r.decided == "before_call"}
 
-CASES = sorted((ROOT / "benchmarks" / "cases").glob("*.json"))
+CASES = sorted((ROOT / "benchmarks" / "accuracy" / "cases").glob("*.json"))
 # the per-rule fixtures (a policy, a trace, the expected findings) of every rule
 RULE_FIXTURES = [
     path

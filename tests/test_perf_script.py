@@ -1,4 +1,4 @@
-"""Smoke test of benchmarks/perf.py: it runs, prints the table, and generates the same corpora.
+"""Smoke test of benchmarks/perf/perf.py: it runs, prints the table, and generates the same corpora.
 
 Nothing here asserts a time or a memory figure; the script only has to measure and print.
 """
@@ -15,7 +15,7 @@ from types import ModuleType
 
 from conftest import ROOT, load_script
 
-SCRIPT = ROOT / "benchmarks" / "perf.py"
+SCRIPT = ROOT / "benchmarks" / "perf" / "perf.py"
 EXPECTED_COLUMNS = [
     "corpus",
     "form",
@@ -147,7 +147,7 @@ def test_generated_policy_uses_every_section(tmp_path: Path) -> None:
 def test_write_replaces_only_the_marked_section(tmp_path: Path) -> None:
     perf = _load_module()
     report = perf.Report(
-        "2026-01-01", "2 CPUs", "python benchmarks/perf.py --quick", [], [], [], [], []
+        "2026-01-01", "2 CPUs", "python benchmarks/perf/perf.py --quick", [], [], [], [], []
     )
     report.cold = [["python -c pass", "10.0", ""]]
 
@@ -158,7 +158,7 @@ def test_write_replaces_only_the_marked_section(tmp_path: Path) -> None:
     text = target.read_text(encoding="utf-8")
     assert text.count(perf.START_MARK) == 1
     assert "- Machine: 2 CPUs" in text
-    assert "- Command: `python benchmarks/perf.py --quick`" in text
+    assert "- Command: `python benchmarks/perf/perf.py --quick`" in text
 
     results = tmp_path / "BENCHMARK-RESULTS.md"
     before = "# Results\n\nintro\n\n"
@@ -237,7 +237,7 @@ def test_phases_lists_every_category_and_adds_up(tmp_path: Path) -> None:
 
 def test_taint_search_script_compares_both_strategies() -> None:
     run = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "taint_search.py"), "--sizes", "3000",
+        [sys.executable, str(ROOT / "benchmarks" / "perf" / "taint_search.py"), "--sizes", "3000",
          "--counts", "4", "40", "--repeat", "1"],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
@@ -251,7 +251,7 @@ def test_taint_search_script_compares_both_strategies() -> None:
 def test_markdown_perf_script_times_each_report() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}  # the arh of this checkout
     run = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "markdown_perf.py"), "--findings", "10",
+        [sys.executable, str(ROOT / "benchmarks" / "perf" / "markdown_perf.py"), "--findings", "10",
          "2000", "--repeat", "1"],
         capture_output=True, text=True, timeout=120, check=False, env=env,
     )  # fmt: skip

@@ -326,7 +326,7 @@ def test_fold_of_a_long_ascii_text_is_the_definition(text: str, length: int) -> 
 
 def test_a_long_ascii_text_is_folded_in_one_copy() -> None:
     # A text of megabytes (one long value, scanned whole) was encoded, folded and decoded:
-    # three copies of it at once. (The safety scan's memory: benchmarks/input_memory.py.)
+    # three copies of it at once. (The safety scan's memory: benchmarks/perf/input_memory.py.)
     import tracemalloc
 
     text = "Flight AB1234 Delayed; " * 200_000

@@ -42,7 +42,7 @@ RISKY = [
     r"(a+){30}",
     r"(a{1,30}){1,30}$",
     # counts of nested repetitions multiply: (?:(?:\w+){2}){2} splits a run between four pieces
-    # as (\w+){4} does (about n**3 / 6 ways); benchmarks/regex_shapes.py times the searches
+    # as (\w+){4} does (about n**3 / 6 ways); benchmarks/perf/regex_shapes.py times the searches
     r"(?:(?:\w+){2}){2}@evil",
     r"(?:(?:(?:\w+){2}){2}){2}@evil",
     r"(?:(?:a{1,2}){2}){2}$",
@@ -52,7 +52,7 @@ RISKY = [
     r"(?:\w+\w+){2}@evil",
     r"(?:\w+\d+){2}",  # digits are word characters
     # an atomic group or a possessive repetition never gives back what it matched, but its body
-    # backtracks until it matches: (?>(a+)+b) took 4.4 s on 26 a's (benchmarks/regex_shapes.py)
+    # backtracks until it matches: (?>(a+)+b) took 4.4 s on 26 a's (benchmarks/perf/regex_shapes.py)
     r"(?>(a+)+b)",
     r"(?:(a+)+b)++",
     r"x(?>y|(\w+\s?)+z)",

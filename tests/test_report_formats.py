@@ -763,7 +763,7 @@ def test_markdown_cuts_a_big_section_and_still_shows_the_next_trace() -> None:
 def test_markdown_makes_only_the_rows_it_may_show(monkeypatch: pytest.MonkeyPatch) -> None:
     """A trace of 40,000 findings costs the Markdown reports only the rows that could fit in
     one report, made once for the report (and once more by the writer of --md-out, to measure
-    the trace): a thousand rows or so, not 40,000 (benchmarks/markdown_perf.py times them)."""
+    the trace): a thousand rows or so, not 40,000 (benchmarks/perf/markdown_perf.py times them)."""
     from agent_reliability_harness.regression.compare import compare_reports
     from agent_reliability_harness.regression.gate import evaluate_gate
     from agent_reliability_harness.render import _markdown, compare, markdown

@@ -146,7 +146,8 @@ _DEVICE: Final = (
 # The most one input may make arh hold: a file or standard input read whole, or one line of JSON
 # Lines (`--max-input-size`). The largest legitimate inputs seen are reports of big runs (about
 # 2 KB a trace) and single traces of tens of MB; checking holds up to about nine times an
-# input's size (benchmarks/input_memory.py), so 512 MiB is about the most a 7 GB CI machine fits.
+# input's size (benchmarks/perf/input_memory.py), so 512 MiB is about the most a 7 GB CI machine
+# fits.
 DEFAULT_MAX_INPUT: Final = 512 << 20
 _PIECE: Final = 1 << 20  # streams are read, and overlong lines skipped, in pieces of this size
 _UNITS: Final = ((30, "G"), (20, "M"), (10, "K"))

@@ -13,7 +13,7 @@ speed; ``str.find`` is linear in ``n`` plus the value's length, so the cost is a
 ``FIND_LIMIT`` passes over the corpus. Above that it builds an Aho-Corasick automaton of the
 values and scans the corpus once, in time linear in ``n`` plus the total length of the values,
 stopping as soon as every value has been seen. The automaton runs in Python: one pass of it
-costs about as much as several hundred passes of ``str.find`` (``benchmarks/taint_search.py``
+costs about as much as several hundred passes of ``str.find`` (``benchmarks/perf/taint_search.py``
 measures where it starts to win; the limit is below that). Both give identical results (a
 property test checks them against each other and against plain search).
 

@@ -4,8 +4,8 @@ policy loader's regex guard refuses or accepts (SECURITY.md, "Regular expression
 Each search runs in its own process, stopped after --timeout seconds (shown as "> N s"). The
 text is a run of n word characters, which none of the patterns can match.
 
-    python benchmarks/regex_shapes.py
-    python benchmarks/regex_shapes.py --timeout 60
+    python benchmarks/perf/regex_shapes.py
+    python benchmarks/perf/regex_shapes.py --timeout 60
 
 It writes nothing and asserts no time.
 """
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from agent_reliability_harness.model._regex import risky_repetition
 

@@ -9,7 +9,7 @@ it, half do not, so the automaton cannot stop early), checks that they give the 
 and prints, for each corpus size, the times and the smallest ``k`` at which the automaton wins.
 ``FIND_LIMIT`` in ``_taint.py`` is chosen below that.
 
-Run it as ``python benchmarks/taint_search.py``; it writes nothing, and asserts no time.
+Run it as ``python benchmarks/perf/taint_search.py``; it writes nothing, and asserts no time.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from agent_reliability_harness.rules._taint import (  # noqa: E402

@@ -1,8 +1,8 @@
 """Render a canonical trace as an OpenAI chat or Anthropic messages transcript (test tooling).
 
-The adapter-equivalence check of benchmarks/run.py writes each benchmark trace in both transcript
-forms, reads them back with the harness's adapters, and compares verdicts. A transcript cannot
-carry everything a canonical trace can (latency, cost, token counts, ``requires_grounding``,
+The adapter-equivalence check of benchmarks/accuracy/run.py writes each benchmark trace in both
+transcript forms, reads them back with the harness's adapters, and compares verdicts. A transcript
+cannot carry everything a canonical trace can (latency, cost, token counts, ``requires_grounding``,
 citations, metadata, an error status in OpenAI chat, unnamed tool calls), so each renderer first
 *projects* the trace onto what its format can express and reports which fields it dropped. The
 comparison is then between the projection, validated directly, and the transcript read back: the

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Time the Markdown reports of one failing trace with many findings (docs/ci.md#markdown).
 
-    PYTHONPATH=src python benchmarks/markdown_perf.py
-    PYTHONPATH=src python benchmarks/markdown_perf.py --findings 1000 40000 --repeat 5
+    PYTHONPATH=src python benchmarks/perf/markdown_perf.py
+    PYTHONPATH=src python benchmarks/perf/markdown_perf.py --findings 1000 40000 --repeat 5
 
 The report keeps within GitHub's size limit by cutting such a trace to its first findings, so its
 cost should follow what it shows, not the number of findings. For each count the script prints

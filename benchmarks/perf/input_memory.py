@@ -14,17 +14,17 @@ contents, the shapes that cost the most per byte:
 
 and runs ``arh validate --policy P INPUT --json-out OUT --quiet`` on each in a fresh process,
 under two policies: ``permissive`` (every tool allowed, nothing else) and ``realistic`` (the
-policy of benchmarks/perf.py, which uses every section, unsafe patterns included). It prints
+policy of benchmarks/perf/perf.py, which uses every section, unsafe patterns included). It prints
 each run's peak RSS (``ru_maxrss`` from ``wait4``, as perf.py measures it), the peak of the
 same command on a one-step trace (the interpreter and arh itself), and ``x size``: the
 difference divided by the input's size, the memory one more byte of input costs.
 
 Reports are inputs too (baselines, ``arh stats``): the script also validates ``--traces``
-realistic traces of 20 steps (the generator of benchmarks/perf.py, its seed) and prints how
+realistic traces of 20 steps (the generator of benchmarks/perf/perf.py, its seed) and prints how
 many bytes the JSON report takes per trace, and the peak RSS of ``arh stats`` on that report
 against its size.
 
-Run it as ``python benchmarks/input_memory.py``; ``--src DIR`` runs the arh whose package is in
+Run it as ``python benchmarks/perf/input_memory.py``; ``--src DIR`` runs the arh whose package is in
 ``DIR`` instead of this checkout's (to compare with an older version). Nothing is asserted: the
 script measures and prints.
 """
@@ -43,7 +43,7 @@ from typing import Any
 
 from perf import DEFAULT_SEED, MB, TraceGenerator, build_pool, realistic_policy, run_child
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORDS = "the agent looked up the booking and found a later flight with two free seats "
 
 

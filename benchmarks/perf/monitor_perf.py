@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Cost of the runtime guard: microseconds per ``Monitor.check`` and ``Monitor.observe``.
 
-    python benchmarks/monitor_perf.py        # 1.0: 1,000 to 100,000 steps; 1.1: 1,000 and 10,000
-    python benchmarks/monitor_perf.py --steps 500 5000 --steps-11 500 5000 --repeat 3
+    python benchmarks/perf/monitor_perf.py  # 1.0: 1,000 to 100,000 steps; 1.1: 1,000 and 10,000
+    python benchmarks/perf/monitor_perf.py --steps 500 5000 --steps-11 500 5000 --repeat 3
 
 Each run is generated from a fixed seed: tool calls of a support agent (lookups, searches, the
 odd refund with a side effect, retried errors), model responses with citations, user turns, and
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from agent_reliability_harness.engine import Validator  # noqa: E402

@@ -5,13 +5,14 @@ Two runs of ``--traces`` traces (10,000 by default) are validated in this proces
 time, and their HTML pages are rendered exactly as the command line does (the traces the page
 expands are kept by ``ValidationTraces``), then the page sizes are printed:
 
-* realistic: the support-assistant traces of benchmarks/perf.py (fixed seed) against its policy;
+* realistic: the support-assistant traces of benchmarks/perf/perf.py (fixed seed) against its
+  policy;
 * adversarial: every trace fails, with ids, names and values built to make the HTML as large as
   possible: characters that need long escapes, more steps and findings than a page shows, and
   values longer than it shows.
 
-Run it as ``python benchmarks/html_size.py``; no time is measured. With ``--write`` it also puts
-the table of sizes, and the longest table row of the two pages, between the markers
+Run it as ``python benchmarks/perf/html_size.py``; no time is measured. With ``--write`` it also
+puts the table of sizes, and the longest table row of the two pages, between the markers
 ``<!-- html-size:start -->`` and ``<!-- html-size:end -->`` of docs/html-report.md (the test suite
 checks that they are what this script measures); nothing else writes those numbers.
 """
@@ -115,7 +116,7 @@ def measure_both(count: int, steps: int, seed: int) -> tuple[Page, Page]:
     return measure(*realistic(count, steps, seed)), measure(*adversarial(count))
 
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "html-report.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "html-report.md"
 START, END = "<!-- html-size:start -->", "<!-- html-size:end -->"
 
 
@@ -124,7 +125,10 @@ def doc_block(realistic_page: Page, adversarial_page: Page, steps: int) -> str:
     longest = max(realistic_page.longest_row, adversarial_page.longest_row)
     rows = [
         (
-            f"realistic support-assistant traces of {steps} steps (benchmarks/perf.py's generator)",
+            (
+                f"realistic support-assistant traces of {steps} steps "
+                "(benchmarks/perf/perf.py's generator)"
+            ),
             realistic_page,
         ),
         (
@@ -137,8 +141,9 @@ def doc_block(realistic_page: Page, adversarial_page: Page, steps: int) -> str:
     ]
     lines = [
         (
-            f"For {realistic_page.traces:,} traces, measured with `python benchmarks/html_size.py` "
-            f"(the longest table row of the two pages has {longest:,} characters):"
+            f"For {realistic_page.traces:,} traces, measured with "
+            "`python benchmarks/perf/html_size.py` (the longest table row of the two pages has "
+            f"{longest:,} characters):"
         ),
         "",
         "| Run | Failing | Shown step by step | Page |",

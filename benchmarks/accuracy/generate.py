@@ -1,16 +1,17 @@
-"""Generate the benchmark cases in benchmarks/cases/ from a pinned seed.
+"""Generate the benchmark cases in benchmarks/accuracy/cases/ from a pinned seed.
 
 Every case is one policy, one trace and the findings the trace must produce. A case starts from
 the clean run of one of six workflows and applies one documented mutation; the expected findings
 are written here, next to the mutation, from what the rule semantics (docs/rules.md,
 POLICY-SPEC.md) say that mutation must trigger. Nothing here runs the validator: the expectations
-are independent of the code under test, and benchmarks/run.py checks the code against them.
+are independent of the code under test, and benchmarks/accuracy/run.py checks the code against
+them.
 
 The only source of variation is ``random.Random`` seeded per case from ``SEED`` and the case id, so
 the output is byte-identical on every run and adding a case does not change the others.
 
-    python benchmarks/generate.py           # rewrite benchmarks/cases/
-    python benchmarks/generate.py --check   # exit 1 if benchmarks/cases/ differs from a fresh run
+    python benchmarks/accuracy/generate.py          # rewrite benchmarks/accuracy/cases/
+    python benchmarks/accuracy/generate.py --check  # exit 1 if the cases differ from a fresh run
 """
 
 from __future__ import annotations
@@ -2918,14 +2919,16 @@ def render(case: dict[str, Any]) -> str:
 
 
 def render_all() -> dict[str, str]:
-    """File name -> file text of every case, exactly as written to benchmarks/cases/."""
+    """File name -> file text of every case, exactly as written to benchmarks/accuracy/cases/."""
     return {f"{case['case_id']}.json": render(case) for case in build_cases()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--check", action="store_true", help="compare with benchmarks/cases/ instead of writing"
+        "--check",
+        action="store_true",
+        help="compare with benchmarks/accuracy/cases/ instead of writing",
     )
     parser.add_argument("--out", type=Path, default=CASES_DIR, help="the cases directory")
     args = parser.parse_args(argv)
@@ -2944,7 +2947,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{label}: {args.out / name}", file=sys.stderr)
         if stale or missing or changed:
             print(
-                "benchmark cases are out of date: run python benchmarks/generate.py",
+                "benchmark cases are out of date: run python benchmarks/accuracy/generate.py",
                 file=sys.stderr,
             )
             return 1

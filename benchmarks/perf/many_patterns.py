@@ -17,8 +17,8 @@ For each kind and each size (``--sizes``, in MB) it prints the time ``Validator.
 with ``re.search`` alone (what the rule would cost without its prefilter). Equal seconds per MB
 at each size mean the time is linear in the text. Nothing is asserted.
 
-    python benchmarks/many_patterns.py            # print the table
-    python benchmarks/many_patterns.py --write    # and put it into docs/large-runs.md
+    python benchmarks/perf/many_patterns.py            # print the table
+    python benchmarks/perf/many_patterns.py --write    # and put it into docs/large-runs.md
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from agent_reliability_harness import Policy, Trace  # noqa: E402
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         _, tail = rest.split(END_MARK)
         machine = f"Python {platform.python_version()} on {platform.machine()}"
         table = render_markdown(header, rows)
-        command = "python benchmarks/many_patterns.py --write"
+        command = "python benchmarks/perf/many_patterns.py --write"
         section = (
             f"{START_MARK}\n{args.patterns} unsafe patterns, {machine} (`{command}`):\n\n"
             f"{table}\n{END_MARK}"
