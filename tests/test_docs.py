@@ -1,7 +1,7 @@
 """The documentation's commands run, and print what the documentation says they print.
 
-Conventions for Markdown files (README.md, *-SPEC.md, COMPATIBILITY.md, SECURITY.md,
-CONTRIBUTING.md, CHANGELOG.md, docs/*.md):
+Conventions for Markdown files (README.md, ARCHITECTURE.md, *-SPEC.md, COMPATIBILITY.md,
+SECURITY.md, CONTRIBUTING.md, CHANGELOG.md, docs/*.md):
 
 * In a ```console block, a line starting with ``$ arh `` is a command; the lines after it, up to the
   next ``$`` line, are its exact output (standard output, then standard error). A line ``...``
@@ -32,6 +32,7 @@ from conftest import ROOT, Run
 DOCS = sorted(
     [
         ROOT / "README.md",
+        ROOT / "ARCHITECTURE.md",
         *ROOT.glob("*-SPEC.md"),
         ROOT / "COMPATIBILITY.md",
         ROOT / "SECURITY.md",

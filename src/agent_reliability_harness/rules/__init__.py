@@ -29,9 +29,9 @@ from agent_reliability_harness.rules.registry import (
     RULES,
     Category,
     Rule,
-    RuleSet,
     fidelity_plan,
 )
+from agent_reliability_harness.rules.ruleset import RuleSet
 
 # In scoring order, then the structure lint, which is not scored. The sets of language 1.1 run
 # only for policies that declare language 1.1.

@@ -17,7 +17,8 @@ from agent_reliability_harness.rules._facts import (
 )
 from agent_reliability_harness.rules._format import amount
 from agent_reliability_harness.rules.online import Probe, Watch
-from agent_reliability_harness.rules.registry import Need, RuleSet, rule
+from agent_reliability_harness.rules.registry import Need, rule
+from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
 
 # Every finite float is a whole multiple of 2**-1074, so sums in these units are exact.

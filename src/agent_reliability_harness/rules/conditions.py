@@ -31,7 +31,8 @@ from agent_reliability_harness.model.trace import Step
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
 from agent_reliability_harness.rules.online import Probe, Watch
-from agent_reliability_harness.rules.registry import Need, RuleSet, rule
+from agent_reliability_harness.rules.registry import Need, rule
+from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it

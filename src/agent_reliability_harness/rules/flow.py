@@ -9,7 +9,8 @@ from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules.online import Probe, Watch
-from agent_reliability_harness.rules.registry import Need, RuleSet, rule
+from agent_reliability_harness.rules.registry import Need, rule
+from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
 
 CATEGORY = "flow"

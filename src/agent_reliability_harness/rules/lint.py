@@ -14,7 +14,8 @@ from agent_reliability_harness.model.trace import STEP_KEYS, Step
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
 from agent_reliability_harness.rules.online import Probe, Watch
-from agent_reliability_harness.rules.registry import RuleSet, rule
+from agent_reliability_harness.rules.registry import rule
+from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
 
 DUPLICATE_STEP_ID = rule(

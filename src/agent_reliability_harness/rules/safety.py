@@ -15,7 +15,8 @@ from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
 from agent_reliability_harness.rules._prefilter import Prefilter, fold
 from agent_reliability_harness.rules.online import Probe, Watch, placed
-from agent_reliability_harness.rules.registry import Need, RuleSet, rule
+from agent_reliability_harness.rules.registry import Need, rule
+from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it

@@ -14,7 +14,8 @@ from agent_reliability_harness.model.report import CategoryResult
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show, show_number
 from agent_reliability_harness.rules.online import Probe, Watch, placed
-from agent_reliability_harness.rules.registry import Rule, RuleSet, rule
+from agent_reliability_harness.rules.registry import Rule, rule
+from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
 
 CATEGORY = "schema"
