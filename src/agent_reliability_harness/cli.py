@@ -162,6 +162,49 @@ def _max_input_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _rule_id(text: str) -> str:
+    """A registered rule's ID (case-insensitive), or the argparse error with the closest one."""
+    from agent_reliability_harness.rules.registry import RULES
+    from agent_reliability_harness.rules.selection import unknown_rule
+
+    rule_id = text.strip().upper()
+    if rule_id not in RULES:
+        raise argparse.ArgumentTypeError(unknown_rule(text.strip()))
+    return rule_id
+
+
+def _rule_ids(text: str) -> list[str]:
+    return [_rule_id(part) for part in text.split(",")]
+
+
+def _rule_severity(text: str) -> tuple[str, str]:
+    rule_id, equals, level = text.partition("=")
+    if not equals or level.strip() not in ("error", "warning", "info"):
+        raise argparse.ArgumentTypeError(
+            f"expected RULE=LEVEL with a level of error, warning or info, got {excerpt(text)}"
+        )
+    return _rule_id(rule_id), level.strip()
+
+
+def _selection_options(parser: _Parser) -> None:
+    parser.add_argument(
+        "--ignore",
+        type=_rule_ids,
+        action="append",
+        metavar="RULE[,RULE...]",
+        help="switch rules off for this run, by ID: their findings are not reported and the "
+        "checks only they failed pass (repeatable; adds to the policy's rules section)",
+    )
+    parser.add_argument(
+        "--severity",
+        type=_rule_severity,
+        action="append",
+        metavar="RULE=LEVEL",
+        help="give a rule's findings another severity (error, warning or info) for this run "
+        "(repeatable; wins over the policy's rules section)",
+    )
+
+
 def _jobs(text: str) -> int:
     if text == "auto":
         from agent_reliability_harness.runner import usable_cpus
@@ -291,6 +334,7 @@ def _validate_arguments(validate: _Parser) -> None:
     )
     validate.add_argument("--quiet", action="store_true", help="do not print the console report")
     validate.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
+    _selection_options(validate)
     validate.add_argument(
         "--jobs",
         type=_jobs,
@@ -371,6 +415,7 @@ def _compare_arguments(compare: _Parser) -> None:
     )
     compare.add_argument("--quiet", action="store_true", help="do not print the console report")
     compare.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
+    _selection_options(compare)
     _max_input_option(compare)
     _stat_options(compare)
     compare.set_defaults(usage=compare.format_usage())
@@ -610,6 +655,8 @@ def _compare_usage(args: argparse.Namespace) -> str | None:
             ("--task-key", args.task_key),
             ("--outcome-at", args.outcome_at),
             ("--allow-risky-patterns", args.allow_risky_patterns or None),
+            ("--ignore", args.ignore),
+            ("--severity", args.severity),
         ):
             if value is not None:
                 return f"{option} applies only when validating traces with --policy"

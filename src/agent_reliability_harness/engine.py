@@ -12,7 +12,7 @@ from agent_reliability_harness.model.report import CategoryResult, Finding, Trac
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.rules import RULE_SETS, RuleSet, fidelity_plan
 from agent_reliability_harness.rules._facts import TraceFacts
-from agent_reliability_harness.rules.selection import Findings, RuleSelection
+from agent_reliability_harness.rules.selection import Findings, RuleSelection, check_known
 from agent_reliability_harness.scoring import (
     DEFAULT_FAIL_UNDER,
     check_fail_under,
@@ -67,8 +67,12 @@ class Validator:
             )
         self.policy = policy
         self._fail_under = check_fail_under(fail_under)
-        # the rules switched off or set to another severity (rules/selection.py)
-        self.selection = selection or RuleSelection()
+        # the rules switched off or given another severity: the policy's rules section, with
+        # ``selection`` (the caller's, such as the command line's) on top (rules/selection.py)
+        check_known(policy.rules, in_policy=True)
+        if selection is not None:
+            check_known(selection, in_policy=False)
+        self.selection = policy.rules.merged(selection) if selection else policy.rules
         # each rule set with the policy compiled for its rules (the runtime monitor reuses them)
         self.plans: tuple[tuple[RuleSet, Any], ...] = tuple(
             (rules, rules.prepare(policy)) for rules in rule_sets(policy)

@@ -139,7 +139,12 @@ class _Session:
             taken.add(name)
             path = os.path.join(self.report_dir, f"{name}.json")
             run = RunReport(
-                tuple(reports.values()), (), policy.policy_id, policy.sha256, __version__
+                tuple(reports.values()),
+                (),
+                policy.policy_id,
+                policy.sha256,
+                __version__,
+                tuple(policy.rules.to_dict().items()),
             )
             write_atomic(path, render_json(run))
             self.written.append((path, len(reports)))

@@ -720,4 +720,11 @@ def run_validation(
             max_input_bytes=max_input_bytes,
         )
     )
-    return RunReport(reports, sorted_errors(errors), policy.policy_id, policy.sha256, __version__)
+    return RunReport(
+        reports,
+        sorted_errors(errors),
+        policy.policy_id,
+        policy.sha256,
+        __version__,
+        tuple(policy.rules.to_dict().items()),
+    )

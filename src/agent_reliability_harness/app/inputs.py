@@ -3,6 +3,7 @@ each problem printed as it is found."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from argparse import Namespace
 from collections.abc import Sequence
@@ -13,7 +14,9 @@ from agent_reliability_harness.app.output import error, say
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.io import utf8_name
 from agent_reliability_harness.io.load import load_gate_file, load_policy, load_report, real_path
+from agent_reliability_harness.model.policy import RuleSelection
 from agent_reliability_harness.render._text import terminal_safe
+from agent_reliability_harness.rules.selection import check_known
 
 if TYPE_CHECKING:
     from agent_reliability_harness.model.policy import Policy
@@ -24,7 +27,8 @@ __all__ = ["gate_plan", "policy", "read_reports"]
 
 
 def policy(args: Namespace) -> Policy | None:
-    """Load the policy, printing its error (then None) or its accepted warnings."""
+    """Load the policy, printing its error (then None) or its accepted warnings, with the rule
+    selection of the command line (``--ignore``, ``--severity``) on top of its own."""
     path = args.policy
     try:
         loaded = load_policy(
@@ -32,11 +36,18 @@ def policy(args: Namespace) -> Policy | None:
             allow_risky_patterns=args.allow_risky_patterns,
             max_input_bytes=args.max_input_size,
         )
+        check_known(loaded.rules, in_policy=True)
     except InputError as exc:
-        error(f"invalid policy: {exc}")
+        error(f"invalid policy: {exc if exc.source else exc.located(path)}")
         return None
     for warning in loaded.warnings:
         say(f"warning: {terminal_safe(path)}: {terminal_safe(warning)}\n", sys.stderr)
+    ignored = [rule_id for group in getattr(args, "ignore", None) or () for rule_id in group]
+    levels = dict(getattr(args, "severity", None) or ())
+    if ignored or levels:
+        # the command line's parser checked them: registered rules, known severities
+        chosen = RuleSelection(tuple(sorted(set(ignored))), tuple(sorted(levels.items())))
+        loaded = dataclasses.replace(loaded, rules=loaded.rules.merged(chosen))
     return loaded
 
 

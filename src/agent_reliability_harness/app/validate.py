@@ -82,7 +82,9 @@ def validate(args: Namespace) -> bool:
                 spool.write(writer.add(report))
         # the policy's hash is for the report files (hashing costs milliseconds at start-up)
         sha256 = policy.sha256 if outputs else None
-        summary = totals.build(sorted_errors(errors), policy.policy_id, sha256, __version__)
+        summary = totals.build(
+            sorted_errors(errors), policy.policy_id, sha256, __version__, policy.rules.to_dict()
+        )
         if console is not None:
             say(console.tail(summary), sys.stdout)
         for path, writer, spool, what in outputs:

@@ -225,6 +225,8 @@ class RunSummary(Record):
     policy_id: str | None = None
     policy_sha256: str | None = None
     harness_version: str | None = None
+    # the policy's rule selection, command line included: (rule ID, "off" or a severity)
+    rules: tuple[tuple[str, str], ...] = ()
 
     @property
     def failed(self) -> int:
@@ -243,9 +245,15 @@ class RunSummary(Record):
             },
             "reports": reports,
             "harness": {"name": "agent-reliability-harness", "version": self.harness_version},
-            "policy": {"policy_id": self.policy_id, "sha256": self.policy_sha256},
+            "policy": self._policy(),
             "input_errors": [e.to_dict() for e in self.input_errors],
         }
+
+    def _policy(self) -> dict[str, Any]:
+        policy: dict[str, Any] = {"policy_id": self.policy_id, "sha256": self.policy_sha256}
+        if self.rules:  # only when set: reports of runs without a selection stay as they were
+            policy["rules"] = dict(self.rules)
+        return policy
 
 
 class SummaryBuilder:
@@ -271,6 +279,7 @@ class SummaryBuilder:
         policy_id: str | None = None,
         policy_sha256: str | None = None,
         harness_version: str | None = None,
+        rules: Mapping[str, str] | None = None,
     ) -> RunSummary:
         return RunSummary(
             self.total,
@@ -281,6 +290,7 @@ class SummaryBuilder:
             policy_id,
             policy_sha256,
             harness_version,
+            tuple(sorted((rules or {}).items())),
         )
 
 
@@ -292,6 +302,8 @@ class RunReport(Record):
     policy_id: str | None = None
     policy_sha256: str | None = None
     harness_version: str | None = None
+    # the policy's rule selection, command line included: (rule ID, "off" or a severity)
+    rules: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_dict(cls, data: object) -> RunReport:
@@ -318,7 +330,11 @@ class RunReport(Record):
         for report in self.reports:
             builder.add(report)
         return builder.build(
-            self.input_errors, self.policy_id, self.policy_sha256, self.harness_version
+            self.input_errors,
+            self.policy_id,
+            self.policy_sha256,
+            self.harness_version,
+            dict(self.rules),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -496,7 +512,24 @@ def _run_report_from_dict(data: object) -> RunReport:
         opt_str(policy, "policy_id", "/policy"),
         _get_sha256(policy),
         opt_str(harness, "version", "/harness"),
+        _get_rules(policy),
     )
+
+
+def _get_rules(policy: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """``policy.rules``: rule ID to ``"off"`` or a severity (absent when no rule was switched)."""
+    rules = policy.get("rules")
+    if rules is None:
+        return ()
+    if type(rules) is not dict:
+        raise InputError(f"must be an object, got {json_type(rules)}", pointer="/policy/rules")
+    for rule_id, value in rules.items():
+        if value != "off" and value not in SEVERITIES:
+            raise InputError(
+                f"must be one of: off, {', '.join(SEVERITIES)}; got {excerpt(value)}",
+                pointer=join_pointer("/policy/rules", rule_id),
+            )
+    return tuple(sorted(rules.items()))
 
 
 _HEX: Final = frozenset("0123456789abcdef")

@@ -225,6 +225,7 @@ def merge_runs(runs: Sequence[tuple[str, RunReport]], label: str) -> tuple[RunRe
         first.policy_id,
         first.policy_sha256,
         first.harness_version,
+        first.rules,
     )
     infos = [ReportInfo.of(path, run) for path, run in runs]
     return merged, _difference_warnings(f"{label} ", infos)

@@ -81,6 +81,13 @@ _COLORS: Final = {
 _RESET: Final = "\x1b[0m"
 
 
+def _selection(rules: tuple[tuple[str, str], ...]) -> str:
+    """``ARH-FLW-003 warning, ARH-SCH-010 off``: the run's rule selection, by rule ID."""
+    return ", ".join(
+        f"{terminal_safe(rule_id)} {terminal_safe(choice)}" for rule_id, choice in rules
+    )
+
+
 def _paint(line: str) -> str:
     """Colour a verdict at the start of a line, or a severity in a finding's first line."""
     for word, code in _COLORS.items():
@@ -122,7 +129,10 @@ class ConsoleWriter:
         if summary.input_errors:
             count = len(summary.input_errors)
             line += f" \u00b7 {plural(count, 'input error')}"
-        return self._text([line])
+        lines = [line]
+        if summary.rules:
+            lines.append("rules switched off or changed: " + _selection(summary.rules))
+        return self._text(lines)
 
 
 def render_console(run: RunReport, *, color: bool = False, fail_under: float | None = None) -> str:

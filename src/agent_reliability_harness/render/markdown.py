@@ -152,6 +152,9 @@ def _document(
         count = len(summary.input_errors)
         facts.append(f"**{plural(count, 'input error')}**")
     head.append(" \u00b7 ".join(facts) + ".")
+    if summary.rules:
+        changed = ", ".join(f"{md_code(r, in_table=False)} {md_text(c)}" for r, c in summary.rules)
+        head += ["", f"Rules switched off or changed: {changed}."]
     listed, listed_count = (first, total) if total <= _ALL_ROWS else (failing, failing_count)
     if listed_count:
         head += [

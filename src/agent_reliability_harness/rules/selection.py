@@ -11,64 +11,40 @@ applies the selection, so no rule can forget it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from agent_reliability_harness._record import replace
-from agent_reliability_harness.errors import UsageError, excerpt
-from agent_reliability_harness.model.report import SEVERITIES, Finding
+from agent_reliability_harness.errors import InputError, UsageError, excerpt, join_pointer
+from agent_reliability_harness.model.policy.selection import RuleSelection
+from agent_reliability_harness.model.report import Finding
 from agent_reliability_harness.rules.registry import RULES
 
 if TYPE_CHECKING:
     from agent_reliability_harness.model.report import Severity
 
-__all__ = ["Findings", "RuleSelection"]
+__all__ = ["Findings", "RuleSelection", "check_known", "unknown_rule"]
 
 
-@dataclass(frozen=True, slots=True)
-class RuleSelection:
-    """Rules switched off, and severities changed, by rule ID (both sorted, so that equal
-    selections are equal values)."""
-
-    off: tuple[str, ...] = ()
-    severity: tuple[tuple[str, Severity], ...] = ()
-
-    @classmethod
-    def of(
-        cls, off: Iterable[str] = (), severity: Mapping[str, Severity] | None = None
-    ) -> RuleSelection:
-        """A selection of registered rules; a :class:`UsageError` names an ID that is not one
-        (with the closest one) and a severity that is not error, warning or info."""
-        switched = sorted(set(off))
-        changed = sorted((severity or {}).items())
-        for rule_id in (*switched, *(rule_id for rule_id, _ in changed)):
-            if rule_id not in RULES:
-                raise UsageError(f"unknown rule {excerpt(rule_id)}{_closest(rule_id)}")
-        for rule_id, level in changed:
-            if level not in SEVERITIES:
-                raise UsageError(
-                    f"unknown severity {excerpt(level)} for {rule_id}; "
-                    f"expected one of: {', '.join(SEVERITIES)}"
-                )
-        return cls(tuple(switched), tuple(changed))
-
-    def merged(self, other: RuleSelection) -> RuleSelection:
-        """This selection with ``other``'s choices on top (the command line's over the
-        policy's): a rule ``other`` sets a severity for is switched on again."""
-        severity = dict(self.severity) | dict(other.severity)
-        off = (set(self.off) - {rule_id for rule_id, _ in other.severity}) | set(other.off)
-        return RuleSelection(tuple(sorted(off)), tuple(sorted(severity.items())))
-
-    def __bool__(self) -> bool:
-        return bool(self.off or self.severity)
+def check_known(selection: RuleSelection, *, in_policy: bool) -> None:
+    """Refuse a rule ID of ``selection`` that no rule has, with the closest one: an
+    :class:`InputError` at ``/rules/<id>`` for the policy's own ``rules`` section, else a
+    :class:`UsageError`."""
+    for rule_id in (*selection.off, *(rule_id for rule_id, _ in selection.severity)):
+        if rule_id not in RULES:
+            message = unknown_rule(rule_id)
+            if in_policy:
+                raise InputError(message, pointer=join_pointer("/rules", rule_id))
+            raise UsageError(message)
 
 
-def _closest(rule_id: str) -> str:
+def unknown_rule(rule_id: str) -> str:
+    """The message for an ID that no rule has, with the closest one."""
     import difflib  # only on the error path
 
     close = difflib.get_close_matches(rule_id.upper(), sorted(RULES), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else "; `arh rules` lists them"
+    hint = f" (did you mean {close[0]}?)" if close else "; `arh rules` lists them"
+    return f"unknown rule {excerpt(rule_id)}{hint}"
 
 
 class Findings(list[Finding]):

@@ -48,6 +48,7 @@ from agent_reliability_harness.model.policy.content import (
     UnsafePattern,
     parse_unsafe_patterns,
 )
+from agent_reliability_harness.model.policy.selection import RuleSelection
 from agent_reliability_harness.model.policy.sequence import Sequence
 from agent_reliability_harness.model.policy.tools import (
     TYPE_NAMES,
@@ -72,6 +73,7 @@ __all__ = [
     "Extensions",
     "Grounding",
     "Policy",
+    "RuleSelection",
     "Sequence",
     "ToolSchema",
     "UnsafePattern",
@@ -121,6 +123,7 @@ _POLICY_KEYS: Final = (
     "sequence",
     "error_handling",
     "completion",
+    "rules",
     *KEYS,  # policy language 1.1
 )
 
@@ -176,6 +179,8 @@ class Policy:
     warnings: tuple[str, ...] = field(default=(), compare=False)
     # the sections of policy language 1.1; None when the policy declares version 1.0
     extensions: Extensions | None = None
+    # rules switched off or given another severity (the ``rules`` section)
+    rules: RuleSelection = field(default_factory=RuleSelection)
 
     @classmethod
     def from_dict(cls, data: object, *, allow_risky_patterns: bool = False) -> Policy:
@@ -232,6 +237,7 @@ class Policy:
             Completion.from_section(section(data, "completion")),
             warnings,
             extensions,
+            RuleSelection.from_section(section(data, "rules")),
         )
         check_json_values(data, "")  # what no field's own check looked at, such as enum values
         return policy
@@ -251,6 +257,8 @@ class Policy:
         out["completion"] = {k: getattr(self.completion, k) for k in Completion._KEYS}
         if self.extensions is not None:  # written only for 1.1, so 1.0 hashes stay as they were
             out.update(self.extensions.to_dict())
+        if self.rules:  # written only when set, so other policies' hashes stay as they were
+            out["rules"] = self.rules.to_dict()
         return out
 
     @property

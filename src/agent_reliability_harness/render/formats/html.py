@@ -49,6 +49,7 @@ class _PageWriter:
             summary.policy_id,
             summary.policy_sha256,
             summary.harness_version,
+            summary.rules,
         )
         return render_html(run, self.on_trace.traces, fail_under=self._fail_under)
 
