@@ -37,7 +37,6 @@ LAYERS: dict[str, tuple[int, str]] = {
     "_json": (0, "base"),
     "_decode": (0, "base"),
     "_version": (0, "base"),
-    "_record": (0, "base"),
     "_formats": (0, "base"),
     "model": (1, "model"),
     "rules": (2, "rules"),

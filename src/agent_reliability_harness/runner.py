@@ -12,10 +12,10 @@ import posixpath
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from itertools import chain, islice
 
 from agent_reliability_harness._formats import SPAN_FORMAT_NAMES
-from agent_reliability_harness._record import Record
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.adapters import (
     RecordOptions,
@@ -81,7 +81,8 @@ def _default_id(relative: str) -> str:
     return stem if suffix else relative
 
 
-class ReadTrace(Record):
+@dataclass(frozen=True, slots=True)
+class ReadTrace:
     """A trace and where it was read: its file, its JSON Lines line, the pointer of its record
     in the document (``""`` for the document itself), and the pointer of the record's
     ``trace_id`` (of the record when it has none)."""
@@ -252,7 +253,8 @@ class TraceIds:
         self._seen[trace_id] = where
 
 
-class _Settings(Record):
+@dataclass(frozen=True, slots=True)
+class _Settings:
     """What a worker needs besides the policy: how to read records, and what to send back."""
 
     fmt: str
@@ -264,7 +266,8 @@ class _Settings(Record):
     outcome_at: str | None = None
 
 
-class _Checked(Record):
+@dataclass(frozen=True, slots=True)
+class _Checked:
     """One trace read and validated (or failing validation), with what the duplicate-id check
     needs; the check itself happens in input order, in the process that writes the reports."""
 
@@ -353,7 +356,8 @@ def _outcomes(
     return _checked(validator, documents, _base(source), settings)
 
 
-class _Unit(Record):
+@dataclass(frozen=True, slots=True)
+class _Unit:
     """Work for one worker: whole sources, or one chunk of a JSON Lines file (or of standard
     input); or, with ``local``, documents this process reads and checks itself."""
 

@@ -14,9 +14,9 @@ spans of several requests (the lines of a JSON Lines export file) before convert
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
-from agent_reliability_harness._record import replace
 from agent_reliability_harness.adapters._options import MESSAGE_KEYS, RecordOptions
 from agent_reliability_harness.errors import InputError, excerpt
 from agent_reliability_harness.model.trace import Trace

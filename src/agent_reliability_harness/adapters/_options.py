@@ -3,7 +3,7 @@ not import the transcript adapters."""
 
 from __future__ import annotations
 
-from agent_reliability_harness._record import Record
+from dataclasses import dataclass
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
@@ -15,7 +15,8 @@ __all__ = ["MESSAGE_KEYS", "RecordOptions"]
 MESSAGE_KEYS: Final = ("messages", "traj", "history")
 
 
-class RecordOptions(Record):
+@dataclass(frozen=True, slots=True)
+class RecordOptions:
     """How to read one record of a transcript log.
 
     ``messages_at`` is a JSON pointer to the message list inside the record (by default the

@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 from argparse import Namespace
+from dataclasses import replace
 
-from agent_reliability_harness._record import replace
 from agent_reliability_harness.app.formats import output_formats
 from agent_reliability_harness.app.inputs import gate_plan, read_reports
 from agent_reliability_harness.app.inputs import policy as read_policy

@@ -8,10 +8,10 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from io import BytesIO
 
 from agent_reliability_harness._json import decode_bytes, loads
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import InputError
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -48,7 +48,8 @@ _JSONL_SUFFIXES: Final = (".jsonl", ".ndjson")
 _TRACE_SUFFIXES: Final = (".json", *_JSONL_SUFFIXES)
 
 
-class Source(Record):
+@dataclass(frozen=True, slots=True)
+class Source:
     """One input: a file path (shown as given, with ``/`` separators) or standard input.
 
     ``relative`` is the path relative to the command-line argument it was found under (the file
@@ -61,7 +62,8 @@ class Source(Record):
     relative: str = ""
 
 
-class Document(Record):
+@dataclass(frozen=True, slots=True)
+class Document:
     """One decoded JSON document and where it came from (``line`` for JSON Lines records)."""
 
     source: str
@@ -394,7 +396,8 @@ def no_records(name: str) -> InputError:
     return InputError("the JSON Lines input has no records", pointer=None, source=name)
 
 
-class Chunk(Record):
+@dataclass(frozen=True, slots=True)
+class Chunk:
     """Part of a JSON Lines file: ``length`` bytes from ``offset`` (-1: to the end), whole
     lines, the first of them line number ``first_line``, ``lines`` line breaks in all; or, with
     ``data``, those lines themselves (standard input, which cannot be read again), an

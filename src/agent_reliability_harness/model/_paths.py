@@ -8,9 +8,9 @@ the 1.1 sections, which a policy of version 1 never needs.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from agent_reliability_harness._decode import array_index, bad, json_type
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import UsageError, excerpt, join_pointer, parse_pointer
 
 TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
@@ -41,7 +41,8 @@ def json_key(value: Any) -> Any:
     return ("?", repr(value))
 
 
-class ArgPath(Record):
+@dataclass(frozen=True, slots=True)
+class ArgPath:
     """A location in a call's arguments or in a tool output: its text as written, its segments,
     and whether a segment is the wildcard ``*``."""
 

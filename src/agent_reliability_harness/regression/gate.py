@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 from decimal import Decimal
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import UsageError, excerpt
 from agent_reliability_harness.regression.compare import CompareResult
 
@@ -20,7 +20,8 @@ FAIL_ON_MODES: Final = ("regressions", "failures", "never")
 _LISTED: Final = 10  # entries named in one reason line before "and N more"
 
 
-class GateResult(Record):
+@dataclass(frozen=True, slots=True)
+class GateResult:
     """The gate's verdict and, when it fails, one reason per line."""
 
     passed: bool

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
 from agent_reliability_harness._decode import unknown_key_hint
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import InputError, UsageError, excerpt, join_pointer
 from agent_reliability_harness.regression.trials import (
     OUTCOMES,
@@ -84,7 +84,8 @@ _TOP_KEYS: Final = ("outcome", "defaults", "workflows")
 _MAX_DIGITS: Final = 100
 
 
-class Setting(Record):
+@dataclass(frozen=True, slots=True)
+class Setting:
     """One key of a gate table: its value (exact) and where it was set."""
 
     key: str
@@ -101,7 +102,8 @@ class Setting(Record):
         }
 
 
-class GateFile(Record):
+@dataclass(frozen=True, slots=True)
+class GateFile:
     """A parsed gate file."""
 
     source: str
@@ -487,7 +489,8 @@ def _too_long(number: str) -> str | None:
 # -- the plan: which thresholds apply to which workflow ---------------------------------------
 
 
-class GatePlan(Record):
+@dataclass(frozen=True, slots=True)
+class GatePlan:
     """Everything that decides the gates: the file, ``--gate`` settings, ``--k`` and
     ``--allow-insufficient-data``."""
 
@@ -553,7 +556,8 @@ class GatePlan(Record):
 STATUSES: Final = ("pass", "fail", "insufficient", "allowed", "skipped")
 
 
-class GateCheck(Record):
+@dataclass(frozen=True, slots=True)
+class GateCheck:
     """One threshold checked against one workflow.
 
     ``status``: ``pass``; ``fail`` (breached); ``insufficient`` (the data cannot decide, which
@@ -584,7 +588,8 @@ class GateCheck(Record):
         }
 
 
-class StatGateResult(Record):
+@dataclass(frozen=True, slots=True)
+class StatGateResult:
     """Every check made; the gate passes when none failed."""
 
     checks: tuple[GateCheck, ...]

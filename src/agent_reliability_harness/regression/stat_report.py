@@ -8,8 +8,8 @@ workflow and checks the gates. Several reports per side (one per run, or shards)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.report import RunReport
 from agent_reliability_harness.regression.stat_gates import (
     GatePlan,
@@ -40,7 +40,8 @@ __all__ = [
 ]
 
 
-class ReportInfo(Record):
+@dataclass(frozen=True, slots=True)
+class ReportInfo:
     """What one input report says about how it was produced."""
 
     path: str
@@ -92,7 +93,8 @@ def _difference_warnings(label: str, infos: Sequence[ReportInfo]) -> list[str]:
     return warnings
 
 
-class StatsResult(Record):
+@dataclass(frozen=True, slots=True)
+class StatsResult:
     """``arh stats``: the summaries of one side and the gate checks."""
 
     outcome: str
@@ -139,7 +141,8 @@ def stats_of(
     )
 
 
-class StatComparison(Record):
+@dataclass(frozen=True, slots=True)
+class StatComparison:
     """The statistical part of ``arh compare``."""
 
     outcome: str
@@ -207,7 +210,7 @@ def merge_runs(runs: Sequence[tuple[str, RunReport]], label: str) -> tuple[RunRe
     unique ids; run ``n`` of the baseline then pairs with run ``n`` of the candidate. The policy
     and the harness version are those of the first report.
     """
-    from agent_reliability_harness._record import replace
+    from dataclasses import replace
 
     if len(runs) == 1:
         return runs[0][1], []

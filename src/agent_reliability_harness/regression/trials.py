@@ -17,10 +17,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 from agent_reliability_harness._decode import id_part, is_finite, json_type, number_text
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import InputError, excerpt, join_pointer
 from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.regression.stats import (
@@ -130,8 +130,9 @@ def label_report(
     """Record in ``report`` the task key and the outcome label read from ``trace`` at the
     given JSON pointers (into the canonical trace). InputError at the pointer when one is
     missing or of the wrong type."""
+    from dataclasses import replace
+
     from agent_reliability_harness._decode import resolve
-    from agent_reliability_harness._record import replace
 
     if task_key is None and outcome_at is None:
         return report
@@ -155,7 +156,8 @@ def label_report(
     return replace(report, task=task, outcome=outcome)
 
 
-class Trial(Record):
+@dataclass(frozen=True, slots=True)
+class Trial:
     """One run of one task."""
 
     workflow: str
@@ -252,7 +254,8 @@ def _check_totals(runs: Sequence[tuple[str, RunReport]]) -> None:
                 )
 
 
-class TaskResult(Record):
+@dataclass(frozen=True, slots=True)
+class TaskResult:
     """How often one task succeeded over its runs."""
 
     workflow: str
@@ -285,7 +288,8 @@ class TaskResult(Record):
         }
 
 
-class RunTotals(Record):
+@dataclass(frozen=True, slots=True)
+class RunTotals:
     """The trials with one run number: their verdicts and what they measured."""
 
     run: int
@@ -335,7 +339,8 @@ def _float(value: Fraction | None) -> float | None:
     return None if value is None else float(value)
 
 
-class Summary(Record):
+@dataclass(frozen=True, slots=True)
+class Summary:
     """The outcome table of one workflow (or of all of them: ``workflow`` None) and what it
     gives: pass rate with its Wilson interval, pass@k and pass^k, task classes, rule hit rates
     and measurements per run."""
@@ -506,7 +511,8 @@ def summarize_workflows(
     ]
 
 
-class PairedTest(Record):
+@dataclass(frozen=True, slots=True)
+class PairedTest:
     """A paired two-sided test of baseline against candidate over the tasks both ran.
 
     ``metric`` is ``pass rate`` (per task: successes / runs) or ``pass^k`` (per task:
@@ -594,7 +600,8 @@ def paired_test(baseline: Summary, candidate: Summary, metric: str) -> PairedTes
     )
 
 
-class WorkflowComparison(Record):
+@dataclass(frozen=True, slots=True)
+class WorkflowComparison:
     """Baseline and candidate summaries of one workflow, with the same k, and paired tests."""
 
     workflow: str

@@ -23,11 +23,11 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from html import escape
 
 from agent_reliability_harness._json import dumps_indented
-from agent_reliability_harness._record import Record
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
 from agent_reliability_harness.model.trace import Step, Trace
@@ -321,7 +321,8 @@ def html_document(head: str, parts: Iterable[str]) -> Iterator[str]:
 # -- the overview of a validation run -------------------------------------------------------------
 
 
-class RuleCount(Record):
+@dataclass(frozen=True, slots=True)
+class RuleCount:
     """How often one rule fired in a run, and in how many traces."""
 
     rule_id: str
@@ -331,7 +332,8 @@ class RuleCount(Record):
     traces: int
 
 
-class NotApplicableCount(Record):
+@dataclass(frozen=True, slots=True)
+class NotApplicableCount:
     """A check that was not applicable to some traces of a run: ``rule_id`` would report it,
     ``check`` is the policy setting, ``field`` the missing field; ``traces`` counts the traces and
     ``named`` holds the first few of their ids."""
@@ -343,7 +345,8 @@ class NotApplicableCount(Record):
     named: tuple[str, ...]
 
 
-class RunTotals(Record):
+@dataclass(frozen=True, slots=True)
+class RunTotals:
     """What the overview shows: counts only, so that it can be filled while traces stream by."""
 
     traces: int

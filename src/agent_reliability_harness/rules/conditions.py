@@ -16,8 +16,8 @@ for a run, so both check a call the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
-from agent_reliability_harness._record import Record, replace
 from agent_reliability_harness.model._paths import (
     ArgPath,
     collect,
@@ -124,7 +124,8 @@ def _index_key(tool: str, paths: Paths) -> _IndexKey:
     return tool, tuple(path.text for path in paths)
 
 
-class _Lookup(Record):
+@dataclass(frozen=True, slots=True)
+class _Lookup:
     """How a call finds an earlier call of ``tool``: the values at ``mine`` (its own argument
     paths) looked up in ``index``, the earlier calls keyed by the values at their paths."""
 
@@ -132,7 +133,8 @@ class _Lookup(Record):
     index: _IndexKey
 
 
-class Plan(Record):
+@dataclass(frozen=True, slots=True)
+class Plan:
     # tool -> its conditions, each with the lookup of each of its require_prior entries
     conditions: Mapping[str, tuple[tuple[Condition, tuple[_Lookup, ...]], ...]]
     # tool -> its relations, each with the lookup of its source call

@@ -9,8 +9,8 @@ messages searched.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step
@@ -56,7 +56,8 @@ NO_USER_MESSAGES = rule(
 )
 
 
-class Plan(Record):
+@dataclass(frozen=True, slots=True)
+class Plan:
     tools: frozenset[str]
     pattern: str
     search: re.Pattern[str]

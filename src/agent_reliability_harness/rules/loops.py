@@ -14,8 +14,8 @@ integer once, so every later comparison is constant time.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
@@ -66,7 +66,8 @@ CYCLE = rule(
 )
 
 
-class Plan(Record):
+@dataclass(frozen=True, slots=True)
+class Plan:
     loops: Loops
 
 

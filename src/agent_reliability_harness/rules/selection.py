@@ -12,10 +12,9 @@ applies the selection, so no rule can forget it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from agent_reliability_harness._record import replace
 from agent_reliability_harness.errors import UsageError, excerpt
 from agent_reliability_harness.model.report import SEVERITIES, Finding
 from agent_reliability_harness.rules.registry import RULES
