@@ -12,19 +12,16 @@ import contextlib
 import math
 import os
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import IO, Any, Final, Literal, NoReturn
 
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.app import TerminatedError
 from agent_reliability_harness.errors import excerpt
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it here
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
-    from typing import IO, Any, Final, Literal, NoReturn
-
-    _Report = Literal["validate", "compare", "stats"]  # the commands that write report files
+_Report = Literal["validate", "compare", "stats"]  # the commands that write report files
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 

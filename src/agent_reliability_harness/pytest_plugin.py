@@ -20,18 +20,17 @@ nothing else imports it, and it imports the rest of arh only when a test uses it
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Final
 
 import pytest
 
 from agent_reliability_harness.errors import UsageError
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Final
-
     from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.report import TraceReport
     from agent_reliability_harness.model.trace import Trace
+
 
 __all__ = ["assert_trace_passes", "format_failure"]
 

@@ -33,22 +33,20 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar, overload
 
 from agent_reliability_harness._decode import fits_in_text, number_text
 from agent_reliability_harness.errors import InputError, UsageError, excerpt
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from types import TracebackType
-    from typing import Any, Final, ParamSpec, TypeVar, overload
-
     from agent_reliability_harness.model.report import Finding
     from agent_reliability_harness.monitor import Monitor
 
-    _P = ParamSpec("_P")
-    _R = TypeVar("_R")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 __all__ = ["Recorder", "json_value", "record_tool"]
 
@@ -624,9 +622,8 @@ def _arguments(signature: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     return out
 
 
-if TYPE_CHECKING:
-    # A started call: its step id, its clock reading, its arguments as recorded before it ran.
-    _Started = tuple[str, float | None, Any]
+# A started call: its step id, its clock reading, its arguments as recorded before it ran.
+_Started = tuple[str, float | None, Any]
 # Within a guarded coroutine call: its recorder, and the lock the calls made inside it share.
 _INNER_LOCK: ContextVar[tuple[Recorder, Any] | None] = ContextVar("arh_inner_lock", default=None)
 

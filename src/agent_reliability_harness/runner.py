@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import chain, islice
+from typing import Any, Final
 
 from agent_reliability_harness._formats import SPAN_FORMAT_NAMES
 from agent_reliability_harness._version import __version__
@@ -54,11 +55,6 @@ from agent_reliability_harness.io.load import (  # (load_* and StepLines: their 
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.model.trace import Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
-
 
 __all__ = [
     "ReadTrace",

@@ -15,17 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
+from typing import Any, Final
 
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
 from agent_reliability_harness.adapters._options import MESSAGE_KEYS, RecordOptions
 from agent_reliability_harness.errors import InputError, excerpt
 from agent_reliability_harness.model.trace import Trace
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
+Adapter = Callable[[Any, RecordOptions], Trace]
 
-    Adapter = Callable[[Any, RecordOptions], Trace]
 __all__ = [
     "FORMATS",
     "RecordOptions",

@@ -4,10 +4,7 @@ not import the transcript adapters."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
+from typing import Final
 
 __all__ = ["MESSAGE_KEYS", "RecordOptions"]
 

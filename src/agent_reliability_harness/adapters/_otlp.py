@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, Final
 
 from agent_reliability_harness._decode import is_finite, json_type
 from agent_reliability_harness._json import loads
@@ -28,10 +29,6 @@ from agent_reliability_harness.adapters._build import (
 )
 from agent_reliability_harness.errors import InputError, join_pointer
 from agent_reliability_harness.model.trace import Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = [
     "Message",

@@ -31,6 +31,8 @@ A non-empty array in which no element is an object is neither messages nor recor
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from agent_reliability_harness._decode import json_type
 from agent_reliability_harness.adapters._build import MESSAGE_KEYS, RecordOptions, locate
 from agent_reliability_harness.adapters.anthropic_messages import (
@@ -38,10 +40,6 @@ from agent_reliability_harness.adapters.anthropic_messages import (
     is_tool_use_block,
 )
 from agent_reliability_harness.errors import InputError
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["detect_format", "transcript_format"]
 

@@ -9,16 +9,13 @@ With ``--format auto`` each trace (each group of spans with one trace id) is rea
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any, Final
 
 from agent_reliability_harness.adapters import openinference, otel_genai
 from agent_reliability_harness.adapters._options import RecordOptions
 from agent_reliability_harness.adapters._otlp import Dialect, Span, span_traces
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.trace import Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["DIALECTS", "convert", "export_format"]
 

@@ -10,13 +10,10 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from io import BytesIO
+from typing import IO, Any, Final
 
 from agent_reliability_harness._json import decode_bytes, loads
 from agent_reliability_harness.errors import InputError
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import IO, Any, Final
 
 __all__ = [
     "DEFAULT_MAX_INPUT",

@@ -8,15 +8,12 @@ the 1.1 sections, which a policy of version 1 never needs.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from agent_reliability_harness._decode import array_index, bad, json_type
 from agent_reliability_harness.errors import UsageError, excerpt, join_pointer, parse_pointer
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from typing import Any
 
 __all__ = ["ArgPath", "collect", "collect_located", "json_key", "string_leaves"]
 

@@ -30,10 +30,7 @@ from itertools import product
 from re import _compiler as compiler  # type: ignore[attr-defined]
 from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser as parser  # type: ignore[attr-defined]
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
+from typing import Any, Final
 
 __all__ = ["check_consumes", "matches_zero_width", "risky_repetition"]
 

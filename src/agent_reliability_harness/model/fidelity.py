@@ -12,12 +12,11 @@ a list of the names below is ignored, never an error.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final
-
     from agent_reliability_harness.model.trace import Trace
+
 
 __all__ = [
     "MISSING_FIELDS",

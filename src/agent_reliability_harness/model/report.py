@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Final, Literal
 
 from agent_reliability_harness._decode import (
     json_type,
@@ -20,11 +21,8 @@ from agent_reliability_harness._decode import (
 from agent_reliability_harness.errors import InputError, excerpt, join_pointer
 from agent_reliability_harness.model.fidelity import NotApplicable
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final, Literal
+Severity = Literal["error", "warning", "info"]
 
-    Severity = Literal["error", "warning", "info"]
 __all__ = [
     "SEVERITIES",
     "SEVERITY_RANK",

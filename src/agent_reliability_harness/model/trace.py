@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Final, Literal
 
 from agent_reliability_harness._decode import (
     bad,
@@ -23,13 +24,10 @@ from agent_reliability_harness._decode import (
 )
 from agent_reliability_harness.errors import UsageError, excerpt, join_pointer
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final, Literal
+StepType = Literal["tool_call", "model_response", "user_message"]
 
-    StepType = Literal["tool_call", "model_response", "user_message"]
+StepStatus = Literal["ok", "error"]
 
-    StepStatus = Literal["ok", "error"]
 __all__ = [
     "STEP_KEYS",
     "STEP_TYPES",

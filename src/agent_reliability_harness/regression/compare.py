@@ -17,14 +17,12 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any, Final, Literal
 
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final, Literal
+StatusChange = Literal["added", "removed", "pass->fail", "fail->pass", "unchanged"]
 
-    StatusChange = Literal["added", "removed", "pass->fail", "fail->pass", "unchanged"]
 __all__ = ["CompareResult", "TraceDelta", "compare_reports", "trace_delta"]
 
 _ROUND_DELTA: Final = 6

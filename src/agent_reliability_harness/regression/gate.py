@@ -6,13 +6,10 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any, Final
 
 from agent_reliability_harness.errors import UsageError, excerpt
 from agent_reliability_harness.regression.compare import CompareResult
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["FAIL_ON_MODES", "GateResult", "evaluate_gate"]
 

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any, Final
 
 from agent_reliability_harness._decode import unknown_key_hint
 from agent_reliability_harness.errors import InputError, UsageError, excerpt, join_pointer
@@ -35,10 +36,6 @@ from agent_reliability_harness.regression.trials import (
     Summary,
     WorkflowComparison,
 )
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = [
     "BASELINE_KEYS",

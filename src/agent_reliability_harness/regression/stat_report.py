@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agent_reliability_harness.model.report import RunReport
 from agent_reliability_harness.regression.stat_gates import (
@@ -25,10 +26,6 @@ from agent_reliability_harness.regression.trials import (
     summarize,
     summarize_workflows,
 )
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = [
     "ReportInfo",

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Final
 
 from agent_reliability_harness._decode import id_part, is_finite, json_type, number_text
 from agent_reliability_harness.errors import InputError, excerpt, join_pointer
@@ -35,12 +36,10 @@ from agent_reliability_harness.regression.stats import (
     wilson_interval,
 )
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final
-
     from agent_reliability_harness.model.trace import Trace
     from agent_reliability_harness.regression.stats import TaskClass
+
 
 __all__ = [
     "CURVE_MAX_K",

@@ -7,15 +7,14 @@ formats it writes (the XML and SARIF writers pull in modules ``arh --version`` d
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Final
 
 from agent_reliability_harness.model.report import RunReport
 from agent_reliability_harness.render.outputs import ReportWriter, ValidateOutput, WriterOptions
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Final
-
     from agent_reliability_harness.model.report import TraceReport
+
 
 __all__ = ["RENDERERS", "ReportWriter", "render", "writer"]
 

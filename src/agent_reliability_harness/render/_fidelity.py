@@ -4,12 +4,10 @@ them: nothing a converted trace could not be checked for passes silently."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from agent_reliability_harness.model.report import TraceReport
 from agent_reliability_harness.render._text import terminal_safe
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
 
 __all__ = ["NotApplicableTally", "console_lines"]
 

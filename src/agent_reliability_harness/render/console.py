@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._fidelity import console_lines
 from agent_reliability_harness.render._text import (
@@ -11,10 +13,6 @@ from agent_reliability_harness.render._text import (
     source_text,
     terminal_safe,
 )
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
 
 __all__ = ["ConsoleWriter", "render_console"]
 

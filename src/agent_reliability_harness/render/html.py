@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from html import escape
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
@@ -46,15 +47,12 @@ from agent_reliability_harness.render._text import (
 )
 from agent_reliability_harness.rules import CATEGORIES, RULES
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final, TypeVar
-
     from agent_reliability_harness.regression.stat_report import StatComparison
 
-    _T = TypeVar("_T")
+_T = TypeVar("_T")
 
-    Mark = str | None  # "new", "resolved" or None for a finding of a comparison
+Mark = str | None  # "new", "resolved" or None for a finding of a comparison
 
 __all__ = [
     "COLLAPSE_CHARS",

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from typing import Any, Final
 
 from agent_reliability_harness._decode import fits_in_text
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.fidelity import missing_fields
 from agent_reliability_harness.model.trace import Step, Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any, Final
 
 __all__ = [
     "COST_DECIMALS",

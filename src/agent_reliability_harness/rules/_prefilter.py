@@ -56,10 +56,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
+from typing import Any, Final
 
 try:
     from re import _constants as sre  # type: ignore[attr-defined]

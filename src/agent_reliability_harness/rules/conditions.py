@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final
 
 from agent_reliability_harness.model._paths import (
     ArgPath,
@@ -34,14 +35,12 @@ from agent_reliability_harness.rules.online import Probe, Watch
 from agent_reliability_harness.rules.registry import Need, RuleSet, rule
 from agent_reliability_harness.rules.selection import Findings
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final
-
     # the parser of the 1.1 sections is loaded only for policies that declare 1.1
     from agent_reliability_harness.model.policy.conditions import Condition, Prior, Relation
 
-    Paths = tuple[ArgPath, ...]
+Paths = tuple[ArgPath, ...]
+
 CATEGORY = "conditions"
 
 

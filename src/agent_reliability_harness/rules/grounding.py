@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 from agent_reliability_harness.model.policy import Grounding, Policy
 from agent_reliability_harness.model.report import CategoryResult
@@ -13,11 +14,9 @@ from agent_reliability_harness.rules.online import Probe, Watch, placed
 from agent_reliability_harness.rules.registry import RuleSet, rule
 from agent_reliability_harness.rules.selection import Findings
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final
-
     from agent_reliability_harness.model.report import Severity
+
 CATEGORY = "grounding"
 
 NO_CITATIONS = rule(
