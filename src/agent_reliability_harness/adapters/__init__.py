@@ -40,7 +40,8 @@ def _canonical(value: Any, options: RecordOptions | None = None) -> Trace:  # no
     return Trace.from_dict(value)
 
 
-# The transcript adapters are imported on first use: reading canonical traces does not need them.
+# The transcript adapters are imported on first use: reading canonical traces does not need them
+# (eager, format detection and the span adapters measured +8 and +15 ms of every `arh validate`).
 
 
 def _openai_chat(value: Any, options: RecordOptions) -> Trace:

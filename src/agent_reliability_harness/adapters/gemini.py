@@ -24,6 +24,7 @@ on the first step of the response (or of the last model content); the candidate'
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 from agent_reliability_harness._decode import json_type
@@ -314,8 +315,6 @@ def _function_response(builder: Builder, value: Any, pointer: str) -> None:
 
 
 def _compact(value: Any) -> str:
-    import json
-
     try:
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError, RecursionError):

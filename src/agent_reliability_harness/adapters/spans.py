@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from agent_reliability_harness.adapters import openinference, otel_genai
 from agent_reliability_harness.adapters._options import RecordOptions
-from agent_reliability_harness.adapters._otlp import Dialect, Span, span_traces
+from agent_reliability_harness.adapters._otlp import Dialect, Span, group, span_traces
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.trace import Trace
 
@@ -45,8 +45,6 @@ def _is_openinference(spans: Iterable[Span]) -> bool:
 def export_format(document: Any) -> str:
     """The format ``--format auto`` names for a whole export request (each trace in it is still
     decided on its own)."""
-    from agent_reliability_harness.adapters._otlp import group
-
     groups, _ = group([(None, document)])
     return "openinference" if any(_is_openinference(g) for g in groups) else "otel-genai"
 

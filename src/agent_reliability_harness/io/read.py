@@ -8,6 +8,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from io import BytesIO
 from typing import IO, Any, Final
@@ -242,8 +243,6 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                 jsonl = is_jsonl_name(arg)
                 add(Source(name, arg, jsonl, os.path.basename(name)))
             else:
-                from contextlib import suppress
-
                 with suppress(FileNotFoundError):  # exists() also says False for a loop of links
                     os.stat(arg)  # or a name too long: raise what it swallowed
                 errors.append(InputError("no such file or directory", pointer=None, source=name))

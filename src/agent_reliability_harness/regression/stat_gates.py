@@ -22,6 +22,9 @@ threshold was set (``arh.toml:7``, or the ``--gate`` expression).
 from __future__ import annotations
 
 import math
+import re
+import sys
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -150,8 +153,6 @@ def _basic_string(text: str, at: int) -> tuple[str, int] | None:
 
 def _keys(text: str, at: int) -> tuple[tuple[str, ...], int] | None:
     """A dotted key starting at ``text[at]``: its parts and the index after it."""
-    import re
-
     parts: list[str] = []
     while True:
         at = _skip_space(text, at)
@@ -314,9 +315,6 @@ def _file_error(
 def _long_integer_error(text: str, source: str, exc: ValueError) -> InputError:
     """The error for a TOML integer with more digits than the interpreter turns into an int,
     at its line and column (found by a scan of the text)."""
-    import re
-    import sys
-
     limit = sys.get_int_max_str_digits()
     for match in re.finditer(r"(?<![.\w])[0-9][0-9_]*(?![.\w])", text):
         if limit and sum(1 for char in match.group() if char != "_") > limit:
@@ -333,9 +331,6 @@ def _long_integer_error(text: str, source: str, exc: ValueError) -> InputError:
 
 def parse_gate_file(text: str, source: str) -> GateFile:
     """Parse the text of a gate file; InputError naming ``source``, the line and the key."""
-    import re
-    import tomllib
-
     try:
         data = tomllib.loads(text, parse_float=Decimal)  # a threshold exactly as written
     except tomllib.TOMLDecodeError as exc:
@@ -416,8 +411,6 @@ _FORMS: Final = (
 
 def parse_gate_expression(text: str) -> Setting:
     """A ``--gate`` expression as a setting; UsageError when it is not one of the forms."""
-    import re
-
     spoken = " ".join(text.strip().lower().split())
     patterns = (
         (_METRIC + r" ?>= ?" + _NUMBER, ("min_pass_rate", "min_pass_hat_k")),

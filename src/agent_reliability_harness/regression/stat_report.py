@@ -8,9 +8,10 @@ workflow and checks the gates. Several reports per side (one per run, or shards)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import RunReport
 from agent_reliability_harness.regression.stat_gates import (
     GatePlan,
@@ -106,8 +107,6 @@ class StatsResult:
         return self.gate is None or self.gate.passed
 
     def to_dict(self) -> dict[str, Any]:
-        from agent_reliability_harness._version import __version__
-
         return {
             "schema_version": "1",
             "outcome": self.outcome,
@@ -207,8 +206,6 @@ def merge_runs(runs: Sequence[tuple[str, RunReport]], label: str) -> tuple[RunRe
     unique ids; run ``n`` of the baseline then pairs with run ``n`` of the candidate. The policy
     and the harness version are those of the first report.
     """
-    from dataclasses import replace
-
     if len(runs) == 1:
         return runs[0][1], []
     ids = [r.trace_id for _, run in runs for r in run.reports]

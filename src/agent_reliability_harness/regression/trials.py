@@ -15,13 +15,15 @@ the policy passed).
 from __future__ import annotations
 
 import math
+import re
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Final
 
-from agent_reliability_harness._decode import id_part, is_finite, json_type, number_text
+from agent_reliability_harness._decode import id_part, is_finite, json_type, number_text, resolve
 from agent_reliability_harness.errors import InputError, excerpt, join_pointer
 from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.regression.stats import (
@@ -81,8 +83,6 @@ def default_task_key(trace_id: str) -> str:
     empty is kept whole. Bare numbers are never removed (``rebook-1001`` names a task), so ids
     such as tau-bench's ``<task>-<trial>`` need ``--task-key``.
     """
-    import re
-
     key = re.sub(_RUN_SUFFIX, "", trace_id, count=1)
     key = re.sub(_RUN_PREFIX, "", key, count=1)
     return key or trace_id
@@ -91,8 +91,6 @@ def default_task_key(trace_id: str) -> str:
 def natural_key(text: str) -> tuple[object, ...]:
     """Sort key that orders the digit runs of a name by value (``task-2`` before ``task-10``),
     then by the text itself, so that different names never tie."""
-    import re
-
     parts = re.split(r"([0-9]+)", text)
     # a number compares by its length without leading zeros, then by its digits: no int()
     keyed = tuple((len(p.lstrip("0")), p.lstrip("0")) if i % 2 else p for i, p in enumerate(parts))
@@ -129,9 +127,6 @@ def label_report(
     """Record in ``report`` the task key and the outcome label read from ``trace`` at the
     given JSON pointers (into the canonical trace). InputError at the pointer when one is
     missing or of the wrong type."""
-    from dataclasses import replace
-
-    from agent_reliability_harness._decode import resolve
 
     if task_key is None and outcome_at is None:
         return report
@@ -217,8 +212,6 @@ def _check_totals(runs: Sequence[tuple[str, RunReport]]) -> None:
     The summaries add up these totals per run, per workflow and overall: subsets of all of them.
     A report's totals are never negative (the report reader checks), so when the sum of all of
     them fits, every one of those sums does."""
-    import sys
-
     costs = [r.total_cost_usd for _, run in runs for r in run.reports]
     try:
         fits = math.isfinite(math.fsum(costs))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Final
 
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
@@ -34,7 +35,6 @@ def _finding_lines(finding: Finding, step_width: int) -> list[str]:
     lines: list[str] = []
     if len(head) > WIDTH - _ROOM:  # a long step id: the message starts on the next line, whole
         lines, head = [head.rstrip()], indent
-    import textwrap  # only for findings: its regexes cost a millisecond of a start without any
 
     return lines + textwrap.wrap(
         terminal_safe(finding.message),

@@ -19,6 +19,8 @@ bounded by the constants below (see docs/html-report.md).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 from collections import Counter
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from functools import partial
 from html import escape
 from typing import TYPE_CHECKING, Any, Final, TypeVar
+from urllib.parse import urlsplit
 
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
@@ -44,6 +47,14 @@ from agent_reliability_harness.render._text import (
     plural,
     run_headline,
     source_text,
+)
+from agent_reliability_harness.render.stats import (
+    CHECK_COLUMNS,
+    COMPARISON_COLUMNS,
+    check_cells,
+    checks_by_workflow,
+    comparison_cells,
+    comparison_intro,
 )
 from agent_reliability_harness.rules import CATEGORIES, RULES
 
@@ -281,9 +292,6 @@ HTML_END: Final = "</main>\n</body>\n</html>\n"
 
 
 def _csp() -> str:
-    import base64
-    import hashlib
-
     digest = base64.b64encode(hashlib.sha256(_CSS.encode("utf-8")).digest()).decode("ascii")
     return (
         f"default-src 'none'; style-src 'sha256-{digest}'; img-src data:; "
@@ -601,8 +609,6 @@ def _link(url: str) -> str:
         size = _plural(len(url), "character")
         return f'{_code(url)} <span class="muted">(not linked: {size})</span>'
     if url.isascii() and url.isprintable() and " " not in url and "\\" not in url:
-        from urllib.parse import urlsplit  # slow to import; only pages with citations need it
-
         try:
             parts = urlsplit(url)
         except ValueError:
@@ -1415,14 +1421,6 @@ def _statistics_section(stats: StatComparison) -> str:
     workflows compared (pass@1 with its interval, pass^k, flaky tasks, flips, p-values and a
     verdict), the warnings, the checks allowed with too little data, then every gate check.
     The reasons of the checks that failed are among the gate's reasons, above."""
-    from agent_reliability_harness.render.stats import (
-        CHECK_COLUMNS,
-        COMPARISON_COLUMNS,
-        check_cells,
-        checks_by_workflow,
-        comparison_cells,
-        comparison_intro,
-    )
 
     def workflow(name: str) -> str:
         if name:

@@ -55,6 +55,7 @@ does not have the shape this module reads, every pattern is simply searched in e
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 from typing import Any, Final
 
@@ -111,8 +112,6 @@ class _Unicode:
     @classmethod
     def get(cls) -> dict[str, bytes]:
         if cls.replacements is None:
-            import unicodedata  # only for texts with non-ASCII characters
-
             if unicodedata.unidata_version in _DIGIT_RUNS_VERSIONS:
                 digits = [cp for start in _DIGIT_RUNS for cp in range(start, start + 60)
                           if chr(cp).isdecimal()]  # fmt: skip

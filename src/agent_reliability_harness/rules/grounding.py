@@ -77,7 +77,8 @@ _PLAIN_HTTP_URL: Final = re.compile(r"(?i:https?)://[!\x22$-.0-9;->A-Z\\^-~]"
 
 
 def _parsed_url_problem(url: str) -> str:
-    from urllib.parse import urlsplit  # only grounding with URL checks needs it
+    # only grounding with URL checks needs it; eager: +2.2 ms of every `arh validate`
+    from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(url)

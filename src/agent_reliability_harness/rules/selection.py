@@ -11,6 +11,7 @@ applies the selection, so no rule can forget it.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -64,8 +65,6 @@ class RuleSelection:
 
 
 def _closest(rule_id: str) -> str:
-    import difflib  # only on the error path
-
     close = difflib.get_close_matches(rule_id.upper(), sorted(RULES), n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else "; `arh rules` lists them"
 
