@@ -330,21 +330,3 @@ def _writer(folder: Path) -> Callable[[str, str], None]:
         path.write_text(text, encoding="utf-8")
 
     return write
-
-
-def test_argparse_messages_are_not_translated(
-    arh: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # argparse asks gettext for each of its words: in a locale with a catalogue for them, usage
-    # errors would change with the environment (and looking one up costs every start)
-    import argparse
-
-    def shout(message: str) -> str:
-        return message.upper()
-
-    monkeypatch.setattr(argparse, "_", shout)  # what a catalogue could do
-    run = arh("validate", str(SAMPLES / "traces"))  # no --policy
-    assert run.status == 2
-    assert run.err.startswith("usage: arh validate ")
-    assert "the following arguments are required: --policy" in run.err
-    assert argparse._ is shout  # type: ignore[attr-defined]  # put back for other users

@@ -25,7 +25,7 @@ import tempfile
 import time
 import unicodedata
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,6 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent_reliability_harness import Finding, RunReport, Trace, TraceReport
-from agent_reliability_harness._record import replace
 from agent_reliability_harness._version import RULES_DOC_URL
 from agent_reliability_harness.cli import main
 from agent_reliability_harness.regression import compare_reports, evaluate_gate

@@ -16,13 +16,11 @@ Names are imported on first use so that ``arh --version`` does not load the whol
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
 from agent_reliability_harness._version import __version__
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it here
 if TYPE_CHECKING:
-    from typing import Any
-
     from agent_reliability_harness.engine import Validator, validate_trace
     from agent_reliability_harness.errors import ArhError, InputError, UsageError
     from agent_reliability_harness.model.policy import Policy
@@ -36,6 +34,7 @@ if TYPE_CHECKING:
     from agent_reliability_harness.monitor import BlockedCallError, Monitor
     from agent_reliability_harness.record import Recorder
     from agent_reliability_harness.rules.registry import RULES, Rule
+
 
 __all__ = [
     "RULES",

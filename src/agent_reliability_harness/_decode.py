@@ -9,9 +9,11 @@ arrays, so no standard pointer changes meaning.
 
 from __future__ import annotations
 
+import difflib
 import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from enum import Enum
 from typing import Any, Final
 
 from agent_reliability_harness.errors import InputError, excerpt, join_pointer, parse_pointer
@@ -77,8 +79,6 @@ _BASES: Final = (("a", dict), ("a", list), ("a", str), ("a", float), ("an", int)
 
 def _python_type(value: object) -> str:
     """What a value that is not exactly a JSON type is (only on error paths)."""
-    from enum import Enum
-
     kind = type(value)
     what = kind.__name__
     if isinstance(value, Enum):
@@ -302,8 +302,6 @@ def check_json_values(value: object, pointer: str) -> None:
 
 def unknown_key_hint(key: str, known: Sequence[str]) -> str:
     """What follows "unknown key 'x'": the closest known key, or all of them."""
-    import difflib  # only on the error path
-
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(known)}"
 

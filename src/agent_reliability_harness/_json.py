@@ -13,13 +13,10 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
+from typing import Any, Final
 
 from agent_reliability_harness.errors import TOO_DEEP, InputError, excerpt, join_pointer
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any, Final
 
 __all__ = ["decode_bytes", "dumps_indented", "loads"]
 

@@ -40,9 +40,14 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from agent_reliability_harness._decode import find_cycle
+from agent_reliability_harness._decode import (
+    find_cycle,
+    find_non_string_key,
+    json_type,
+    key_type_error,
+)
 from agent_reliability_harness.engine import NESTED_TRACE, Validator, engine_failed
-from agent_reliability_harness.errors import ArhError, InputError, UsageError, excerpt
+from agent_reliability_harness.errors import ArhError, InputError, UsageError, excerpt, join_pointer
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding, TraceReport
 from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
@@ -83,9 +88,6 @@ def _uncopyable(value: Mapping[str, Any], pointer: str) -> InputError:
     """The error for the first value in ``value`` (depth first, in order) that ``copy.deepcopy``
     refuses (a lock, a generator, an object whose ``__deepcopy__`` fails), at its pointer. Only
     on the error path: each child is copied in turn to find it."""
-    from agent_reliability_harness._decode import json_type, key_type_error
-    from agent_reliability_harness.errors import join_pointer
-
     node: object = value
     where = pointer
     inside = {id(value)}  # a value that contains itself is not entered again
@@ -207,7 +209,6 @@ class Monitor:
         except (AttributeError, TypeError):
             # looked for only after a rule failed, as Validator.validate does: a key that is not
             # a string, which a step built in Python can hold and JSON cannot
-            from agent_reliability_harness._decode import find_non_string_key
 
             where = f"/steps/{len(self._state.steps)}"
             problem = find_non_string_key(probe.step.to_dict(), where)

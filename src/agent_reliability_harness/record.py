@@ -27,28 +27,33 @@ file opened for appending), so a reader never sees half a trace.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import json
 import math
 import os
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar, overload
 
 from agent_reliability_harness._decode import fits_in_text, number_text
 from agent_reliability_harness.errors import InputError, UsageError, excerpt
+from agent_reliability_harness.io import refuse_directory, write_atomic
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
+from agent_reliability_harness.monitor import BlockedCallError, Monitor
+from agent_reliability_harness.render.traces import render_trace
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from types import TracebackType
-    from typing import Any, Final, ParamSpec, TypeVar, overload
-
     from agent_reliability_harness.model.report import Finding
     from agent_reliability_harness.monitor import Monitor
 
-    _P = ParamSpec("_P")
-    _R = TypeVar("_R")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 __all__ = ["Recorder", "json_value", "record_tool"]
 
@@ -115,8 +120,6 @@ def _convert(value: object, active: set[int], depth: int) -> Any:
             items = [_convert(v, active, depth + 1) for v in value]
             return sorted(items, key=_json_order)
         if hasattr(type(value), "__dataclass_fields__"):
-            import dataclasses  # already loaded: the value is a dataclass instance
-
             return {
                 f.name: _convert(getattr(value, f.name), active, depth + 1)
                 for f in dataclasses.fields(value)  # type: ignore[arg-type]
@@ -219,16 +222,11 @@ class Recorder:
         self.clock = clock
         self.monitor: Monitor | None
         if isinstance(guard, Policy):
-            from agent_reliability_harness.monitor import Monitor
-
             guard = Monitor(guard, trace_id=trace_id, agent_name=agent_name, workflow=workflow)
-        elif guard is not None:
-            from agent_reliability_harness.monitor import Monitor
-
-            if not isinstance(guard, Monitor):
-                raise UsageError(
-                    f"guard must be a Policy, a Monitor or None, got {type(guard).__name__}"
-                )
+        elif guard is not None and not isinstance(guard, Monitor):
+            raise UsageError(
+                f"guard must be a Policy, a Monitor or None, got {type(guard).__name__}"
+            )
         self.monitor = guard
         # every finding the guard returned while the run went on, in order
         self.runtime_findings: list[Finding] = []
@@ -428,14 +426,12 @@ class Recorder:
         first used in). A call made inside another guarded call of this recorder (awaited by
         it, or in tasks it starts) takes the lock that call made for its own calls instead: the
         outer call holds its lock until they are done, so taking that one would never end."""
-        import asyncio
+        import asyncio  # only async tools need it; eager: +24 ms of `import ...record`
 
         held = _INNER_LOCK.get()
         if held is not None and held[0] is self:
             lock = held[1]
         else:
-            import weakref
-
             loop = asyncio.get_running_loop()
             if self._locks is None:
                 self._locks = weakref.WeakKeyDictionary()
@@ -451,8 +447,6 @@ class Recorder:
         step_id = self._next_id(None)
         recorded = json_value(arguments)
         if self.monitor is not None:
-            from agent_reliability_harness.monitor import BlockedCallError
-
             step = self._proposed(step_id, name, recorded)
             try:
                 self.runtime_findings.extend(self.monitor.guard(step))
@@ -541,15 +535,10 @@ class Recorder:
 
     def write_json(self, path: str | os.PathLike[str]) -> None:
         """Write the trace as indented JSON, replacing the file in one rename."""
-        from agent_reliability_harness.io import write_atomic
-        from agent_reliability_harness.render.traces import render_trace
-
         write_atomic(_path(path, "path"), render_trace(self.trace(), indent=True))
 
     def append_jsonl(self, path: str | os.PathLike[str]) -> None:
         """Append the trace as one line of JSON Lines, in a single write."""
-        from agent_reliability_harness.render.traces import render_trace
-
         append_line(_path(path, "path"), render_trace(self.trace(), indent=False))
 
 
@@ -562,8 +551,6 @@ def append_line(path: str, line: str) -> None:
     look at the last byte and the write are done under an exclusive lock: another process's
     write in progress is not taken for a torn line (which added blank lines).
     """
-    from agent_reliability_harness.io import refuse_directory
-
     refuse_directory(path)
     directory = os.path.dirname(path)
     if directory:
@@ -573,7 +560,7 @@ def append_line(path: str, line: str) -> None:
     fd = os.open(path, flags, 0o644)
     try:
         try:
-            import fcntl
+            import fcntl  # POSIX only
         except ImportError:  # Windows: no advisory locks here; appends still do not interleave
             pass
         else:
@@ -624,17 +611,13 @@ def _arguments(signature: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     return out
 
 
-if TYPE_CHECKING:
-    # A started call: its step id, its clock reading, its arguments as recorded before it ran.
-    _Started = tuple[str, float | None, Any]
+# A started call: its step id, its clock reading, its arguments as recorded before it ran.
+_Started = tuple[str, float | None, Any]
 # Within a guarded coroutine call: its recorder, and the lock the calls made inside it share.
 _INNER_LOCK: ContextVar[tuple[Recorder, Any] | None] = ContextVar("arh_inner_lock", default=None)
 
 
 def _wrap(recorder: Recorder, fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    import functools
-    import inspect
-
     try:
         signature: Any = inspect.signature(fn)
     except (TypeError, ValueError):  # some built-ins have none
@@ -681,7 +664,7 @@ def _wrap(recorder: Recorder, fn: Callable[..., Any], name: str) -> Callable[...
     def settle(awaitable: Any, started: _Started) -> Any:
         """Record a call that returned an awaitable once it completes. A future (an asyncio
         task) is returned itself, so that it can still be cancelled or waited for."""
-        import asyncio
+        import asyncio  # see _guard_locks
 
         if not asyncio.isfuture(awaitable):
             return finish(awaitable, started)

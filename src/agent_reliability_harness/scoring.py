@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Final
 
 from agent_reliability_harness._decode import is_finite, number_text
 from agent_reliability_harness.errors import UsageError
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules.registry import CATEGORY_BY_NAME
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
 
 __all__ = ["DEFAULT_FAIL_UNDER", "check_fail_under", "overall_score", "passes"]
 

@@ -14,18 +14,16 @@ spans of several requests (the lines of a JSON Lines export file) before convert
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
+from typing import Any, Final
 
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
-from agent_reliability_harness._record import replace
 from agent_reliability_harness.adapters._options import MESSAGE_KEYS, RecordOptions
 from agent_reliability_harness.errors import InputError, excerpt
 from agent_reliability_harness.model.trace import Trace
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
+Adapter = Callable[[Any, RecordOptions], Trace]
 
-    Adapter = Callable[[Any, RecordOptions], Trace]
 __all__ = [
     "FORMATS",
     "RecordOptions",
@@ -42,7 +40,8 @@ def _canonical(value: Any, options: RecordOptions | None = None) -> Trace:  # no
     return Trace.from_dict(value)
 
 
-# The transcript adapters are imported on first use: reading canonical traces does not need them.
+# The transcript adapters are imported on first use: reading canonical traces does not need them
+# (eager, format detection and the span adapters measured +8 and +15 ms of every `arh validate`).
 
 
 def _openai_chat(value: Any, options: RecordOptions) -> Trace:

@@ -9,6 +9,8 @@ the trace or an :class:`~agent_reliability_harness.errors.InputError` at a JSON 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from agent_reliability_harness._decode import (
     fits_in_text,
@@ -19,14 +21,9 @@ from agent_reliability_harness._decode import (
     resolve,
 )
 from agent_reliability_harness._json import loads
-from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.adapters._options import MESSAGE_KEYS, RecordOptions
 from agent_reliability_harness.errors import InputError, join_pointer, parse_pointer
 from agent_reliability_harness.model.trace import Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = [
     "MESSAGE_KEYS",
@@ -65,7 +62,8 @@ def writable_count(count: int, pointer: str, line: int | None = None) -> int:
     return count
 
 
-class Transcript(Record):
+@dataclass(frozen=True, slots=True)
+class Transcript:
     """A record's message list, the pointer to it, and the wrapper object around it (if any)."""
 
     messages: list[Any]

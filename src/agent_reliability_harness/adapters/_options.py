@@ -3,11 +3,8 @@ not import the transcript adapters."""
 
 from __future__ import annotations
 
-from agent_reliability_harness._record import Record
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
+from dataclasses import dataclass
+from typing import Final
 
 __all__ = ["MESSAGE_KEYS", "RecordOptions"]
 
@@ -15,7 +12,8 @@ __all__ = ["MESSAGE_KEYS", "RecordOptions"]
 MESSAGE_KEYS: Final = ("messages", "traj", "history")
 
 
-class RecordOptions(Record):
+@dataclass(frozen=True, slots=True)
+class RecordOptions:
     """How to read one record of a transcript log.
 
     ``messages_at`` is a JSON pointer to the message list inside the record (by default the

@@ -16,10 +16,11 @@ problems inside a span are notes on its trace.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from agent_reliability_harness._decode import is_finite, json_type
 from agent_reliability_harness._json import loads
-from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.adapters._build import (
     Builder,
     RecordOptions,
@@ -28,10 +29,6 @@ from agent_reliability_harness.adapters._build import (
 )
 from agent_reliability_harness.errors import InputError, join_pointer
 from agent_reliability_harness.model.trace import Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = [
     "Message",
@@ -50,7 +47,8 @@ _STATUS_ERROR: Final = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR", "error"}
 _STATUS_OK: Final = frozenset({1, "1", "STATUS_CODE_OK", "OK", "ok"})
 
 
-class Span(Record):
+@dataclass(frozen=True, slots=True)
+class Span:
     """One span, its attributes decoded to plain JSON values."""
 
     trace_id: str
@@ -395,7 +393,8 @@ def _as_lists(node: Any) -> Any:
 # -- one trace -----------------------------------------------------------------------------------
 
 
-class Message(Record):
+@dataclass(frozen=True, slots=True)
+class Message:
     """One chat message as the dialects read it: text, requested tool calls, tool results."""
 
     role: str
@@ -405,7 +404,8 @@ class Message(Record):
     reasoning: int = 0
 
 
-class SpanView(Record):
+@dataclass(frozen=True, slots=True)
+class SpanView:
     """What a dialect makes of a span. ``kind`` is ``tool``, ``chat``, ``agent`` or ``other``."""
 
     kind: str
@@ -424,7 +424,8 @@ class SpanView(Record):
     used: frozenset[str] = frozenset()  # attribute keys the dialect read
 
 
-class Dialect(Record):
+@dataclass(frozen=True, slots=True)
+class Dialect:
     """A span-based format: its name, what each span is (``view``), the attribute namespaces
     whose unread keys are noted, the default agent and workflow names, and the older attribute
     names a span uses (``legacy``, for a note)."""

@@ -14,6 +14,8 @@ Per message, ``i`` being its index in the message list and ``k`` the index of a 
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from agent_reliability_harness._decode import json_type
 from agent_reliability_harness.adapters._build import (
     REASONING_TYPES,
@@ -24,10 +26,6 @@ from agent_reliability_harness.adapters._build import (
 )
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model.trace import Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["FORMAT", "convert", "is_result_block", "is_tool_use_block"]
 

@@ -20,6 +20,8 @@ below is a message's position; the response's message counts as the message afte
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from agent_reliability_harness._decode import is_finite, json_type
 from agent_reliability_harness.adapters._build import (
     Builder,
@@ -31,10 +33,6 @@ from agent_reliability_harness.adapters._build import (
 from agent_reliability_harness.adapters._options import MESSAGE_KEYS
 from agent_reliability_harness.errors import InputError, join_pointer
 from agent_reliability_harness.model.trace import Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["FORMAT", "convert"]
 

@@ -12,15 +12,13 @@ Per message, ``i`` being its index in the message list:
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from agent_reliability_harness._decode import json_type
 from agent_reliability_harness.adapters import openai_chat
 from agent_reliability_harness.adapters._build import Builder, RecordOptions, locate
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model.trace import Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["FORMAT", "convert"]
 

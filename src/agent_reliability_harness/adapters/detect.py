@@ -31,17 +31,16 @@ A non-empty array in which no element is an object is neither messages nor recor
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from agent_reliability_harness._decode import json_type
 from agent_reliability_harness.adapters._build import MESSAGE_KEYS, RecordOptions, locate
 from agent_reliability_harness.adapters.anthropic_messages import (
     is_result_block,
     is_tool_use_block,
 )
+from agent_reliability_harness.adapters.spans import export_format
 from agent_reliability_harness.errors import InputError
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["detect_format", "transcript_format"]
 
@@ -105,8 +104,6 @@ def transcript_format(messages: list[Any]) -> str:
 def record_format(record: dict[str, Any]) -> str | None:
     """The format an object names by its members (None: look at its messages)."""
     if "resourceSpans" in record or "resource_spans" in record:
-        from agent_reliability_harness.adapters.spans import export_format
-
         return export_format(record)
     response = record.get("response")
     if (
@@ -134,7 +131,6 @@ def detect_format(record: Any, options: RecordOptions | None = None) -> str:
     if type(record) is dict and ("resourceSpans" in record or "resource_spans" in record):
         # an export even with --messages-at: its spans are no transcript, and the span adapters
         # refuse the record options with an error that says so
-        from agent_reliability_harness.adapters.spans import export_format
 
         return export_format(record)
     if options.messages_at is None:

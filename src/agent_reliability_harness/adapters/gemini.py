@@ -24,6 +24,9 @@ on the first step of the response (or of the last model content); the candidate'
 
 from __future__ import annotations
 
+import json
+from typing import Any, Final
+
 from agent_reliability_harness._decode import json_type
 from agent_reliability_harness.adapters._build import (
     MESSAGE_KEYS,
@@ -34,10 +37,6 @@ from agent_reliability_harness.adapters._build import (
 )
 from agent_reliability_harness.errors import InputError, join_pointer
 from agent_reliability_harness.model.trace import Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["FORMAT", "convert"]
 
@@ -316,8 +315,6 @@ def _function_response(builder: Builder, value: Any, pointer: str) -> None:
 
 
 def _compact(value: Any) -> str:
-    import json
-
     try:
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError, RecursionError):

@@ -15,6 +15,8 @@ array of parts with ``text`` or ``content`` strings, and arguments as JSON text 
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from agent_reliability_harness._decode import json_type
 from agent_reliability_harness.adapters._build import (
     Builder,
@@ -24,10 +26,6 @@ from agent_reliability_harness.adapters._build import (
 )
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model.trace import Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["FORMAT", "convert"]
 

@@ -23,6 +23,8 @@ The Response's ``usage`` goes on the first step of its output.
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from agent_reliability_harness._decode import json_type
 from agent_reliability_harness.adapters._build import (
     MESSAGE_KEYS,
@@ -34,10 +36,6 @@ from agent_reliability_harness.adapters._build import (
 )
 from agent_reliability_harness.errors import InputError, join_pointer
 from agent_reliability_harness.model.trace import Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["FORMAT", "convert"]
 

@@ -17,11 +17,9 @@ Other kinds (``CHAIN``, ``RETRIEVER``, ``EMBEDDING``, ...) are not steps and are
 
 from __future__ import annotations
 
-from agent_reliability_harness.adapters._otlp import Message, Span, SpanView, unflatten
+from typing import Any, Final
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
+from agent_reliability_harness.adapters._otlp import Message, Span, SpanView, unflatten
 
 __all__ = ["AGENT_NAME", "FORMAT", "KIND", "NAMESPACES", "WORKFLOW", "view"]
 

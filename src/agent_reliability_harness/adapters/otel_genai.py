@@ -21,12 +21,10 @@ events, and the indexed ``gen_ai.prompt.<i>.*`` / ``gen_ai.completion.<i>.*`` at
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from agent_reliability_harness.adapters._otlp import Message, Span, SpanView, json_text, unflatten
 from agent_reliability_harness.errors import join_pointer
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["AGENT_NAME", "FORMAT", "NAMESPACES", "SEMCONV_VERSION", "WORKFLOW", "view"]
 

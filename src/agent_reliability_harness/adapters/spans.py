@@ -9,16 +9,13 @@ With ``--format auto`` each trace (each group of spans with one trace id) is rea
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any, Final
 
 from agent_reliability_harness.adapters import openinference, otel_genai
 from agent_reliability_harness.adapters._options import RecordOptions
-from agent_reliability_harness.adapters._otlp import Dialect, Span, span_traces
+from agent_reliability_harness.adapters._otlp import Dialect, Span, group, span_traces
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.trace import Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["DIALECTS", "convert", "export_format"]
 
@@ -48,8 +45,6 @@ def _is_openinference(spans: Iterable[Span]) -> bool:
 def export_format(document: Any) -> str:
     """The format ``--format auto`` names for a whole export request (each trace in it is still
     decided on its own)."""
-    from agent_reliability_harness.adapters._otlp import group
-
     groups, _ = group([(None, document)])
     return "openinference" if any(_is_openinference(g) for g in groups) else "otel-genai"
 

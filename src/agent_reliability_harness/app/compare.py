@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 from argparse import Namespace
+from dataclasses import replace
 
-from agent_reliability_harness._record import replace
 from agent_reliability_harness.app.formats import output_formats
 from agent_reliability_harness.app.inputs import gate_plan, read_reports
 from agent_reliability_harness.app.inputs import policy as read_policy
@@ -19,11 +19,16 @@ from agent_reliability_harness.model.report import TraceReport
 from agent_reliability_harness.model.trace import Trace
 from agent_reliability_harness.regression import compare_reports, evaluate_gate
 from agent_reliability_harness.regression.gate import GateResult
-from agent_reliability_harness.regression.stat_report import StatComparison, merge_runs
+from agent_reliability_harness.regression.stat_report import (
+    StatComparison,
+    compare_stats,
+    merge_runs,
+)
 from agent_reliability_harness.render._text import exit_status_note
 from agent_reliability_harness.render.compare import render_compare_console, ungated_regressions
 from agent_reliability_harness.render.json_report import render_json
 from agent_reliability_harness.render.outputs import Comparison, TraceKeeper
+from agent_reliability_harness.render.stats import comparison_console_lines
 from agent_reliability_harness.runner import run_validation
 
 __all__ = ["compare", "gates"]
@@ -111,8 +116,6 @@ def compare(args: Namespace) -> bool:
     )
     stats = None
     if planned is not None:
-        from agent_reliability_harness.regression.stat_report import compare_stats
-
         try:
             stats = compare_stats(baselines, candidates, planned[1], planned[0])
         except InputError as exc:
@@ -145,8 +148,6 @@ def _console_extra(comparison: Comparison) -> list[str]:
     trace-by-trace gate let through when statistical gates turned it off."""
     extra: list[str] = []
     if comparison.statistics is not None:
-        from agent_reliability_harness.render.stats import comparison_console_lines
-
         extra = comparison_console_lines(comparison.statistics)
     if comparison.ungated is not None:
         extra += ["", f"note: {comparison.ungated}"]

@@ -7,9 +7,9 @@ import dataclasses
 import sys
 from argparse import Namespace
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from agent_reliability_harness._record import replace
 from agent_reliability_harness.app.output import error, say
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.io import utf8_name

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 from typing import IO
@@ -49,7 +50,6 @@ def _terminable() -> Iterator[None]:
     raises ``KeyboardInterrupt``, so that the report's temporary file is removed on the way out
     (by default SIGTERM ends the process at once, and the file stayed). Only the main thread
     can set a signal handler; elsewhere the signal is left as it is."""
-    import signal
 
     def stop(*_: object) -> None:
         raise TerminatedError

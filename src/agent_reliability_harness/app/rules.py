@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import sys
 from argparse import Namespace
 
@@ -29,8 +30,6 @@ def explain(args: Namespace) -> bool:
     rule, a usage error."""
     rule = RULES.get(args.rule_id.strip().upper())
     if rule is None:
-        import difflib
-
         close = difflib.get_close_matches(args.rule_id.upper(), list(RULES), n=1)
         hint = f" (did you mean {close[0]}?)" if close else "; `arh rules` lists them"
         error(f"unknown rule {excerpt(args.rule_id)}{hint}")

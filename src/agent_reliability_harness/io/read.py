@@ -8,15 +8,13 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
 from io import BytesIO
+from typing import IO, Any, Final
 
 from agent_reliability_harness._json import decode_bytes, loads
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import InputError
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import IO, Any, Final
 
 __all__ = [
     "DEFAULT_MAX_INPUT",
@@ -48,7 +46,8 @@ _JSONL_SUFFIXES: Final = (".jsonl", ".ndjson")
 _TRACE_SUFFIXES: Final = (".json", *_JSONL_SUFFIXES)
 
 
-class Source(Record):
+@dataclass(frozen=True, slots=True)
+class Source:
     """One input: a file path (shown as given, with ``/`` separators) or standard input.
 
     ``relative`` is the path relative to the command-line argument it was found under (the file
@@ -61,7 +60,8 @@ class Source(Record):
     relative: str = ""
 
 
-class Document(Record):
+@dataclass(frozen=True, slots=True)
+class Document:
     """One decoded JSON document and where it came from (``line`` for JSON Lines records)."""
 
     source: str
@@ -244,8 +244,6 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                 jsonl = is_jsonl_name(arg)
                 add(Source(name, arg, jsonl, os.path.basename(name)))
             else:
-                from contextlib import suppress
-
                 with suppress(FileNotFoundError):  # exists() also says False for a loop of links
                     os.stat(arg)  # or a name too long: raise what it swallowed
                 errors.append(InputError("no such file or directory", pointer=None, source=name))
@@ -395,7 +393,8 @@ def no_records(name: str) -> InputError:
     return InputError("the JSON Lines input has no records", pointer=None, source=name)
 
 
-class Chunk(Record):
+@dataclass(frozen=True, slots=True)
+class Chunk:
     """Part of a JSON Lines file: ``length`` bytes from ``offset`` (-1: to the end), whole
     lines, the first of them line number ``first_line``, ``lines`` line breaks in all; or, with
     ``data``, those lines themselves (standard input, which cannot be read again), an

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import IO, Final
 
 from agent_reliability_harness.io.read import _display
@@ -105,7 +106,7 @@ class Spool:
     _MEMORY: Final = 1 << 20
 
     def __init__(self) -> None:
-        import tempfile
+        import tempfile  # eager: +3 ms of every `arh validate` (only report files need it)
 
         self._file = tempfile.SpooledTemporaryFile(  # noqa: SIM115 - closed by close()
             max_size=self._MEMORY, mode="w+", encoding="utf-8", newline=""
@@ -127,7 +128,5 @@ class Spool:
             stream.write(block)
 
     def close(self) -> None:
-        from contextlib import suppress
-
         with suppress(OSError):  # what a failed temporary file still buffers goes nowhere
             self._file.close()

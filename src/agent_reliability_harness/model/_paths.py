@@ -8,15 +8,12 @@ the 1.1 sections, which a policy of version 1 never needs.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from agent_reliability_harness._decode import array_index, bad, json_type
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import UsageError, excerpt, join_pointer, parse_pointer
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from typing import Any
 
 __all__ = ["ArgPath", "collect", "collect_located", "json_key", "string_leaves"]
 
@@ -41,7 +38,8 @@ def json_key(value: Any) -> Any:
     return ("?", repr(value))
 
 
-class ArgPath(Record):
+@dataclass(frozen=True, slots=True)
+class ArgPath:
     """A location in a call's arguments or in a tool output: its text as written, its segments,
     and whether a segment is the wildcard ``*``."""
 

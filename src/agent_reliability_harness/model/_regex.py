@@ -30,10 +30,10 @@ from itertools import product
 from re import _compiler as compiler  # type: ignore[attr-defined]
 from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser as parser  # type: ignore[attr-defined]
+from typing import Any, Final
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
+from agent_reliability_harness._decode import bad
+from agent_reliability_harness.errors import excerpt
 
 __all__ = ["check_consumes", "matches_zero_width", "risky_repetition"]
 
@@ -239,9 +239,6 @@ def check_consumes(pattern: str, flags: int, pointer: str) -> None:
     """Refuse a searched pattern whose shortest match is empty (an InputError at ``pointer``):
     it would match almost every text."""
     if matches_zero_width(pattern, flags):
-        from agent_reliability_harness._decode import bad
-        from agent_reliability_harness.errors import excerpt
-
         raise bad(
             pointer,
             f"pattern {excerpt(pattern)} can match without consuming a character (its shortest "
@@ -287,9 +284,6 @@ def check_engine_safe(pattern: str, flags: int, pointer: str) -> None:
     except Exception:  # noqa: BLE001 - an unexpected shape is the caller's compile error to report
         return
     if found:
-        from agent_reliability_harness._decode import bad
-        from agent_reliability_harness.errors import excerpt
-
         raise bad(
             pointer,
             f"pattern {excerpt(pattern)} has a capturing group inside a possessive repetition "

@@ -11,13 +11,12 @@ a list of the names below is ignored, never an error.
 
 from __future__ import annotations
 
-from agent_reliability_harness._record import Record
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final
-
     from agent_reliability_harness.model.trace import Trace
+
 
 __all__ = [
     "MISSING_FIELDS",
@@ -38,7 +37,8 @@ MISSING_FIELDS: Final = {
 }
 
 
-class NotApplicable(Record):
+@dataclass(frozen=True, slots=True)
+class NotApplicable:
     """A check of the policy that a trace cannot be held to: ``rule_id`` would report it,
     ``check`` is the policy setting, and ``field`` the missing field it needs."""
 

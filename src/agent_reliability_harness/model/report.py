@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
 
 from agent_reliability_harness._decode import (
     json_type,
@@ -16,15 +18,11 @@ from agent_reliability_harness._decode import (
     section,
     str_or_empty,
 )
-from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import InputError, excerpt, join_pointer
 from agent_reliability_harness.model.fidelity import NotApplicable
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final, Literal
+Severity = Literal["error", "warning", "info"]
 
-    Severity = Literal["error", "warning", "info"]
 __all__ = [
     "SEVERITIES",
     "SEVERITY_RANK",
@@ -43,7 +41,8 @@ SEVERITY_RANK: Final[Mapping[str, int]] = {"error": 0, "warning": 1, "info": 2}
 REPORT_SCHEMA_VERSION: Final = "1"
 
 
-class Finding(Record):
+@dataclass(frozen=True, slots=True)
+class Finding:
     """One rule violation (or warning) at a step of a trace, or at the trace as a whole.
 
     ``subject`` says what inside the anchor the finding is about (an argument, a tool, a pair of
@@ -98,7 +97,8 @@ class Finding(Record):
         )
 
 
-class CategoryResult(Record):
+@dataclass(frozen=True, slots=True)
+class CategoryResult:
     """How one rule category scored a trace. ``score`` is 100 when the category does not apply."""
 
     category: str
@@ -116,7 +116,8 @@ class CategoryResult(Record):
         }
 
 
-class TraceReport(Record):
+@dataclass(frozen=True, slots=True)
+class TraceReport:
     """The verdict on one trace: score, pass/fail, totals and findings in report order."""
 
     trace_id: str
@@ -213,7 +214,8 @@ class ExactSum:
         return math.fsum(self._partials)
 
 
-class RunSummary(Record):
+@dataclass(frozen=True, slots=True)
+class RunSummary:
     """What a run's report says besides its trace reports: the totals, the inputs that could not
     be read, and the policy and harness. Streaming writers put it around the trace reports."""
 
@@ -294,7 +296,8 @@ class SummaryBuilder:
         )
 
 
-class RunReport(Record):
+@dataclass(frozen=True, slots=True)
+class RunReport:
     """All trace reports of one run in input order, plus the inputs that could not be read."""
 
     reports: tuple[TraceReport, ...]

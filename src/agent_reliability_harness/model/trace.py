@@ -8,6 +8,8 @@ because exporters add their own fields.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
 
 from agent_reliability_harness._decode import (
     bad,
@@ -20,16 +22,12 @@ from agent_reliability_harness._decode import (
     parse_schema_version,
     req_str,
 )
-from agent_reliability_harness._record import Record, field
 from agent_reliability_harness.errors import UsageError, excerpt, join_pointer
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final, Literal
+StepType = Literal["tool_call", "model_response", "user_message"]
 
-    StepType = Literal["tool_call", "model_response", "user_message"]
+StepStatus = Literal["ok", "error"]
 
-    StepStatus = Literal["ok", "error"]
 __all__ = [
     "STEP_KEYS",
     "STEP_TYPES",
@@ -135,7 +133,8 @@ def _object(data: Mapping[str, Any], key: str, base: str) -> Mapping[str, Any] |
     raise bad(join_pointer(base, key), f"must be an object or null, got {json_type(value)}")
 
 
-class Step(Record):
+@dataclass(frozen=True, slots=True)
+class Step:
     """One step of a run: a tool call or a model response (what the agent did), or a user turn.
 
     ``user_message`` steps (schema version 1.1) keep the user's side of a converted transcript;
@@ -274,7 +273,8 @@ class Step(Record):
         return out
 
 
-class Trace(Record):
+@dataclass(frozen=True, slots=True)
+class Trace:
     """A recorded agent run: identity, the steps in execution order, and free-form metadata."""
 
     trace_id: str

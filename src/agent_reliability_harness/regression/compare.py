@@ -15,16 +15,14 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any, Final, Literal
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final, Literal
+StatusChange = Literal["added", "removed", "pass->fail", "fail->pass", "unchanged"]
 
-    StatusChange = Literal["added", "removed", "pass->fail", "fail->pass", "unchanged"]
 __all__ = ["CompareResult", "TraceDelta", "compare_reports", "trace_delta"]
 
 _ROUND_DELTA: Final = 6
@@ -109,7 +107,8 @@ def diff_findings(
     return tuple(new), tuple(gone)
 
 
-class TraceDelta(Record):
+@dataclass(frozen=True, slots=True)
+class TraceDelta:
     """How one trace differs between baseline and candidate."""
 
     trace_id: str
@@ -214,7 +213,8 @@ def _policy_label(run: RunReport) -> str:
     return ",".join(sorted(i for i in ids if i))
 
 
-class Side(Record):
+@dataclass(frozen=True, slots=True)
+class Side:
     """What is known about how one side of a comparison was produced."""
 
     policy_id: str
@@ -272,7 +272,8 @@ def _drift(base: Side, cand: Side) -> tuple[str, ...]:
     return tuple(warnings)
 
 
-class CompareResult(Record):
+@dataclass(frozen=True, slots=True)
+class CompareResult:
     """The comparison of a candidate run with a baseline run."""
 
     baseline: Side

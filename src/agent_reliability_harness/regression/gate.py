@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any, Final
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import UsageError, excerpt
 from agent_reliability_harness.regression.compare import CompareResult
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["FAIL_ON_MODES", "GateResult", "evaluate_gate"]
 
@@ -20,7 +17,8 @@ FAIL_ON_MODES: Final = ("regressions", "failures", "never")
 _LISTED: Final = 10  # entries named in one reason line before "and N more"
 
 
-class GateResult(Record):
+@dataclass(frozen=True, slots=True)
+class GateResult:
     """The gate's verdict and, when it fails, one reason per line."""
 
     passed: bool

@@ -22,12 +22,16 @@ threshold was set (``arh.toml:7``, or the ``--gate`` expression).
 from __future__ import annotations
 
 import math
+import re
+import sys
+import tomllib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any, Final
 
 from agent_reliability_harness._decode import unknown_key_hint
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import InputError, UsageError, excerpt, join_pointer
 from agent_reliability_harness.regression.trials import (
     OUTCOMES,
@@ -35,10 +39,6 @@ from agent_reliability_harness.regression.trials import (
     Summary,
     WorkflowComparison,
 )
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = [
     "BASELINE_KEYS",
@@ -84,7 +84,8 @@ _TOP_KEYS: Final = ("outcome", "defaults", "workflows")
 _MAX_DIGITS: Final = 100
 
 
-class Setting(Record):
+@dataclass(frozen=True, slots=True)
+class Setting:
     """One key of a gate table: its value (exact) and where it was set."""
 
     key: str
@@ -101,7 +102,8 @@ class Setting(Record):
         }
 
 
-class GateFile(Record):
+@dataclass(frozen=True, slots=True)
+class GateFile:
     """A parsed gate file."""
 
     source: str
@@ -151,8 +153,6 @@ def _basic_string(text: str, at: int) -> tuple[str, int] | None:
 
 def _keys(text: str, at: int) -> tuple[tuple[str, ...], int] | None:
     """A dotted key starting at ``text[at]``: its parts and the index after it."""
-    import re
-
     parts: list[str] = []
     while True:
         at = _skip_space(text, at)
@@ -315,9 +315,6 @@ def _file_error(
 def _long_integer_error(text: str, source: str, exc: ValueError) -> InputError:
     """The error for a TOML integer with more digits than the interpreter turns into an int,
     at its line and column (found by a scan of the text)."""
-    import re
-    import sys
-
     limit = sys.get_int_max_str_digits()
     for match in re.finditer(r"(?<![.\w])[0-9][0-9_]*(?![.\w])", text):
         if limit and sum(1 for char in match.group() if char != "_") > limit:
@@ -334,9 +331,6 @@ def _long_integer_error(text: str, source: str, exc: ValueError) -> InputError:
 
 def parse_gate_file(text: str, source: str) -> GateFile:
     """Parse the text of a gate file; InputError naming ``source``, the line and the key."""
-    import re
-    import tomllib
-
     try:
         data = tomllib.loads(text, parse_float=Decimal)  # a threshold exactly as written
     except tomllib.TOMLDecodeError as exc:
@@ -417,8 +411,6 @@ _FORMS: Final = (
 
 def parse_gate_expression(text: str) -> Setting:
     """A ``--gate`` expression as a setting; UsageError when it is not one of the forms."""
-    import re
-
     spoken = " ".join(text.strip().lower().split())
     patterns = (
         (_METRIC + r" ?>= ?" + _NUMBER, ("min_pass_rate", "min_pass_hat_k")),
@@ -487,7 +479,8 @@ def _too_long(number: str) -> str | None:
 # -- the plan: which thresholds apply to which workflow ---------------------------------------
 
 
-class GatePlan(Record):
+@dataclass(frozen=True, slots=True)
+class GatePlan:
     """Everything that decides the gates: the file, ``--gate`` settings, ``--k`` and
     ``--allow-insufficient-data``."""
 
@@ -553,7 +546,8 @@ class GatePlan(Record):
 STATUSES: Final = ("pass", "fail", "insufficient", "allowed", "skipped")
 
 
-class GateCheck(Record):
+@dataclass(frozen=True, slots=True)
+class GateCheck:
     """One threshold checked against one workflow.
 
     ``status``: ``pass``; ``fail`` (breached); ``insufficient`` (the data cannot decide, which
@@ -584,7 +578,8 @@ class GateCheck(Record):
         }
 
 
-class StatGateResult(Record):
+@dataclass(frozen=True, slots=True)
+class StatGateResult:
     """Every check made; the gate passes when none failed."""
 
     checks: tuple[GateCheck, ...]

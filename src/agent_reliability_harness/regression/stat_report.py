@@ -8,8 +8,10 @@ workflow and checks the gates. Several reports per side (one per run, or shards)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
-from agent_reliability_harness._record import Record
+from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import RunReport
 from agent_reliability_harness.regression.stat_gates import (
     GatePlan,
@@ -26,10 +28,6 @@ from agent_reliability_harness.regression.trials import (
     summarize_workflows,
 )
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any
-
 __all__ = [
     "ReportInfo",
     "StatComparison",
@@ -40,7 +38,8 @@ __all__ = [
 ]
 
 
-class ReportInfo(Record):
+@dataclass(frozen=True, slots=True)
+class ReportInfo:
     """What one input report says about how it was produced."""
 
     path: str
@@ -92,7 +91,8 @@ def _difference_warnings(label: str, infos: Sequence[ReportInfo]) -> list[str]:
     return warnings
 
 
-class StatsResult(Record):
+@dataclass(frozen=True, slots=True)
+class StatsResult:
     """``arh stats``: the summaries of one side and the gate checks."""
 
     outcome: str
@@ -107,8 +107,6 @@ class StatsResult(Record):
         return self.gate is None or self.gate.passed
 
     def to_dict(self) -> dict[str, Any]:
-        from agent_reliability_harness._version import __version__
-
         return {
             "schema_version": "1",
             "outcome": self.outcome,
@@ -139,7 +137,8 @@ def stats_of(
     )
 
 
-class StatComparison(Record):
+@dataclass(frozen=True, slots=True)
+class StatComparison:
     """The statistical part of ``arh compare``."""
 
     outcome: str
@@ -207,8 +206,6 @@ def merge_runs(runs: Sequence[tuple[str, RunReport]], label: str) -> tuple[RunRe
     unique ids; run ``n`` of the baseline then pairs with run ``n`` of the candidate. The policy
     and the harness version are those of the first report.
     """
-    from agent_reliability_harness._record import replace
-
     if len(runs) == 1:
         return runs[0][1], []
     ids = [r.trace_id for _, run in runs for r in run.reports]

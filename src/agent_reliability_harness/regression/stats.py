@@ -17,12 +17,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Final, Literal
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final, Literal
-
-    TaskClass = Literal["stable-pass", "stable-fail", "flaky"]
+TaskClass = Literal["stable-pass", "stable-fail", "flaky"]
 
 __all__ = [
     "PERMUTATION_LIMIT",

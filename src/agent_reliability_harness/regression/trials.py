@@ -15,12 +15,15 @@ the policy passed).
 from __future__ import annotations
 
 import math
+import re
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Final
 
-from agent_reliability_harness._decode import id_part, is_finite, json_type, number_text
-from agent_reliability_harness._record import Record
+from agent_reliability_harness._decode import id_part, is_finite, json_type, number_text, resolve
 from agent_reliability_harness.errors import InputError, excerpt, join_pointer
 from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.regression.stats import (
@@ -35,12 +38,10 @@ from agent_reliability_harness.regression.stats import (
     wilson_interval,
 )
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final
-
     from agent_reliability_harness.model.trace import Trace
     from agent_reliability_harness.regression.stats import TaskClass
+
 
 __all__ = [
     "CURVE_MAX_K",
@@ -82,8 +83,6 @@ def default_task_key(trace_id: str) -> str:
     empty is kept whole. Bare numbers are never removed (``rebook-1001`` names a task), so ids
     such as tau-bench's ``<task>-<trial>`` need ``--task-key``.
     """
-    import re
-
     key = re.sub(_RUN_SUFFIX, "", trace_id, count=1)
     key = re.sub(_RUN_PREFIX, "", key, count=1)
     return key or trace_id
@@ -92,8 +91,6 @@ def default_task_key(trace_id: str) -> str:
 def natural_key(text: str) -> tuple[object, ...]:
     """Sort key that orders the digit runs of a name by value (``task-2`` before ``task-10``),
     then by the text itself, so that different names never tie."""
-    import re
-
     parts = re.split(r"([0-9]+)", text)
     # a number compares by its length without leading zeros, then by its digits: no int()
     keyed = tuple((len(p.lstrip("0")), p.lstrip("0")) if i % 2 else p for i, p in enumerate(parts))
@@ -130,8 +127,6 @@ def label_report(
     """Record in ``report`` the task key and the outcome label read from ``trace`` at the
     given JSON pointers (into the canonical trace). InputError at the pointer when one is
     missing or of the wrong type."""
-    from agent_reliability_harness._decode import resolve
-    from agent_reliability_harness._record import replace
 
     if task_key is None and outcome_at is None:
         return report
@@ -155,7 +150,8 @@ def label_report(
     return replace(report, task=task, outcome=outcome)
 
 
-class Trial(Record):
+@dataclass(frozen=True, slots=True)
+class Trial:
     """One run of one task."""
 
     workflow: str
@@ -216,8 +212,6 @@ def _check_totals(runs: Sequence[tuple[str, RunReport]]) -> None:
     The summaries add up these totals per run, per workflow and overall: subsets of all of them.
     A report's totals are never negative (the report reader checks), so when the sum of all of
     them fits, every one of those sums does."""
-    import sys
-
     costs = [r.total_cost_usd for _, run in runs for r in run.reports]
     try:
         fits = math.isfinite(math.fsum(costs))
@@ -252,7 +246,8 @@ def _check_totals(runs: Sequence[tuple[str, RunReport]]) -> None:
                 )
 
 
-class TaskResult(Record):
+@dataclass(frozen=True, slots=True)
+class TaskResult:
     """How often one task succeeded over its runs."""
 
     workflow: str
@@ -285,7 +280,8 @@ class TaskResult(Record):
         }
 
 
-class RunTotals(Record):
+@dataclass(frozen=True, slots=True)
+class RunTotals:
     """The trials with one run number: their verdicts and what they measured."""
 
     run: int
@@ -335,7 +331,8 @@ def _float(value: Fraction | None) -> float | None:
     return None if value is None else float(value)
 
 
-class Summary(Record):
+@dataclass(frozen=True, slots=True)
+class Summary:
     """The outcome table of one workflow (or of all of them: ``workflow`` None) and what it
     gives: pass rate with its Wilson interval, pass@k and pass^k, task classes, rule hit rates
     and measurements per run."""
@@ -506,7 +503,8 @@ def summarize_workflows(
     ]
 
 
-class PairedTest(Record):
+@dataclass(frozen=True, slots=True)
+class PairedTest:
     """A paired two-sided test of baseline against candidate over the tasks both ran.
 
     ``metric`` is ``pass rate`` (per task: successes / runs) or ``pass^k`` (per task:
@@ -594,7 +592,8 @@ def paired_test(baseline: Summary, candidate: Summary, metric: str) -> PairedTes
     )
 
 
-class WorkflowComparison(Record):
+@dataclass(frozen=True, slots=True)
+class WorkflowComparison:
     """Baseline and candidate summaries of one workflow, with the same k, and paired tests."""
 
     workflow: str

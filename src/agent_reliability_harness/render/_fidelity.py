@@ -4,12 +4,12 @@ them: nothing a converted trace could not be checked for passes silently."""
 
 from __future__ import annotations
 
-from agent_reliability_harness.model.report import TraceReport
-from agent_reliability_harness.render._text import terminal_safe
+import textwrap
+from typing import Final
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
+from agent_reliability_harness.model.report import TraceReport
+from agent_reliability_harness.render._markdown import md_code, md_row
+from agent_reliability_harness.render._text import terminal_safe
 
 __all__ = ["NotApplicableTally", "console_lines"]
 
@@ -21,7 +21,6 @@ def console_lines(report: TraceReport, indent: str, width: int) -> list[str]:
     lines: list[str] = []
     if not report.not_applicable:
         return lines
-    import textwrap  # only for these lines: its regexes cost a millisecond of every start
 
     for check in report.not_applicable:
         head = f"{indent}{'n/a':<8}{check.rule_id}  "
@@ -56,7 +55,6 @@ class NotApplicableTally:
         """The section's lines (none when every check applied to every trace)."""
         if not self._checks:
             return []
-        from agent_reliability_harness.render._markdown import md_code, md_row
 
         lines = [
             "",

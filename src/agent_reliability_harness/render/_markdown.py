@@ -11,13 +11,10 @@ then keep to ``MAX_CHARS`` by leaving out what does not fit, saying so with ``md
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Final
 
 from agent_reliability_harness.render._text import visible
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
-    from typing import Final
 
 __all__ = [
     "MAX_CHARS",

@@ -4,12 +4,11 @@ reports share."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Final
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Final
-
     from agent_reliability_harness.model.report import TraceReport
+
 
 __all__ = [
     "FORMAT_CHARS",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
 
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._version import __version__
@@ -26,10 +27,6 @@ from agent_reliability_harness.render._text import (
     plural,
     terminal_safe,
 )
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = [
     "COMPARE_RENDERERS",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import textwrap
+from typing import Final
+
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._fidelity import console_lines
 from agent_reliability_harness.render._text import (
@@ -11,10 +14,6 @@ from agent_reliability_harness.render._text import (
     source_text,
     terminal_safe,
 )
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
 
 __all__ = ["ConsoleWriter", "render_console"]
 
@@ -36,7 +35,6 @@ def _finding_lines(finding: Finding, step_width: int) -> list[str]:
     lines: list[str] = []
     if len(head) > WIDTH - _ROOM:  # a long step id: the message starts on the next line, whole
         lines, head = [head.rstrip()], indent
-    import textwrap  # only for findings: its regexes cost a millisecond of a start without any
 
     return lines + textwrap.wrap(
         terminal_safe(finding.message),

@@ -19,15 +19,19 @@ bounded by the constants below (see docs/html-report.md).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from html import escape
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+from urllib.parse import urlsplit
 
 from agent_reliability_harness._json import dumps_indented
-from agent_reliability_harness._record import Record
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
 from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
 from agent_reliability_harness.model.trace import Step, Trace
@@ -44,17 +48,22 @@ from agent_reliability_harness.render._text import (
     run_headline,
     source_text,
 )
+from agent_reliability_harness.render.stats import (
+    CHECK_COLUMNS,
+    COMPARISON_COLUMNS,
+    check_cells,
+    checks_by_workflow,
+    comparison_cells,
+    comparison_intro,
+)
 from agent_reliability_harness.rules import CATEGORIES, RULES
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final, TypeVar
-
     from agent_reliability_harness.regression.stat_report import StatComparison
 
-    _T = TypeVar("_T")
+_T = TypeVar("_T")
 
-    Mark = str | None  # "new", "resolved" or None for a finding of a comparison
+Mark = str | None  # "new", "resolved" or None for a finding of a comparison
 
 __all__ = [
     "COLLAPSE_CHARS",
@@ -283,9 +292,6 @@ HTML_END: Final = "</main>\n</body>\n</html>\n"
 
 
 def _csp() -> str:
-    import base64
-    import hashlib
-
     digest = base64.b64encode(hashlib.sha256(_CSS.encode("utf-8")).digest()).decode("ascii")
     return (
         f"default-src 'none'; style-src 'sha256-{digest}'; img-src data:; "
@@ -321,7 +327,8 @@ def html_document(head: str, parts: Iterable[str]) -> Iterator[str]:
 # -- the overview of a validation run -------------------------------------------------------------
 
 
-class RuleCount(Record):
+@dataclass(frozen=True, slots=True)
+class RuleCount:
     """How often one rule fired in a run, and in how many traces."""
 
     rule_id: str
@@ -331,7 +338,8 @@ class RuleCount(Record):
     traces: int
 
 
-class NotApplicableCount(Record):
+@dataclass(frozen=True, slots=True)
+class NotApplicableCount:
     """A check that was not applicable to some traces of a run: ``rule_id`` would report it,
     ``check`` is the policy setting, ``field`` the missing field; ``traces`` counts the traces and
     ``named`` holds the first few of their ids."""
@@ -343,7 +351,8 @@ class NotApplicableCount(Record):
     named: tuple[str, ...]
 
 
-class RunTotals(Record):
+@dataclass(frozen=True, slots=True)
+class RunTotals:
     """What the overview shows: counts only, so that it can be filled while traces stream by."""
 
     traces: int
@@ -600,8 +609,6 @@ def _link(url: str) -> str:
         size = _plural(len(url), "character")
         return f'{_code(url)} <span class="muted">(not linked: {size})</span>'
     if url.isascii() and url.isprintable() and " " not in url and "\\" not in url:
-        from urllib.parse import urlsplit  # slow to import; only pages with citations need it
-
         try:
             parts = urlsplit(url)
         except ValueError:
@@ -1414,14 +1421,6 @@ def _statistics_section(stats: StatComparison) -> str:
     workflows compared (pass@1 with its interval, pass^k, flaky tasks, flips, p-values and a
     verdict), the warnings, the checks allowed with too little data, then every gate check.
     The reasons of the checks that failed are among the gate's reasons, above."""
-    from agent_reliability_harness.render.stats import (
-        CHECK_COLUMNS,
-        COMPARISON_COLUMNS,
-        check_cells,
-        checks_by_workflow,
-        comparison_cells,
-        comparison_intro,
-    )
 
     def workflow(name: str) -> str:
         if name:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness.model.report import RunReport, RunSummary, TraceReport
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
 
 __all__ = ["JsonWriter", "render_json"]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from typing import Final
 
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
@@ -18,10 +19,6 @@ from agent_reliability_harness.render._text import (
     plural,
     score_alone,
 )
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
 
 __all__ = ["JunitWriter", "render_junit", "xml_safe"]
 

@@ -10,6 +10,7 @@ line that says how many.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._fidelity import NotApplicableTally
@@ -28,10 +29,6 @@ from agent_reliability_harness.render._text import (
     run_headline,
     score_alone,
 )
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
 
 __all__ = ["MAX_CHARS", "MarkdownWriter", "render_markdown"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 
 from agent_reliability_harness.rules import CATEGORIES, RULES, Rule
 from agent_reliability_harness.rules.registry import DECIDED
@@ -102,7 +103,6 @@ def rules_json() -> str:
 
 def explain_text(rule: Rule) -> str:
     """A rule's page for the terminal."""
-    import textwrap
 
     def para(label: str, text: str) -> list[str]:
         return [

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
 from urllib.parse import quote
 
 from agent_reliability_harness._json import dumps_indented
@@ -22,10 +23,6 @@ from agent_reliability_harness._version import RULES_DOC_URL, __version__
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._text import visible
 from agent_reliability_harness.rules import RULES, Rule
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 __all__ = ["MAX_RESULTS", "SARIF_SCHEMA_URI", "SarifWriter", "render_sarif"]
 

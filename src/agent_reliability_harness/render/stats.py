@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Final
 
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness.regression.stat_gates import (
@@ -23,10 +24,6 @@ from agent_reliability_harness.regression.trials import (
 )
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
 from agent_reliability_harness.render._text import plain_number, plural, terminal_safe
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
 
 __all__ = [
     "CHECK_COLUMNS",

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+from typing import Any, Final
 
 from agent_reliability_harness._decode import fits_in_text
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.fidelity import missing_fields
 from agent_reliability_harness.model.trace import Step, Trace
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any, Final
 
 __all__ = [
     "COST_DECIMALS",
@@ -37,8 +35,6 @@ def _key_encoder() -> Callable[[Any], str]:
     C encoder made once (``JSONEncoder.encode`` makes a new one at every call, a quarter of the
     time of a small key). It does not look for values that contain themselves: the validator
     and the monitor refuse those before any rule runs."""
-    from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-
     if c_make_encoder is None:  # pragma: no cover - an interpreter without the C accelerator
         encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=_non_json)
         return encoder.encode

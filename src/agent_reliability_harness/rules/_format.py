@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 from math import isclose
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
+from typing import Final
 
 __all__ = ["amount", "show", "show_number"]
 

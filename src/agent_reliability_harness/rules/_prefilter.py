@@ -55,11 +55,9 @@ does not have the shape this module reads, every pattern is simply searched in e
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
+from typing import Any, Final
 
 try:
     from re import _constants as sre  # type: ignore[attr-defined]
@@ -114,8 +112,6 @@ class _Unicode:
     @classmethod
     def get(cls) -> dict[str, bytes]:
         if cls.replacements is None:
-            import unicodedata  # only for texts with non-ASCII characters
-
             if unicodedata.unidata_version in _DIGIT_RUNS_VERSIONS:
                 digits = [cp for start in _DIGIT_RUNS for cp in range(start, start + 60)
                           if chr(cp).isdecimal()]  # fmt: skip

@@ -25,10 +25,7 @@ since its previous lookup only (see the class).
 from __future__ import annotations
 
 from bisect import bisect_right
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
+from typing import Final
 
 __all__ = ["FIND_LIMIT", "Corpus", "GrowingCorpus", "first_occurrences", "normalise"]
 

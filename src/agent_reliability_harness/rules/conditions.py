@@ -16,8 +16,9 @@ for a run, so both check a call the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final
 
-from agent_reliability_harness._record import Record, replace
 from agent_reliability_harness.model._paths import (
     ArgPath,
     collect,
@@ -35,14 +36,12 @@ from agent_reliability_harness.rules.registry import Need, rule
 from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final
-
     # the parser of the 1.1 sections is loaded only for policies that declare 1.1
     from agent_reliability_harness.model.policy.conditions import Condition, Prior, Relation
 
-    Paths = tuple[ArgPath, ...]
+Paths = tuple[ArgPath, ...]
+
 CATEGORY = "conditions"
 
 
@@ -125,7 +124,8 @@ def _index_key(tool: str, paths: Paths) -> _IndexKey:
     return tool, tuple(path.text for path in paths)
 
 
-class _Lookup(Record):
+@dataclass(frozen=True, slots=True)
+class _Lookup:
     """How a call finds an earlier call of ``tool``: the values at ``mine`` (its own argument
     paths) looked up in ``index``, the earlier calls keyed by the values at their paths."""
 
@@ -133,7 +133,8 @@ class _Lookup(Record):
     index: _IndexKey
 
 
-class Plan(Record):
+@dataclass(frozen=True, slots=True)
+class Plan:
     # tool -> its conditions, each with the lookup of each of its require_prior entries
     conditions: Mapping[str, tuple[tuple[Condition, tuple[_Lookup, ...]], ...]]
     # tool -> its relations, each with the lookup of its source call

@@ -9,8 +9,9 @@ messages searched.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Final
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step
@@ -19,10 +20,6 @@ from agent_reliability_harness.rules.online import Probe, Watch
 from agent_reliability_harness.rules.registry import rule
 from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Final
 
 CATEGORY = "confirmation"
 LANGUAGE: Final = "1.1"
@@ -57,7 +54,8 @@ NO_USER_MESSAGES = rule(
 )
 
 
-class Plan(Record):
+@dataclass(frozen=True, slots=True)
+class Plan:
     tools: frozenset[str]
     pattern: str
     search: re.Pattern[str]

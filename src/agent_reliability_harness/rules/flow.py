@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
@@ -69,7 +69,8 @@ DUPLICATE_SIDE_EFFECT = rule(
 )
 
 
-class Plan(Record):
+@dataclass(frozen=True, slots=True)
+class Plan:
     retry_on_error: bool
     max_attempts: int | None
     side_effect_tools: frozenset[str]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 from agent_reliability_harness.model.policy import Grounding, Policy
 from agent_reliability_harness.model.report import CategoryResult
@@ -14,11 +15,9 @@ from agent_reliability_harness.rules.registry import rule
 from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Final
-
     from agent_reliability_harness.model.report import Severity
+
 CATEGORY = "grounding"
 
 NO_CITATIONS = rule(
@@ -79,7 +78,8 @@ _PLAIN_HTTP_URL: Final = re.compile(r"(?i:https?)://[!\x22$-.0-9;->A-Z\\^-~]"
 
 
 def _parsed_url_problem(url: str) -> str:
-    from urllib.parse import urlsplit  # only grounding with URL checks needs it
+    # only grounding with URL checks needs it; eager: +2.2 ms of every `arh validate`
+    from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(url)

@@ -14,8 +14,9 @@ integer once, so every later comparison is constant time.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
@@ -24,12 +25,10 @@ from agent_reliability_harness.rules.registry import rule
 from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Final
-
     # the parser of the 1.1 sections is loaded only for policies that declare 1.1
     from agent_reliability_harness.model.policy.loops import Loops
+
 
 CATEGORY = "loops"
 LANGUAGE: Final = "1.1"
@@ -67,7 +66,8 @@ CYCLE = rule(
 )
 
 
-class Plan(Record):
+@dataclass(frozen=True, slots=True)
+class Plan:
     loops: Loops
 
 
@@ -233,11 +233,10 @@ def cycle_finding(
     )
 
 
-if TYPE_CHECKING:
-    # per cycle length: (calls in a row that matched the call a cycle earlier; the stretch's
-    # first cycle as call ids, whether it is primitive, its first step id; (position, step id)
-    # of the call that completed repetition max_cycle_repeats + 1)
-    _Cycle = tuple[int, tuple[int, ...], bool, str, tuple[int, str] | None]
+# per cycle length: (calls in a row that matched the call a cycle earlier; the stretch's
+# first cycle as call ids, whether it is primitive, its first step id; (position, step id)
+# of the call that completed repetition max_cycle_repeats + 1)
+_Cycle = tuple[int, tuple[int, ...], bool, str, tuple[int, str] | None]
 
 
 class _Loops(Watch):

@@ -11,9 +11,9 @@ out once; :class:`RunState` is what every watch may read about the steps before 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from agent_reliability_harness._record import replace
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.rules._facts import TraceFacts, arguments_key
 

@@ -16,8 +16,9 @@ the trace's text and of the sink values.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.model._paths import collect_located, parsed_output, string_leaves
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
@@ -35,12 +36,10 @@ from agent_reliability_harness.rules.registry import Need, rule
 from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
 
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Final
-
     # the parser of the 1.1 sections is loaded only for policies that declare 1.1
     from agent_reliability_harness.model.policy.provenance import Provenance, Sink
+
 
 CATEGORY = "provenance"
 
@@ -71,7 +70,8 @@ UNTRUSTED_VALUE = rule(
 )
 
 
-class Plan(Record):
+@dataclass(frozen=True, slots=True)
+class Plan:
     provenance: Provenance
     sinks: Mapping[str, tuple[Sink, ...]]
     untrusted: frozenset[str]
@@ -121,7 +121,8 @@ def returned_texts(step: Step) -> list[str]:
     return texts
 
 
-class Value(Record):
+@dataclass(frozen=True, slots=True)
+class Value:
     """A value of a sink argument, as it is checked."""
 
     pointer: str  # JSON pointer of the string leaf in the step
@@ -129,7 +130,8 @@ class Value(Record):
     key: str  # normalised
 
 
-class _Check(Record):
+@dataclass(frozen=True, slots=True)
+class _Check:
     at: int
     sink: Sink
     values: tuple[Value, ...]

@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.fidelity import MISSING_FIELDS, NotApplicable
 from agent_reliability_harness.model.report import SEVERITIES, Finding
 
@@ -70,7 +69,8 @@ def _well_formed(rule_id: str) -> bool:
     )
 
 
-class Category(Record):
+@dataclass(frozen=True, slots=True)
+class Category:
     """A group of rules that is scored together."""
 
     name: str
@@ -188,7 +188,8 @@ CATEGORIES: Final = (
 CATEGORY_BY_NAME: Final[Mapping[str, Category]] = {c.name: c for c in CATEGORIES}
 
 
-class Rule(Record):
+@dataclass(frozen=True, slots=True)
+class Rule:
     """A registered rule: its stable ID and everything the docs, SARIF and ``arh explain`` show."""
 
     rule_id: str

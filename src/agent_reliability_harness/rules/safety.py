@@ -6,6 +6,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from itertools import accumulate
+from typing import Any, Final
 
 from agent_reliability_harness.model._paths import string_leaves
 from agent_reliability_harness.model.policy import Policy
@@ -18,10 +19,6 @@ from agent_reliability_harness.rules.online import Probe, Watch, placed
 from agent_reliability_harness.rules.registry import Need, rule
 from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
-
-TYPE_CHECKING = False  # `typing` costs milliseconds at start-up; only type checkers need it
-if TYPE_CHECKING:
-    from typing import Any, Final
 
 CATEGORY = "safety"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from agent_reliability_harness._decode import json_type
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model.policy import ArgSpec, Policy, value_has_type
 from agent_reliability_harness.model.report import CategoryResult
@@ -135,12 +135,14 @@ OUT_OF_RANGE = rule(
 )
 
 
-class _ToolPlan(Record):
+@dataclass(frozen=True, slots=True)
+class _ToolPlan:
     required: tuple[str, ...]
     specs: Mapping[str, ArgSpec]
 
 
-class Plan(Record):
+@dataclass(frozen=True, slots=True)
+class Plan:
     tools: Mapping[str, _ToolPlan]
     allow_unlisted: bool
 
@@ -170,7 +172,8 @@ def _same(a: Any, b: Any, loose_numbers: bool) -> bool:
     return bool(a == b)
 
 
-class _Call(Record):
+@dataclass(frozen=True, slots=True)
+class _Call:
     tool: str
     at: int
     step_id: str

@@ -11,10 +11,11 @@ applies the selection, so no rule can forget it.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from agent_reliability_harness._record import replace
 from agent_reliability_harness.errors import InputError, UsageError, excerpt, join_pointer
 from agent_reliability_harness.model.policy.selection import RuleSelection
 from agent_reliability_harness.model.report import Finding
@@ -40,8 +41,6 @@ def check_known(selection: RuleSelection, *, in_policy: bool) -> None:
 
 def unknown_rule(rule_id: str) -> str:
     """The message for an ID that no rule has, with the closest one."""
-    import difflib  # only on the error path
-
     close = difflib.get_close_matches(rule_id.upper(), sorted(RULES), n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]}?)" if close else "; `arh rules` lists them"
     return f"unknown rule {excerpt(rule_id)}{hint}"

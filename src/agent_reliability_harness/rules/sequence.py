@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
-from agent_reliability_harness._record import Record
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.rules._facts import TraceFacts
@@ -82,7 +82,8 @@ TOO_FEW_CALLS = rule(
 )
 
 
-class Plan(Record):
+@dataclass(frozen=True, slots=True)
+class Plan:
     required: tuple[str, ...]
     forbidden: tuple[str, ...]
     order: tuple[str, ...]

@@ -21,6 +21,7 @@ checked against ``allowed_tools`` where the policy declares them (``_context``).
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Mapping
@@ -152,9 +153,7 @@ def _copy(data: dict[str, Any]) -> dict[str, Any]:
         return _plain_copy(data)  # type: ignore[no-any-return]
     except (_NotPlainError, RecursionError):
         pass
-    import copy  # values built in Python: sets, tuples, objects, a list inside itself
-
-    try:
+    try:  # values built in Python: sets, tuples, objects, a list inside itself
         return copy.deepcopy(data)
     except Exception:  # noqa: BLE001 - any value that deepcopy refuses
         return data
@@ -265,7 +264,7 @@ class Policy:
     def sha256(self) -> str:
         """A hash of the policy's meaning: formatting and key order of sections do not change it."""
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-        import hashlib  # only reports need the hash
+        import hashlib  # only report files need the hash; eager: +3.6 ms of `arh validate`
 
         return hashlib.sha256(text.encode("ascii")).hexdigest()
 
@@ -349,7 +348,7 @@ def _parse(
     allow_unlisted: bool,
     allow_risky_patterns: bool,
 ) -> tuple[Extensions, tuple[str, ...]]:
-    # imported here: a policy of version 1 never needs the parsers of the 1.1 sections
+    # a policy of version 1 never needs the parsers of the 1.1 sections (eager: +11 ms)
     from agent_reliability_harness.model.policy._context import Context
     from agent_reliability_harness.model.policy.conditions import Condition, Relation
     from agent_reliability_harness.model.policy.confirmation import Confirmation

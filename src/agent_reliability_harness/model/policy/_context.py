@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from agent_reliability_harness._decode import bad, json_type
 from agent_reliability_harness.errors import excerpt
+from agent_reliability_harness.model._regex import check_consumes
 from agent_reliability_harness.model.policy._parse import compile_regex
 
 if TYPE_CHECKING:
@@ -59,8 +60,6 @@ class Context:
                 f"pattern {excerpt(raw)} matches the empty string, so it matches every text",
             )
         if searched:
-            from agent_reliability_harness.model._regex import check_consumes
-
             check_consumes(raw, flags, pointer)
         self.patterns.append((pointer, raw, flags))
         return regex

@@ -9,6 +9,7 @@ from typing import Any
 
 from agent_reliability_harness._decode import bad, json_type
 from agent_reliability_harness.errors import excerpt, join_pointer
+from agent_reliability_harness.model._regex import check_engine_safe, risky_repetition
 
 __all__ = ["compile_regex", "require_tool", "risky_warnings", "tool_names"]
 
@@ -54,8 +55,6 @@ def compile_regex(pattern: str, flags: int, pointer: str) -> re.Pattern[str]:
             pointer, f"regular expression {excerpt(pattern)} cannot be compiled: {exc}"
         ) from None
     if "+" in pattern:  # a possessive repetition is written with a +
-        from agent_reliability_harness.model._regex import check_engine_safe
-
         check_engine_safe(pattern, flags, pointer)
     return regex
 
@@ -63,8 +62,6 @@ def compile_regex(pattern: str, flags: int, pointer: str) -> re.Pattern[str]:
 def risky_warnings(located: list[tuple[str, str, int]], allow: bool) -> tuple[str, ...]:
     """For each (pointer, pattern, flags) that can backtrack exponentially: an error, or with
     ``allow`` a warning."""
-    from agent_reliability_harness.model._regex import risky_repetition
-
     warnings: list[str] = []
     for pointer, pattern, flags in located:
         if not risky_repetition(pattern, flags):

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from agent_reliability_harness._decode import bad, check_keys, json_type, number_text, opt_bool
 from agent_reliability_harness.errors import excerpt
+from agent_reliability_harness.model._regex import check_consumes
 from agent_reliability_harness.model.policy._parse import compile_regex
 
 __all__ = ["Grounding", "UnsafePattern", "parse_unsafe_patterns"]
@@ -47,7 +48,6 @@ def parse_unsafe_patterns(raw: object) -> list[UnsafePattern]:
                     pointer,
                     f"pattern {excerpt(pattern)} matches the empty string, so it flags every text",
                 )
-            from agent_reliability_harness.model._regex import check_consumes
 
             check_consumes(pattern, re.IGNORECASE, pointer)
             patterns.append(UnsafePattern(pattern, regex))
