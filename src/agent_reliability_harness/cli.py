@@ -177,8 +177,10 @@ def _rule_ids(text: str) -> list[str]:
 
 
 def _rule_severity(text: str) -> tuple[str, str]:
+    from agent_reliability_harness.model.report import SEVERITIES
+
     rule_id, equals, level = text.partition("=")
-    if not equals or level.strip() not in ("error", "warning", "info"):
+    if not equals or level.strip() not in SEVERITIES:
         raise argparse.ArgumentTypeError(
             f"expected RULE=LEVEL with a level of error, warning or info, got {excerpt(text)}"
         )

@@ -143,7 +143,7 @@ class _Session:
                 policy.policy_id,
                 policy.sha256,
                 __version__,
-                tuple(policy.rules.to_dict().items()),
+                policy.rules.choices(),
             )
             write_atomic(path, render_json(run))
             self.written.append((path, len(reports)))

@@ -727,5 +727,5 @@ def run_validation(
         policy.policy_id,
         policy.sha256,
         __version__,
-        tuple(policy.rules.to_dict().items()),
+        policy.rules.choices(),
     )

@@ -83,7 +83,7 @@ def validate(args: Namespace) -> bool:
         # the policy's hash is for the report files (hashing costs milliseconds at start-up)
         sha256 = policy.sha256 if outputs else None
         summary = totals.build(
-            sorted_errors(errors), policy.policy_id, sha256, __version__, policy.rules.to_dict()
+            sorted_errors(errors), policy.policy_id, sha256, __version__, policy.rules.choices()
         )
         if console is not None:
             say(console.tail(summary), sys.stdout)

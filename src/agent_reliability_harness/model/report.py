@@ -281,7 +281,7 @@ class SummaryBuilder:
         policy_id: str | None = None,
         policy_sha256: str | None = None,
         harness_version: str | None = None,
-        rules: Mapping[str, str] | None = None,
+        rules: Sequence[tuple[str, str]] = (),
     ) -> RunSummary:
         return RunSummary(
             self.total,
@@ -292,7 +292,7 @@ class SummaryBuilder:
             policy_id,
             policy_sha256,
             harness_version,
-            tuple(sorted((rules or {}).items())),
+            tuple(rules),
         )
 
 
@@ -337,7 +337,7 @@ class RunReport:
             self.policy_id,
             self.policy_sha256,
             self.harness_version,
-            dict(self.rules),
+            self.rules,
         )
 
     def to_dict(self) -> dict[str, Any]:

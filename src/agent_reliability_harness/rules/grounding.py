@@ -10,7 +10,7 @@ from agent_reliability_harness.model.policy import Grounding, Policy
 from agent_reliability_harness.model.report import CategoryResult
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import amount, show
-from agent_reliability_harness.rules.online import Probe, Watch, placed
+from agent_reliability_harness.rules.online import StepAlone, Watch
 from agent_reliability_harness.rules.registry import rule
 from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
@@ -155,24 +155,15 @@ def evaluate(facts: TraceFacts, grounding: Grounding, out: Findings) -> Category
     )
 
 
-class _Responses(Watch):
+def watch(policy: Policy, plan: Grounding) -> Watch:  # noqa: ARG001
     """Citations of each grounded response alone; coverage (ARH-GRD-002) is a matter of the
     whole run, decided at the end."""
-
-    __slots__ = ("_grounding",)
-
-    def __init__(self, grounding: Grounding) -> None:
-        self._grounding = grounding
-
-    def look(self, probe: Probe, out: Findings) -> None:
-        if probe.is_agent and probe.alone.grounded:
-            found = Findings()
-            evaluate(probe.alone, self._grounding, found)
-            out.add_all(placed([f for f in found if f.rule_id != LOW_COVERAGE.rule_id], probe.at))
-
-
-def watch(policy: Policy, plan: Grounding) -> Watch:  # noqa: ARG001
-    return _Responses(plan)
+    return StepAlone(
+        evaluate,
+        plan,
+        lambda probe: probe.is_agent and bool(probe.alone.grounded),
+        lambda finding: finding.rule_id != LOW_COVERAGE.rule_id,
+    )
 
 
 RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch)

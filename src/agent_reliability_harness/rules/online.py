@@ -11,17 +11,18 @@ out once; :class:`RunState` is what every watch may read about the steps before 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.rules._facts import TraceFacts, arguments_key
+from agent_reliability_harness.rules.selection import Findings
 
 if TYPE_CHECKING:
     from agent_reliability_harness.model.report import Finding
-    from agent_reliability_harness.rules.selection import Findings
 
-__all__ = ["Probe", "RunState", "Watch", "placed"]
+__all__ = ["Probe", "RunState", "StepAlone", "Watch"]
 
 
 class RunState:
@@ -90,6 +91,33 @@ class Watch:
         """Advance the watch's own state; ``probe.state`` is still that of the steps before."""
 
 
-def placed(found: list[Finding], at: int) -> list[Finding]:
-    """Findings of a rule run on :attr:`Probe.alone`, anchored at the step's position ``at``."""
-    return [replace(finding, step_index=at) for finding in found]
+class StepAlone(Watch):
+    """The watch of a rule set whose rules look at one step at a time: its offline fold, run on
+    each step that ``applies`` to, alone, with the findings anchored at the step's position.
+    ``keep`` leaves out what only the whole run decides (a coverage over all the steps)."""
+
+    __slots__ = ("_applies", "_evaluate", "_keep", "_plan")
+
+    def __init__(
+        self,
+        evaluate: Callable[[TraceFacts, Any, Findings], object],
+        plan: Any,
+        applies: Callable[[Probe], bool],
+        keep: Callable[[Finding], bool] | None = None,
+    ) -> None:
+        self._evaluate = evaluate
+        self._plan = plan
+        self._applies = applies
+        self._keep = keep
+
+    def look(self, probe: Probe, out: Findings) -> None:
+        if not self._applies(probe):
+            return
+        found = Findings()
+        self._evaluate(probe.alone, self._plan, found)
+        keep = self._keep
+        out.add_all(
+            replace(finding, step_index=probe.at)
+            for finding in found
+            if keep is None or keep(finding)
+        )

@@ -15,7 +15,7 @@ from agent_reliability_harness.model.trace import Step
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
 from agent_reliability_harness.rules._prefilter import Prefilter, fold
-from agent_reliability_harness.rules.online import Probe, Watch, placed
+from agent_reliability_harness.rules.online import StepAlone, Watch
 from agent_reliability_harness.rules.registry import Need, rule
 from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
@@ -293,23 +293,9 @@ def _search_step(at: int, step: Step, wanted: _Wanted, out: Findings) -> tuple[i
     return matching_keys, kept
 
 
-class _Scan(Watch):
-    """The unsafe patterns, searched in each agent step alone."""
-
-    __slots__ = ("_patterns",)
-
-    def __init__(self, patterns: tuple[_Pattern, ...]) -> None:
-        self._patterns = patterns
-
-    def look(self, probe: Probe, out: Findings) -> None:
-        if probe.is_agent:
-            found = Findings()
-            evaluate(probe.alone, self._patterns, found)
-            out.add_all(placed(found, probe.at))
-
-
 def watch(policy: Policy, plan: tuple[_Pattern, ...]) -> Watch | None:  # noqa: ARG001
-    return _Scan(plan) if plan else None
+    """The unsafe patterns, searched in each agent step alone."""
+    return StepAlone(evaluate, plan, lambda probe: probe.is_agent) if plan else None
 
 
 RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch)

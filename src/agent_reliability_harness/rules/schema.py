@@ -13,7 +13,7 @@ from agent_reliability_harness.model.policy import ArgSpec, Policy, value_has_ty
 from agent_reliability_harness.model.report import CategoryResult
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show, show_number
-from agent_reliability_harness.rules.online import Probe, Watch, placed
+from agent_reliability_harness.rules.online import StepAlone, Watch
 from agent_reliability_harness.rules.registry import Rule, rule
 from agent_reliability_harness.rules.ruleset import RuleSet
 from agent_reliability_harness.rules.selection import Findings
@@ -330,23 +330,9 @@ def evaluate(facts: TraceFacts, plan: Plan, out: Findings) -> CategoryResult:
     return CategoryResult(CATEGORY, True, 100.0 * (checked - failed) / checked, checked, failed)
 
 
-class _Contracts(Watch):
-    """Every contract rule, run on each tool call alone."""
-
-    __slots__ = ("_plan",)
-
-    def __init__(self, plan: Plan) -> None:
-        self._plan = plan
-
-    def look(self, probe: Probe, out: Findings) -> None:
-        if probe.step.type == "tool_call":
-            found = Findings()
-            evaluate(probe.alone, self._plan, found)
-            out.add_all(placed(found, probe.at))
-
-
 def watch(policy: Policy, plan: Plan) -> Watch:  # noqa: ARG001
-    return _Contracts(plan)
+    """Every contract rule, run on each tool call alone."""
+    return StepAlone(evaluate, plan, lambda probe: probe.step.type == "tool_call")
 
 
 RULE_SET: Final = RuleSet(CATEGORY, prepare, evaluate, watch)

@@ -96,11 +96,13 @@ class RuleSelection:
             severity.pop(rule_id, None)
         return RuleSelection(tuple(sorted(off)), tuple(sorted(severity.items())))
 
+    def choices(self) -> tuple[tuple[str, str], ...]:
+        """(rule ID, ``"off"`` or the severity), by rule ID: what a report lists."""
+        return tuple(sorted([*((rule_id, OFF) for rule_id in self.off), *self.severity]))
+
     def to_dict(self) -> dict[str, str]:
         """The ``rules`` object, by rule ID: ``"off"`` or the severity."""
-        choices: dict[str, str] = dict.fromkeys(self.off, OFF)
-        choices.update(self.severity)
-        return dict(sorted(choices.items()))
+        return dict(self.choices())
 
     def __bool__(self) -> bool:
         return bool(self.off or self.severity)
