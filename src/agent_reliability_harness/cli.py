@@ -161,48 +161,56 @@ def _max_input_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _rule_id(text: str) -> str:
-    """A registered rule's ID (case-insensitive), or the argparse error with the closest one."""
-    from agent_reliability_harness.rules.registry import RULES
-    from agent_reliability_harness.rules.selection import unknown_rule
+def _rule_code(text: str) -> str:
+    """A rule ID or a prefix of IDs (``ARH-FLW``) naming at least one registered rule, in upper
+    case, or the argparse error with the closest one."""
+    from agent_reliability_harness.rules.selection import rules_named, unknown_rule
 
-    rule_id = text.strip().upper()
-    if rule_id not in RULES:
+    if not rules_named(text):
         raise argparse.ArgumentTypeError(unknown_rule(text.strip()))
-    return rule_id
+    return text.strip().upper()
 
 
-def _rule_ids(text: str) -> list[str]:
-    return [_rule_id(part) for part in text.split(",")]
+def _rule_codes(text: str) -> list[str]:
+    return [_rule_code(part) for part in text.split(",")]
 
 
 def _rule_severity(text: str) -> tuple[str, str]:
     from agent_reliability_harness.model.report import SEVERITIES
 
-    rule_id, equals, level = text.partition("=")
+    code, equals, level = text.partition("=")
     if not equals or level.strip() not in SEVERITIES:
         raise argparse.ArgumentTypeError(
             f"expected RULE=LEVEL with a level of error, warning or info, got {excerpt(text)}"
         )
-    return _rule_id(rule_id), level.strip()
+    return _rule_code(code), level.strip()
 
 
 def _selection_options(parser: _Parser) -> None:
     parser.add_argument(
-        "--ignore",
-        type=_rule_ids,
+        "--select",
+        type=_rule_codes,
         action="append",
         metavar="RULE[,RULE...]",
-        help="switch rules off for this run, by ID: their findings are not reported and the "
-        "checks only they failed pass (repeatable; adds to the policy's rules section)",
+        help="run only these rules: rule IDs or prefixes of them (ARH-FLW is a category, ARH "
+        "every rule); the others are switched off (repeatable)",
+    )
+    parser.add_argument(
+        "--ignore",
+        type=_rule_codes,
+        action="append",
+        metavar="RULE[,RULE...]",
+        help="switch rules off for this run, by ID or prefix: their findings are not reported "
+        "and the checks only they failed pass; the longer of a selected and an ignored code "
+        "wins (repeatable; adds to the policy's rules section)",
     )
     parser.add_argument(
         "--severity",
         type=_rule_severity,
         action="append",
         metavar="RULE=LEVEL",
-        help="give a rule's findings another severity (error, warning or info) for this run "
-        "(repeatable; wins over the policy's rules section)",
+        help="give the findings of a rule (an ID or a prefix) another severity (error, warning "
+        "or info) for this run (repeatable; wins over the policy's rules section)",
     )
 
 
@@ -654,6 +662,7 @@ def _compare_usage(args: argparse.Namespace) -> str | None:
             ("--task-key", args.task_key),
             ("--outcome-at", args.outcome_at),
             ("--allow-risky-patterns", args.allow_risky_patterns or None),
+            ("--select", args.select),
             ("--ignore", args.ignore),
             ("--severity", args.severity),
         ):
