@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,11 +48,44 @@ class _Parser(argparse.ArgumentParser):
         raise _ExitRequestError(status, message)
 
     def error(self, message: str) -> NoReturn:
+        message += _did_you_mean(self, message)
         raise _ExitRequestError(EXIT_USAGE, f"{self.format_usage()}{self.prog}: error: {message}\n")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+
+
+_CHOICE = re.compile(r"invalid choice: '(.*)' \(choose from (.*)\)$", re.DOTALL)
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    """`` (did you mean 'validate'?)`` for a command or option value that is not one of its
+    choices, or for an option that is not one of the command's, as ruff and git suggest; else
+    nothing."""
+    choice = _CHOICE.search(message)
+    if choice is not None:
+        given = choice.group(1)
+        known = [c.strip().strip("'") for c in choice.group(2).split(",")]
+    elif message.startswith("unrecognized arguments: "):
+        given = message.removeprefix("unrecognized arguments: ").split(" ")[0]
+        known = sorted(_option_strings(parser)) if given.startswith("--") else []
+        given = given.partition("=")[0]
+    else:
+        return ""
+    close = difflib.get_close_matches(given, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """The long options of ``parser`` and of the subcommand parsers it has built."""
+    found: set[str] = set()
+    for action in parser._actions:  # argparse keeps no public list of them
+        found.update(o for o in action.option_strings if o.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _option_strings(sub)
+    return found
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -121,7 +156,7 @@ def _report_options(parser: argparse.ArgumentParser, command: _Report) -> None:
 
     for fmt in output_formats(command):
         output = getattr(fmt, command)
-        _output(parser, fmt.flag, help=output.help)
+        _output(parser, fmt.flag, help=f"{output.help} (- for standard output)")
 
 
 def _report_paths(args: argparse.Namespace, command: _Report) -> list[tuple[str, str | None]]:
@@ -293,7 +328,7 @@ def _build_parser(command: str | None) -> _Parser:
         "policy, score them, and gate CI on regressions.",
         allow_abbrev=False,
     )
-    parser.add_argument("--version", action="version", version=f"arh {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"arh {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     known = command in _COMMANDS
     for name, spec in _COMMANDS.items():
@@ -337,9 +372,11 @@ def _validate_arguments(validate: _Parser) -> None:
         choices=("auto", "always", "never"),
         default="auto",
         help="colour the console report (default: auto, on a terminal unless NO_COLOR is set "
-        "or TERM is dumb)",
+        "or TERM is dumb, and anywhere when FORCE_COLOR is set)",
     )
-    validate.add_argument("--quiet", action="store_true", help="do not print the console report")
+    validate.add_argument(
+        "-q", "--quiet", action="store_true", help="do not print the console report"
+    )
     validate.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
     _selection_options(validate)
     validate.add_argument(
@@ -420,7 +457,9 @@ def _compare_arguments(compare: _Parser) -> None:
         "--candidate-json-out",
         help="save the candidate's validation report (with --policy)",
     )
-    compare.add_argument("--quiet", action="store_true", help="do not print the console report")
+    compare.add_argument(
+        "-q", "--quiet", action="store_true", help="do not print the console report"
+    )
     compare.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
     _selection_options(compare)
     _max_input_option(compare)
@@ -499,7 +538,7 @@ def _stats_arguments(stats: _Parser) -> None:
     )
     _stat_options(stats)
     _report_options(stats, "stats")
-    stats.add_argument("--quiet", action="store_true", help="do not print the console report")
+    stats.add_argument("-q", "--quiet", action="store_true", help="do not print the console report")
     _max_input_option(stats)
     stats.set_defaults(usage=stats.format_usage())
 
@@ -597,14 +636,21 @@ def _error(message: str) -> None:
 def _overwrite_usage(
     outputs: Sequence[tuple[str, str | None]], inputs: Sequence[tuple[str, str | None]]
 ) -> str | None:
-    """The problem when two of the ``(option, path)`` outputs are one file, or an output is one
-    of the inputs (``-`` among them is standard input, not a file), else None."""
+    """The problem when two of the ``(option, path)`` outputs are one file or both standard
+    output (``-``), or an output is one of the inputs (``-`` among them is standard input, not a
+    file), else None."""
     from agent_reliability_harness.io.load import file_key
     from agent_reliability_harness.render._text import terminal_safe
 
     written: dict[tuple[object, ...], tuple[str, str]] = {}  # file -> its option and path
+    to_stdout = [option for option, path in outputs if path == "-"]
+    if len(to_stdout) > 1:
+        return (
+            f"{' and '.join(to_stdout)} both name standard output (-): only one report can go "
+            "there (name a file such as ./- for a file called -)"
+        )
     for option, path in outputs:
-        if path is None or (key := file_key(path)) is None:
+        if path is None or path == "-" or (key := file_key(path)) is None:
             continue
         first, _ = written.setdefault(key, (option, path))
         if first != option:
