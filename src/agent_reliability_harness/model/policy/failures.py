@@ -63,16 +63,16 @@ class FailureTest:
             )
         equals: tuple[Any, ...] = () if data.get("equals") is None else (data["equals"],)
         pattern = data.get("pattern")
+        if equals and where is None:
+            raise bad(
+                join_pointer(pointer, "equals"),
+                "equals compares the value at a pointer: add one ('' for the whole output)",
+            )
         if where is None and pattern is None:
             raise bad(
                 pointer,
                 "a failure test needs a pattern (searched in the output text), a pointer (into "
                 "the output), or both",
-            )
-        if equals and where is None:
-            raise bad(
-                join_pointer(pointer, "equals"),
-                "equals compares the value at a pointer: add one ('' for the whole output)",
             )
         if equals and pattern is not None:
             raise bad(pointer, "give either pattern or equals, not both")
@@ -223,7 +223,7 @@ class ToolFailures:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "default": [test.to_dict() for test in self.default],
+            "default": [test.to_dict() for test in self.default] or None,
             "tools": {
                 name: [test.to_dict() for test in tests] for name, tests in self.tools.items()
             },
