@@ -213,10 +213,11 @@ class ToolFailures:
             if not self.reads(step):
                 continue
             read = True
-            if step.status == "ok" and self.failed(step):
+            seen = self.read(step)
+            if seen is not step:
                 if marked is None:
                     marked = list(steps)
-                marked[index] = replace(step, status="error")
+                marked[index] = seen
         if marked is None:
             return trace, read
         return replace(trace, steps=tuple(marked)), read
