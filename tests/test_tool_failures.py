@@ -485,6 +485,7 @@ BAD_SECTIONS: list[tuple[Any, str, str]] = [
         "must be an array of failure tests",
     ),
     ({"tools": []}, "/tool_failures/tools", "tools must be an object, got array"),
+    ({"tools": {"": [{"pattern": "x"}]}}, "/tool_failures/tools/", "a tool name must not be empty"),
     (
         {"default": [{"pattern": "x", "description": 5}]},
         "/tool_failures/default/0/description",
