@@ -263,7 +263,7 @@ def _paths(source: object) -> list[str] | None:
     """The inputs a ``source`` of :func:`load_traces` names, or None for a decoded document."""
     if isinstance(source, str | os.PathLike):
         return [os.fspath(source)]
-    if type(source) is dict:
+    if isinstance(source, dict):
         return None
     if (
         isinstance(source, list | tuple)
@@ -271,7 +271,7 @@ def _paths(source: object) -> list[str] | None:
         and all(isinstance(item, str | os.PathLike) for item in source)
     ):
         return [os.fspath(item) for item in source]
-    if type(source) is list:
+    if isinstance(source, list):
         return None
     raise UsageError(
         "load_traces reads a path, a list of paths, or a document decoded from JSON (a dict or "
