@@ -170,9 +170,9 @@ def load_traces(
     Lines file, or ``-`` for standard input), a list of paths (as the command line's arguments),
     or a document already decoded from JSON (a ``dict`` or a ``list``, such as ``json.load``
     returns), whose records without an id of their own are named ``transcript`` (``#<index>``
-    in an array). ``format``, ``messages_at``, ``trace_id_at``, ``agent_name`` and ``workflow``
-    are the options ``--format``, ``--messages-at``, ``--trace-id-at`` (one pointer, or several
-    to join), ``--agent-name`` and ``--workflow``.
+    in an array). ``format``, ``messages_at``, ``trace_id_at``, ``agent_name``, ``workflow`` and
+    ``max_input_bytes`` are the options ``--format``, ``--messages-at``, ``--trace-id-at`` (one
+    pointer, or several to join), ``--agent-name``, ``--workflow`` and ``--max-input-size``.
 
     The traces come in the command line's order, and a trace id read twice is an error, as it is
     there. Without ``on_error``, the first problem raises its :class:`InputError` (naming the
@@ -188,16 +188,17 @@ def load_traces(
             raise error
         on_error(error)
 
-    settings = _Settings(
-        format,
-        messages_at,
-        pointers,
-        max_input_bytes,
-        keep_traces=True,
-        agent_name=agent_name,
-        workflow=workflow,
-    )
+    reads: Iterator[ReadTrace | InputError]
     if paths is None:
+        settings = _Settings(
+            format,
+            messages_at,
+            pointers,
+            max_input_bytes,
+            keep_traces=True,
+            agent_name=agent_name,
+            workflow=workflow,
+        )
         reads = _document_traces(source, settings)
     else:
         reads = read_traces(
