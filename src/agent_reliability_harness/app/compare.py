@@ -15,6 +15,7 @@ from agent_reliability_harness.app.inputs import policy as read_policy
 from agent_reliability_harness.app.output import error, report_error, say, write_report
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.io import utf8_name
+from agent_reliability_harness.io.load import StepLines
 from agent_reliability_harness.model.report import TraceReport
 from agent_reliability_harness.model.trace import Trace
 from agent_reliability_harness.regression import compare_reports, evaluate_gate
@@ -130,6 +131,7 @@ def compare(args: Namespace) -> bool:
         input_errors,
         ungated_regressions(result) if args.ungated else None,
         fail_under,
+        step_lines=StepLines(limit),  # read only by the SARIF comparison
     )
     if not quiet:
         say(render_compare_console(result, gate, extra=_console_extra(comparison)), sys.stdout)
