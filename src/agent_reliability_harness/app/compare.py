@@ -131,7 +131,9 @@ def compare(args: Namespace) -> bool:
         input_errors,
         ungated_regressions(result) if args.ungated else None,
         fail_under,
-        step_lines=StepLines(limit),  # read only by the SARIF comparison
+        # the lines of the steps, for the SARIF comparison: a saved report does not say at which
+        # step (by position) a finding is, so only traces validated now have them
+        step_lines=StepLines(limit) if args.candidate is None else None,
     )
     if not quiet:
         say(render_compare_console(result, gate, extra=_console_extra(comparison)), sys.stdout)
