@@ -1312,3 +1312,36 @@ def test_a_junit_case_fails_exactly_when_the_gate_names_its_trace(
     assert suite is not None
     assert suite.get("failures") == str(len(failing))
     assert suite.get("tests") == str(1 + len(result.traces))
+
+
+def test_compare_junit_gate_case_holds_the_statistical_reasons(arh: Arh, tmp_path: Path) -> None:
+    from junitparser import Failure, JUnitXml
+
+    # docs/statistics.md, section 5: the pass rate drops significantly; --fail-on defaults to
+    # never, so no trace's test case fails, and the gate's says what was not gated
+    examples = ROOT / "docs" / "examples" / "statistics"
+    runs = {}
+    for side in ("baseline", "candidate"):
+        runs[side] = tmp_path / f"{side}.json"
+        arh("validate", "--policy", examples / "policy.json", examples / side,
+            "--outcome-at", "/metadata/reward", "--json-out", runs[side], "--quiet")  # fmt: skip
+    out = tmp_path / "compare.xml"
+    run = arh(
+        "compare", "--baseline", runs["baseline"], "--candidate", runs["candidate"],
+        "--gate", "pass rate drop significant at 0.05", "--junit-out", out, "--quiet",
+    )  # fmt: skip
+    assert run.status == 1
+    cases = list(next(iter(JUnitXml.fromfile(str(out)))))
+    failing = [c.name for c in cases if any(isinstance(r, Failure) for r in c.result)]
+    assert failing == ["regression gate"]
+    gate = cases[0]
+    failure = next(r for r in gate.result if isinstance(r, Failure))
+    assert failure.message == "the gate failed (fail-on never): 1 reason"
+    assert (failure.text or "").startswith(
+        "workflow 'refunds': pass rate dropped significantly (mean per task 0.950 -> 0.550"
+    )
+    assert gate.system_out == (
+        "note: not gated, as --fail-on defaults to never with --gate or --gates: 18 new error "
+        "findings, 17 traces from pass to fail (--fail-on regressions gates them too)"
+    )
+    assert len(cases) == 1 + 40
