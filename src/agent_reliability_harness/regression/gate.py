@@ -143,7 +143,8 @@ def trace_reasons(delta: TraceDelta, gate: GateResult) -> tuple[str, ...]:
     id: in mode ``regressions`` its new error findings, a change from pass to fail, an added
     trace that fails and a score drop beyond the limit; in mode ``failures`` a candidate that
     fails; nothing in mode ``never``. A trace has reasons exactly when :func:`evaluate_gate`
-    names it (drift and the statistical gates are about the whole run, not one trace)."""
+    counts it against the gate (its reasons name the trace, unless a long list leaves it among
+    "and N more"); drift and the statistical gates are about the whole run, not one trace."""
     candidate = delta.candidate
     if gate.fail_on == "failures":
         return ("fails in the candidate",) if candidate is not None and not candidate.passed else ()
@@ -153,8 +154,8 @@ def trace_reasons(delta: TraceDelta, gate: GateResult) -> tuple[str, ...]:
     errors = Counter(f.rule_id or f.category for f in delta.new_findings if f.severity == "error")
     if errors:
         total = sum(errors.values())
-        reasons.append(f"{total} new error {'finding' if total == 1 else 'findings'}: "
-                       f"{_listing(errors)}")  # fmt: skip
+        noun = "finding" if total == 1 else "findings"
+        reasons.append(f"{total} new error {noun}: {_listing(errors)}")
     if delta.status_change == "pass->fail":
         reasons.append("regressed from pass to fail")
     if delta.status_change == "added" and candidate is not None and not candidate.passed:
