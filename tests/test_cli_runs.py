@@ -230,9 +230,14 @@ def test_a_report_over_an_input_is_a_usage_error(
 def test_standard_input_is_not_a_file_named_dash(
     arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A trace input '-' is standard input; an output '-' is a file named '-', as ever.
+    # A trace input '-' is standard input; an output '-' is standard output, and a file named
+    # '-' is written as ./-
     monkeypatch.chdir(tmp_path)
-    run = arh("validate", "--policy", POLICY, "-", "--json-out", "-", "--quiet",
+    run = arh("validate", "--policy", POLICY, "-", "--json-out", "-", stdin=TRACE.read_bytes())
+    assert run.status == 0, run.err
+    assert json.loads(run.out)["summary"]["passed_traces"] == 1
+    assert not (tmp_path / "-").exists()
+    run = arh("validate", "--policy", POLICY, "-", "--json-out", "./-", "--quiet",
               stdin=TRACE.read_bytes())  # fmt: skip
     assert run.status == 0, run.err
     assert json.loads((tmp_path / "-").read_text(encoding="utf-8"))["summary"]["passed_traces"] == 1

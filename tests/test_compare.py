@@ -11,6 +11,7 @@ import copy
 import json
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -1066,3 +1067,57 @@ def test_runs_with_no_trace_id_in_common_are_warned_of() -> None:
     # one id in common, or an empty side: no such warning
     assert compare_reports(run("t1", "t2"), run("t2", "t3")).warnings == ()
     assert disjoint not in compare_reports(run(), run("t1")).warnings
+
+
+def _changed_rows(markdown: str) -> dict[str, str]:
+    """The rows of the Markdown's table of changed traces: trace id -> its Change cell."""
+    table = markdown.split("### Changed traces\n\n", 1)[1].split("\n\n", 1)[0]
+    rows = [line.strip("|").split("|") for line in table.splitlines()[2:]]
+    return {cells[0].strip().strip("`"): cells[1].strip() for cells in rows}
+
+
+def test_comparison_markdown_lists_no_unchanged_trace_as_changed(arh: Arh, tmp_path: Path) -> None:
+    from agent_reliability_harness.render.compare import render_compare_markdown
+
+    def report(trace_id: str, score: float, *findings: Finding, **totals: float) -> TraceReport:
+        passed = score >= 70 and not any(f.severity == "error" for f in findings)
+        latency, cost = totals.get("latency", 100.0), totals.get("cost", 0.01)
+        return TraceReport(trace_id, "a", "w", "p", score, passed, latency, cost, None, findings)
+
+    slow = Finding("ARH-BUD-002", "error", "budget", "total latency 5210 ms", "s1")
+    slower = Finding("ARH-BUD-002", "error", "budget", "total latency 7020 ms", "s1")
+    warning = Finding("ARH-GRD-001", "warning", "grounding", "no citations", "s3")
+    info = Finding("ARH-SCH-012", "info", "schema", "step key 'argument'", "s2")
+    pairs = [
+        # nothing that the report counts changed: none of these is listed
+        (report("cost", 90.0, slow), report("cost", 90.0, slow, latency=900.0, cost=1.5)),
+        (report("message", 90.0, slow), report("message", 90.0, slower)),  # a measured value
+        (report("tiny", 90.0), report("tiny", 90.004)),  # +0.00 at two decimals
+        # the same verdict, findings changed: listed as such, not as "unchanged"
+        (report("resolved", 90.0, warning), report("resolved", 90.0)),
+        (report("info", 100.0, info), report("info", 100.0)),  # resolved, the score the same
+        (report("moved", 90.0, slow), report("moved", 90.0, replace(slow, step_id="s2"))),
+        (report("score", 90.0), report("score", 85.0)),
+        (report("fixed", 60.0, slow), report("fixed", 100.0)),
+    ]
+    result = compare_reports(
+        RunReport(tuple(old for old, _ in pairs)), RunReport(tuple(new for _, new in pairs))
+    )
+    text = render_compare_markdown(result, evaluate_gate(result))
+    assert _changed_rows(text) == {
+        "fixed": "fail \u2192 pass",
+        "info": "findings changed",
+        "moved": "findings changed",
+        "resolved": "findings changed",
+        "score": "score only",
+    }
+    # the reruns of docs/regression-testing.md: one finding at another call id, verdict and
+    # score the same
+    policy = ROOT / "docs" / "examples" / "adapters" / "policy_refund.json"
+    reruns = ROOT / "docs" / "examples" / "regression" / "reruns"
+    monday, md = tmp_path / "monday.json", tmp_path / "compare.md"
+    arh("validate", "--policy", policy, reruns / "monday.json", "--json-out", monday, "--quiet")
+    run = arh("compare", "--baseline", monday, "--policy", policy, reruns / "tuesday.json",
+              "--md-out", md, "--quiet")  # fmt: skip
+    assert run.status == 1
+    assert _changed_rows(md.read_text(encoding="utf-8")) == {"refund-ORD-9": "findings changed"}

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -674,6 +675,16 @@ def test_d39_compare_markdown_escapes_trace_values(tmp_path: Path, arh: Callable
     md = tmp_path / "c.md"
     arh("compare", "--baseline", base, "--candidate", cand, "--md-out", md)
     assert_markdown_is_inert(md.read_text(encoding="utf-8"))
+    # 0.2.x gave a trace listed for its findings, with the same verdict, the change "unchanged"
+    from agent_reliability_harness import Finding, RunReport, TraceReport
+    from agent_reliability_harness.regression import compare_reports, evaluate_gate
+    from agent_reliability_harness.render.compare import render_compare_markdown
+
+    warning = Finding("ARH-GRD-001", "warning", "grounding", "m", "s1")
+    old = TraceReport("t", "a", "w", "p", 90.0, True, 0.0, 0.0, None, (warning,))
+    result = compare_reports(RunReport((old,)), RunReport((replace(old, findings=()),)))
+    text = render_compare_markdown(result, evaluate_gate(result))
+    assert "| `t` | findings changed | 90.00 → 90.00 (+0.00) | 0 | 1 |" in text.splitlines()
 
 
 def test_d40_subjects_keep_different_findings_apart() -> None:

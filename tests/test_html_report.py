@@ -1087,7 +1087,8 @@ def test_compare_keeper_prefers_regressions(monkeypatch: pytest.MonkeyPatch) -> 
 def test_a_score_drop_beyond_the_limit_is_a_regression(monkeypatch: pytest.MonkeyPatch) -> None:
     # docs/regression-testing.md: with --max-score-drop 0.3 a drop of more than 0.3 points fails
     # the `regressions` gate. z drops 1 point (a regression, though it fails in both runs), m 0.25
-    # (within the limit); a goes from fail to pass. Regressions first, then by trace id: z, a, m
+    # (within the limit); a goes from fail to pass. Regressions first (z), then the other changes
+    # for the worse (m's drop), then the rest (a): z, m, a
     def pair(trace_id: str, before: float, after: float, passed: bool) -> tuple[TraceReport, ...]:
         old = replace(_report(trace_id, False), score=before)
         return old, replace(_report(trace_id, passed), score=after)
@@ -1104,7 +1105,7 @@ def test_a_score_drop_beyond_the_limit_is_a_regression(monkeypatch: pytest.Monke
     assert gate.reasons == ("trace 'z' score dropped 1.00 points (limit 0.30)",)
     doc = parse(render_compare_html(result, gate, {}))
     shown = sections(doc)
-    assert list(shown) == ["z", "a", "m"]
+    assert list(shown) == ["z", "m", "a"]
     badges = {t: next(next(s.iter("h3")).iter("span")) for t, s in shown.items()}
     assert (badges["z"].text(), badges["z"].classes()) == ("score dropped", {"badge", "fail"})
     assert (badges["m"].text(), badges["m"].classes()) == ("score changed", {"badge", "info"})
@@ -1115,6 +1116,52 @@ def test_a_score_drop_beyond_the_limit_is_a_regression(monkeypatch: pytest.Monke
     for report in candidate.reports:
         keeper(_trace(report.trace_id, []), report)
     assert list(keeper.traces) == ["z"]
+
+
+def test_changed_traces_go_regressions_first_then_worse_then_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # docs/html-report.md: regressions (what fails the regressions gate) first, then the other
+    # changes for the worse, then the other changes, each by trace id; unchanged traces last.
+    # The names run against that order, so that an order by trace id alone fails.
+    error = Finding("ARH-FLW-001", "error", "flow", "m", step_id="s1")
+    warning = Finding("ARH-GRD-001", "warning", "grounding", "m", step_id="s2")
+
+    def scored(trace_id: str, score: float, passed: bool, *findings: Finding) -> TraceReport:
+        return replace(_report(trace_id, passed, findings), score=score)
+
+    pairs = [
+        (scored("a-fixed", 10.0, False, error), scored("a-fixed", 100.0, True)),  # 2
+        (scored("b-resolved", 90.0, True, warning), scored("b-resolved", 100.0, True)),  # 2
+        (None, scored("c-added", 100.0, True)),  # 2
+        (scored("d-removed", 100.0, True), None),  # 2
+        (scored("e-lower", 100.0, True), scored("e-lower", 99.0, True)),  # 1: within the limit
+        (scored("f-warned", 100.0, True), scored("f-warned", 100.0, True, warning)),  # 1
+        (scored("g-erred", 10.0, False), scored("g-erred", 10.0, False, error)),  # 0
+        (scored("h-broke", 100.0, True), scored("h-broke", 10.0, False, error)),  # 0
+        (None, scored("i-added", 10.0, False, error)),  # 0
+        (scored("j-same", 100.0, True), scored("j-same", 100.0, True)),  # unchanged
+        (scored("k-dropped", 100.0, True), scored("k-dropped", 90.0, True)),  # 0: beyond it
+    ]
+    baseline = RunReport(tuple(old for old, _ in pairs if old is not None))
+    candidate = RunReport(tuple(new for _, new in pairs if new is not None))
+    result = compare_reports(baseline, candidate)
+    gate = evaluate_gate(result, "regressions", 5.0)
+    order = ["g-erred", "h-broke", "i-added", "k-dropped", "e-lower", "f-warned",
+             "a-fixed", "b-resolved", "c-added", "d-removed"]  # fmt: skip
+    doc = parse(render_compare_html(result, gate, {}))
+    assert list(sections(doc)) == order
+    assert _table_rows(doc, "same") == ["j-same"]
+    # cut to the first five: the others in the same order in the table after them, and the
+    # command line's keeper keeps the traces of those five
+    monkeypatch.setattr(page, "EXPANDED_CHANGED", 5)
+    doc = parse(render_compare_html(result, gate, {}))
+    assert list(sections(doc)) == order[:5]
+    assert _table_rows(doc, "more-changed") == order[5:]
+    keeper = CompareTraces(baseline, max_score_drop=5.0)
+    for report in candidate.reports:
+        keeper(_trace(report.trace_id, []), report)
+    assert sorted(keeper.traces) == sorted(set(order[:5]) - {"d-removed"})
 
 
 def test_table_rows_are_capped() -> None:

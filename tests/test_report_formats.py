@@ -15,8 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_reliability_harness import Finding, RunReport, TraceReport
+from agent_reliability_harness.cli import main
 from agent_reliability_harness.io import write_atomic
 from agent_reliability_harness.render.markdown import MAX_CHARS, render_markdown
 from agent_reliability_harness.render.sarif import MAX_RESULTS, render_sarif
@@ -884,3 +887,461 @@ def test_junit_line_breaks_in_input_error_text_are_escaped() -> None:
         "line1\\n# injected heading: file not found",
         "x\\r\\n- bullet: file not found",
     ]
+
+
+# -- The comparison: JUnit and SARIF ---------------------------------------------------------------
+
+# A baseline and a candidate, validated from the repository root with relative paths. By trace:
+# rebook-1001 passes, then repeats its rebooking (pass -> fail, a new error, a drop of 1.84);
+# rebook-1002 repeats it, then is fixed (fail -> pass, its finding resolved); rebook-1003 is
+# removed (its finding resolved); rebook-1004 fails alike in both (three unchanged findings);
+# rebook-2041 (passing) and rebook-2042 (two errors) are added, from a JSON Lines file.
+COMPARE_POLICY = "samples/policy_trajectory.json"
+COMPARE_BASELINE = (
+    "docs/examples/regression/baseline-runs",
+    "samples/traces/rebook_double_rebooking.json",
+    "samples/traces/rebook_prompt_injection.json",
+)
+COMPARE_CANDIDATE = (
+    "docs/examples/regression/candidate-runs",
+    "tests/goldens/inputs/compare/rebook_1002_fixed.json",
+    "samples/traces/more_runs.jsonl",
+)
+COMPARE_FILES = ("compare.xml", "compare.sarif")
+
+
+def _produce_compare(arh: Arh, out: Path, *, saved: bool = False) -> tuple[Run, dict[str, bytes]]:
+    """``arh compare --junit-out --sarif-out`` of the runs above, validating the candidate now
+    or (``saved``) reading its saved report, and the validation SARIF of both runs."""
+    old = Path.cwd()
+    os.chdir(ROOT)
+    try:
+        for name, inputs in (("baseline", COMPARE_BASELINE), ("candidate", COMPARE_CANDIDATE)):
+            arh("validate", "--policy", COMPARE_POLICY, *inputs, "--quiet", "--json-out",
+                out / f"{name}.json", "--sarif-out", out / f"{name}.sarif")  # fmt: skip
+        candidate = (
+            ["--candidate", out / "candidate.json"]
+            if saved
+            else ["--policy", COMPARE_POLICY, *COMPARE_CANDIDATE]
+        )
+        run = arh(
+            "compare", "--baseline", out / "baseline.json", *candidate, "--max-score-drop", "1",
+            "--junit-out", out / "compare.xml", "--sarif-out", out / "compare.sarif",
+        )  # fmt: skip
+    finally:
+        os.chdir(old)
+    names = (*COMPARE_FILES, "baseline.sarif", "candidate.sarif")
+    return run, {name: (out / name).read_bytes() for name in names}
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The comparison's files, as the goldens hold them, and the validation SARIF of both runs."""
+    produced = {name: (GOLDENS / "compare" / name).read_bytes() for name in COMPARE_FILES}
+    out = tmp_path_factory.mktemp("validated")
+    old = Path.cwd()
+    os.chdir(ROOT)
+    try:
+        for name, inputs in (("baseline", COMPARE_BASELINE), ("candidate", COMPARE_CANDIDATE)):
+            main(["validate", "--policy", COMPARE_POLICY, *inputs, "--quiet",
+                  "--sarif-out", str(out / f"{name}.sarif")])  # fmt: skip
+    finally:
+        os.chdir(old)
+    return produced | {n: (out / n).read_bytes() for n in ("baseline.sarif", "candidate.sarif")}
+
+
+def test_compare_goldens(arh: Arh, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    run, produced = _produce_compare(arh, tmp_path)
+    # the exit status and the "written to" lines are those of the other formats
+    assert run.status == 1
+    assert run.out.splitlines()[-2:] == [
+        f"Comparison JUnit written to {tmp_path / 'compare.xml'}",
+        f"Comparison SARIF written to {tmp_path / 'compare.sarif'}",
+    ]
+    target = GOLDENS / "compare"
+    if request.config.getoption("--update-goldens"):
+        target.mkdir(parents=True, exist_ok=True)
+        for name in COMPARE_FILES:
+            (target / name).write_bytes(produced[name])
+    for name in COMPARE_FILES:
+        golden = target / name
+        assert golden.exists(), f"missing golden {golden}: run `make goldens`"
+        assert produced[name] == golden.read_bytes(), f"compare/{name} differs: `make goldens`"
+
+
+def test_compare_reports_are_byte_identical_and_the_same_from_saved_reports(
+    arh: Arh, tmp_path: Path
+) -> None:
+    runs = []
+    for name, saved in (("one", False), ("two", False), ("saved", True)):
+        (tmp_path / name).mkdir()
+        runs.append(_produce_compare(arh, tmp_path / name, saved=saved)[1])
+    for name in COMPARE_FILES:
+        assert runs[0][name] == runs[1][name], name
+    # from saved reports: the same, but that a result has no step line (a report does not say
+    # at which step, by position, a finding is)
+    assert runs[2]["compare.xml"] == runs[0]["compare.xml"]
+    now, saved = (json.loads(run["compare.sarif"]) for run in runs[::2])
+    for result in now["runs"][0]["results"]:
+        result["locations"][0]["physicalLocation"].pop("region", None)
+    for result in saved["runs"][0]["results"]:
+        jsonl = result["properties"]["trace_id"] == "rebook-2042"  # the record's line
+        assert ("region" in result["locations"][0]["physicalLocation"]) == jsonl
+        result["locations"][0]["physicalLocation"].pop("region", None)
+    assert saved == now
+
+
+def _results_by_state(doc: dict) -> dict[str, list[dict]]:  # type: ignore[type-arg]
+    found: dict[str, list[dict]] = {"new": [], "unchanged": [], "absent": []}  # type: ignore[type-arg]
+    for result in doc["runs"][0]["results"]:
+        found[result["baselineState"]].append(result)
+    return found
+
+
+def test_compare_sarif_is_valid_and_marks_each_finding(compared: dict[str, bytes]) -> None:
+    doc = _valid_sarif(compared["compare.sarif"].decode("ascii"))
+    sarif_run = doc["runs"][0]
+    by_state = _results_by_state(doc)
+    # by hand, from the runs above: new ones first, then unchanged, then absent, by trace id
+    shown = {
+        state: [(r["properties"]["trace_id"], r["ruleId"]) for r in results]
+        for state, results in by_state.items()
+    }
+    assert shown == {
+        "new": [("rebook-1001", "ARH-FLW-003"), ("rebook-2042", "ARH-BUD-001"),
+                ("rebook-2042", "ARH-CMP-001")],
+        "unchanged": [("rebook-1004", "ARH-GRD-002"), ("rebook-1004", "ARH-FLW-001"),
+                      ("rebook-1004", "ARH-GRD-001")],
+        "absent": [("rebook-1002", "ARH-FLW-003"), ("rebook-1003", "ARH-SAF-001")],
+    }  # fmt: skip
+    assert [r["baselineState"] for r in sarif_run["results"]] == ["new"] * 3 + ["unchanged"] * 3 + [
+        "absent"
+    ] * 2
+    assert sarif_run["automationDetails"] == {"id": "arh-compare/airline-rebooking-v1/"}
+    assert sarif_run["properties"]["gate"] == {"passed": False, "fail_on": "regressions"}
+    assert sarif_run["properties"]["baseline"]["policy_id"] == "airline-rebooking-v1"
+    rules = sarif_run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == sorted(RULES)
+    for result in sarif_run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+
+
+def test_compare_sarif_results_are_those_of_the_validation_reports(
+    compared: dict[str, bytes],
+) -> None:
+    """A result of the comparison is the result the validation SARIF gives the finding, with
+    its baselineState: the candidate's for new and unchanged ones (fingerprint, message and
+    location to the line), the baseline's for absent ones (without the step's line, which the
+    baseline report does not record)."""
+
+    def results(name: str) -> dict[str, dict]:  # type: ignore[type-arg]
+        doc = json.loads(compared[name])
+        return {r["partialFingerprints"]["arhFinding/v1"]: r for r in doc["runs"][0]["results"]}
+
+    baseline, candidate = results("baseline.sarif"), results("candidate.sarif")
+    by_state = _results_by_state(json.loads(compared["compare.sarif"]))
+    prints = {
+        state: {r["partialFingerprints"]["arhFinding/v1"] for r in found}
+        for state, found in by_state.items()
+    }
+    # exact matching: new = candidate - baseline, unchanged = both, absent = baseline - candidate
+    assert prints["new"] == candidate.keys() - baseline.keys()
+    assert prints["unchanged"] == candidate.keys() & baseline.keys()
+    assert prints["absent"] == baseline.keys() - candidate.keys()
+    for result in by_state["new"] + by_state["unchanged"]:
+        state = result.pop("baselineState")
+        assert result == candidate[result["partialFingerprints"]["arhFinding/v1"]], state
+    for result in by_state["absent"]:
+        del result["baselineState"]
+        expected = baseline[result["partialFingerprints"]["arhFinding/v1"]]
+        expected["locations"][0]["physicalLocation"].pop("region", None)
+        assert result == expected
+
+
+def test_compare_junit_reads_back_with_junitparser(compared: dict[str, bytes]) -> None:
+    from junitparser import Failure, JUnitXml, Skipped
+
+    text = compared["compare.xml"].decode("utf-8")
+    xml = JUnitXml.fromstring(text.split("\n", 1)[1])
+    suite = next(iter(xml))
+    cases = list(suite)
+    results = {case.name: [type(r).__name__ for r in case.result] or ["passed"] for case in cases}
+    # by hand: the gate fails; rebook-1001 (pass -> fail, a new error, a drop beyond 1) and the
+    # added rebook-2042 fail; the removed rebook-1003 and rebook-1002 is back (fail -> pass)...
+    assert results == {
+        "regression gate": ["Failure"],
+        "rebook-1001": ["Failure"],
+        "rebook-1002": ["passed"],
+        "rebook-1003": ["Skipped"],
+        "rebook-1004": ["passed"],
+        "rebook-2041": ["passed"],
+        "rebook-2042": ["Failure"],
+    }
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (7, 3, 0, 1)
+    assert [c.name for c in cases] == list(results)  # the gate first, then by trace id
+    failures = {c.name: next(r for r in c.result if isinstance(r, Failure)) for c in cases
+                if any(isinstance(r, Failure) for r in c.result)}  # fmt: skip
+    assert failures["rebook-1001"].message == (
+        "1 new error finding: ARH-FLW-003; regressed from pass to fail; "
+        "score dropped 1.84 points (limit 1.00)"
+    )
+    assert failures["rebook-2042"].message == (
+        "2 new error findings: ARH-BUD-001, ARH-CMP-001; added, and fails"
+    )
+    assert failures["regression gate"].message == (
+        "the gate failed (fail-on regressions): 4 reasons"
+    )
+    assert (failures["regression gate"].text or "").splitlines() == [
+        (
+            "3 new error findings: rebook-1001:ARH-FLW-003, rebook-2042:ARH-BUD-001, "
+            "rebook-2042:ARH-CMP-001"
+        ),
+        "trace 'rebook-1001' regressed from pass to fail",
+        "added trace 'rebook-2042' fails",
+        "trace 'rebook-1001' score dropped 1.84 points (limit 1.00)",
+    ]
+    removed = next(c for c in cases if c.name == "rebook-1003")
+    assert [r.message for r in removed.result if isinstance(r, Skipped)] == [
+        "removed: not in the candidate run"
+    ]
+    fixed = next(c for c in cases if c.name == "rebook-1002")
+    assert fixed.system_out.splitlines() == [
+        "verdict: fail -> pass; score: 98.16 -> 100.00 (+1.84)",
+        (
+            "resolved: [ERROR] ARH-FLW-003 (step s5b): duplicate side effect: tool "
+            "'rebook_flight' was called again with identical arguments after step 's5' succeeded"
+        ),
+        (
+            "    expected: one successful call per distinct set of arguments; observed: 2 calls "
+            "with identical arguments"
+        ),
+    ]
+
+
+def _report(trace_id: str, passed: bool, *findings: Finding, policy: str = "p") -> TraceReport:
+    score = 100.0 if passed else 60.0
+    return TraceReport(trace_id, "a", "w", policy, score, passed, 0.0, 0.0, None, findings)
+
+
+def test_compare_sarif_numbers_equal_findings_as_the_validation_reports_do() -> None:
+    from agent_reliability_harness.regression import compare_reports, evaluate_gate
+    from agent_reliability_harness.render.sarif import render_compare_sarif
+
+    same = Finding("ARH-FLW-003", "error", "flow", "duplicate", "s5", subject="rebook")
+    other = Finding("ARH-FLW-003", "error", "flow", "duplicate", "s6", subject="rebook")
+
+    def prints(sarif: str) -> list[tuple[str, str]]:
+        results = json.loads(sarif)["runs"][0]["results"]
+        return [
+            (r.get("baselineState", ""), r["partialFingerprints"]["arhFinding/v1"][-2:])
+            for r in results
+        ]
+
+    # fewer: the baseline numbers its three equal findings :1, :2, :3; the candidate keeps one
+    # (:1, unchanged) and the other two are gone (:2 and :3, absent, as the baseline numbered them)
+    for baseline, candidate, expected in (
+        ((same, same, same), (same,), [("unchanged", ":1"), ("absent", ":2"), ("absent", ":3")]),
+        # more: the first keeps :1, the next two are new, :2 and :3 as the candidate's report has
+        ((same,), (same, same, same), [("new", ":2"), ("new", ":3"), ("unchanged", ":1")]),
+        # another step is another fingerprint, numbered on its own
+        ((same,), (other, same), [("new", ":1"), ("unchanged", ":1")]),
+    ):
+        base = RunReport((_report("t", False, *baseline),))
+        cand = RunReport((_report("t", False, *candidate),))
+        result = compare_reports(base, cand)
+        text = render_compare_sarif(result, evaluate_gate(result))
+        assert prints(text) == expected
+        # the same fingerprints as the validation SARIF of each run
+        shown = {p for state, p in prints(text) if state != "absent"}
+        assert shown == {p for _, p in prints(render_sarif(cand))}
+        absent = {p for state, p in prints(text) if state == "absent"}
+        assert absent == {p for _, p in prints(render_sarif(base))} - shown
+
+
+def test_compare_sarif_leaves_out_absent_then_unchanged_results_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agent_reliability_harness.regression import compare_reports, evaluate_gate
+    from agent_reliability_harness.render import sarif
+
+    def finding(step: str) -> Finding:
+        return Finding("ARH-SCH-001", "error", "schema", "not allowed", step)
+
+    old = (finding("s1"), finding("s2"), finding("gone1"), finding("gone2"))
+    new = (finding("s1"), finding("s2"), finding("new1"))
+    result = compare_reports(
+        RunReport((_report("t", False, *old),)), RunReport((_report("t", False, *new),))
+    )
+    monkeypatch.setattr(sarif, "MAX_RESULTS", 2)
+    doc = _valid_sarif(sarif.render_compare_sarif(result, evaluate_gate(result)))
+    sarif_run = doc["runs"][0]
+    assert [r["baselineState"] for r in sarif_run["results"]] == ["new", "unchanged"]
+    notes = sarif_run["invocations"][0]["toolExecutionNotifications"]
+    assert notes[-1]["message"]["text"] == (
+        "3 of 5 results were left out (1 unchanged, 2 absent): code scanning accepts at most 2 "
+        "results per run"
+    )
+
+
+def test_compare_sarif_and_junit_escape_hostile_text() -> None:
+    import unicodedata
+
+    from agent_reliability_harness.regression import compare_reports, evaluate_gate
+    from agent_reliability_harness.render.junit import render_compare_junit
+    from agent_reliability_harness.render.sarif import render_compare_sarif
+
+    step = "s\x1b[31m\u2028[click](https://evil.example)"
+    finding = Finding("ARH-SCH-001", "error", "schema", "tool 'x'\nis not allowed", step)
+    trace_id = "t\u202eevil\n::error::x"
+    base = RunReport((_report(trace_id, True, policy="p\x1b"),))
+    cand = RunReport((_report(trace_id, False, finding, policy="q\u202e"),))
+    result = compare_reports(base, cand)
+    gate = evaluate_gate(result, fail_on_drift=True)
+    doc = _valid_sarif(render_compare_sarif(result, gate, input_errors=2))
+    sarif_run = doc["runs"][0]
+    hidden = {"Cc", "Cf", "Cs", "Zl", "Zp"}
+    ours = {k: v for k, v in sarif_run.items() if k != "tool"}  # rules' help has line breaks
+    assert not [s for s in _strings(ours) if any(unicodedata.category(c) in hidden for c in s)]
+    (result_doc,) = sarif_run["results"]
+    # by hand, as in the validation SARIF: the message holds "](", so "[" and "]" are escaped
+    assert result_doc["message"]["text"] == (
+        "tool 'x'\\nis not allowed (trace 't\\u202eevil\\n::error::x', "
+        "step 's\\x1b\\[31m\\u2028\\[click\\](https://evil.example)')"
+    )
+    assert sarif_run["automationDetails"]["id"] == "arh-compare/q\\u202e/"
+    assert sarif_run["properties"]["baseline"]["policy_id"] == "p\\x1b"
+    notes = [
+        n["message"]["text"] for n in sarif_run["invocations"][0]["toolExecutionNotifications"]
+    ]
+    assert notes == [
+        "2 candidate inputs could not be read (listed in the run's log)",
+        "baseline and candidate were checked against different policies: 'p\\x1b' and 'q\\u202e'",
+    ]
+    assert sarif_run["invocations"][0]["executionSuccessful"] is False
+
+    text = render_compare_junit(result, gate, input_errors=2)
+    root = ET.fromstring(text.split("\n", 1)[1])  # noqa: S314 - our own output
+    attributes = [value for element in root.iter() for value in element.attrib.values()]
+    assert not [value for value in attributes if "\n" in value or "\r" in value]
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\u202e]", text)
+    cases = {case.get("name"): case for case in root.iter("testcase")}
+    assert list(cases) == ["regression gate", "candidate inputs", "t\\u202eevil\\n::error::x"]
+    lines = (cases["t\\u202eevil\\n::error::x"].findtext("failure") or "").split("\n")
+    # one line per finding: the line break of its message is written as \n
+    assert lines[1] == (
+        "new: [ERROR] ARH-SCH-001 (step s\\x1b[31m\u2028[click](https://evil.example)): "
+        "tool 'x'\\nis not allowed"
+    )
+    error = cases["candidate inputs"].find("error")
+    assert error is not None
+    assert error.get("message") == "2 candidate inputs could not be read"
+    # the drift fails the gate (--fail-on-drift): it is among the gate's reasons
+    reasons = (cases["regression gate"].findtext("failure") or "").split("\n")
+    assert reasons[-1] == (
+        "drift: baseline and candidate were checked against different policies: 'p\\x1b' and "
+        "'q\\u202e'"
+    )
+    assert len(reasons) == len(gate.reasons)
+
+
+_GATE_FINDINGS = st.lists(
+    st.builds(
+        Finding,
+        st.sampled_from(["ARH-FLW-003", "ARH-SAF-001"]),
+        st.sampled_from(["error", "warning"]),
+        st.sampled_from(["flow", "safety"]),
+        st.just("m"),
+        st.sampled_from([None, "s1", "s2"]),
+    ),
+    max_size=3,
+).map(tuple)
+_GATE_REPORTS = st.builds(
+    TraceReport,
+    st.sampled_from(["t1", "t2", "t3", "t4"]),
+    st.just("a"),
+    st.just("w"),
+    st.just("p"),
+    st.sampled_from([50.0, 80.0, 80.5, 100.0]),
+    st.booleans(),
+    st.just(0.0),
+    st.just(0.0),
+    st.none(),
+    _GATE_FINDINGS,
+)
+_GATE_RUNS = st.lists(_GATE_REPORTS, max_size=4, unique_by=lambda r: r.trace_id).map(
+    lambda reports: RunReport(tuple(reports))
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _GATE_RUNS,
+    _GATE_RUNS,
+    st.sampled_from([("regressions", None), ("regressions", 0.3), ("failures", None),
+                     ("never", None)]),
+)  # fmt: skip
+def test_a_junit_case_fails_exactly_when_the_gate_names_its_trace(
+    baseline: RunReport, candidate: RunReport, mode: tuple[str, float | None]
+) -> None:
+    from agent_reliability_harness.regression import compare_reports, evaluate_gate
+    from agent_reliability_harness.render.junit import render_compare_junit
+
+    result = compare_reports(baseline, candidate)
+    gate = evaluate_gate(result, *mode)
+    root = ET.fromstring(render_compare_junit(result, gate).split("\n", 1)[1])  # noqa: S314
+    failing = {
+        case.get("name") for case in root.iter("testcase") if case.find("failure") is not None
+    }
+    assert ("regression gate" in failing) == (not gate.passed)
+    # the traces the gate's reasons name: trace 't1' ..., t1:RULE among the new error
+    # findings, or the list of "candidate has 2 failing traces: t1, t2" (fail-on failures)
+    named = {
+        t.trace_id
+        for t in result.traces
+        for reason in gate.reasons
+        if f"'{t.trace_id}'" in reason
+        or f"{t.trace_id}:ARH-" in reason
+        or (reason.startswith("candidate has") and t.trace_id in reason.split(": ")[1].split(", "))
+    }
+    assert failing - {"regression gate"} == named
+    skipped = {
+        case.get("name") for case in root.iter("testcase") if case.find("skipped") is not None
+    }
+    assert skipped == {t.trace_id for t in result.traces if t.status_change == "removed"}
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert suite.get("failures") == str(len(failing))
+    assert suite.get("tests") == str(1 + len(result.traces))
+
+
+def test_compare_junit_gate_case_holds_the_statistical_reasons(arh: Arh, tmp_path: Path) -> None:
+    from junitparser import Failure, JUnitXml
+
+    # docs/statistics.md, section 5: the pass rate drops significantly; --fail-on defaults to
+    # never, so no trace's test case fails, and the gate's says what was not gated
+    examples = ROOT / "docs" / "examples" / "statistics"
+    runs = {}
+    for side in ("baseline", "candidate"):
+        runs[side] = tmp_path / f"{side}.json"
+        arh("validate", "--policy", examples / "policy.json", examples / side,
+            "--outcome-at", "/metadata/reward", "--json-out", runs[side], "--quiet")  # fmt: skip
+    out = tmp_path / "compare.xml"
+    run = arh(
+        "compare", "--baseline", runs["baseline"], "--candidate", runs["candidate"],
+        "--gate", "pass rate drop significant at 0.05", "--junit-out", out, "--quiet",
+    )  # fmt: skip
+    assert run.status == 1
+    cases = list(next(iter(JUnitXml.fromfile(str(out)))))
+    failing = [c.name for c in cases if any(isinstance(r, Failure) for r in c.result)]
+    assert failing == ["regression gate"]
+    gate = cases[0]
+    failure = next(r for r in gate.result if isinstance(r, Failure))
+    assert failure.message == "the gate failed (fail-on never): 1 reason"
+    assert (failure.text or "").startswith(
+        "workflow 'refunds': pass rate dropped significantly (mean per task 0.950 -> 0.550"
+    )
+    assert gate.system_out == (
+        "note: not gated, as --fail-on defaults to never with --gate or --gates: 18 new error "
+        "findings, 17 traces from pass to fail (--fail-on regressions gates them too)"
+    )
+    assert len(cases) == 1 + 40

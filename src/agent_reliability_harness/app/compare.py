@@ -15,6 +15,7 @@ from agent_reliability_harness.app.inputs import policy as read_policy
 from agent_reliability_harness.app.output import error, report_error, say, write_report
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.io import utf8_name
+from agent_reliability_harness.io.load import StepLines
 from agent_reliability_harness.model.report import TraceReport
 from agent_reliability_harness.model.trace import Trace
 from agent_reliability_harness.regression import compare_reports, evaluate_gate
@@ -132,6 +133,9 @@ def compare(args: Namespace) -> bool:
         input_errors,
         ungated_regressions(result) if args.ungated else None,
         fail_under,
+        # the lines of the steps, for the SARIF comparison: a saved report does not say at which
+        # step (by position) a finding is, so only traces validated now have them
+        step_lines=StepLines(limit) if args.candidate is None else None,
     )
     if not quiet:
         say(render_compare_console(result, gate, extra=_console_extra(comparison)), sys.stdout)

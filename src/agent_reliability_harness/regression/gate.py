@@ -9,9 +9,9 @@ from decimal import Decimal
 from typing import Any, Final
 
 from agent_reliability_harness.errors import UsageError, excerpt
-from agent_reliability_harness.regression.compare import CompareResult
+from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
 
-__all__ = ["FAIL_ON_MODES", "GateResult", "evaluate_gate"]
+__all__ = ["FAIL_ON_MODES", "GateResult", "evaluate_gate", "trace_reasons"]
 
 FAIL_ON_MODES: Final = ("regressions", "failures", "never")
 _LISTED: Final = 10  # entries named in one reason line before "and N more"
@@ -136,3 +136,34 @@ def evaluate_gate(
     if fail_on_drift:
         reasons += [f"drift: {w}" for w in result.warnings]
     return GateResult(not reasons, tuple(reasons), fail_on, limit, fail_on_drift)
+
+
+def trace_reasons(delta: TraceDelta, gate: GateResult) -> tuple[str, ...]:
+    """What ``gate`` holds against one trace, in the words of its reasons but without the trace
+    id: in mode ``regressions`` its new error findings, a change from pass to fail, an added
+    trace that fails and a score drop beyond the limit; in mode ``failures`` a candidate that
+    fails; nothing in mode ``never``. A trace has reasons exactly when :func:`evaluate_gate`
+    counts it against the gate (its reasons name the trace, unless a long list leaves it among
+    "and N more"); drift and the statistical gates are about the whole run, not one trace."""
+    candidate = delta.candidate
+    if gate.fail_on == "failures":
+        return ("fails in the candidate",) if candidate is not None and not candidate.passed else ()
+    if gate.fail_on != "regressions":
+        return ()
+    reasons: list[str] = []
+    errors = Counter(f.rule_id or f.category for f in delta.new_findings if f.severity == "error")
+    if errors:
+        total = sum(errors.values())
+        noun = "finding" if total == 1 else "findings"
+        reasons.append(f"{total} new error {noun}: {_listing(errors)}")
+    if delta.status_change == "pass->fail":
+        reasons.append("regressed from pass to fail")
+    if delta.status_change == "added" and candidate is not None and not candidate.passed:
+        reasons.append("added, and fails")
+    limit = gate.max_score_drop
+    if limit is not None and delta.dropped_beyond(limit):
+        reasons.append(
+            f"score dropped {_drop_text(delta.score_drop, limit)} points "
+            f"(limit {_limit_text(limit)})"
+        )
+    return tuple(reasons)

@@ -50,7 +50,6 @@ _ARROWS: Final = {
     "fail->pass": "fail \u2192 pass",
     "added": "added",
     "removed": "removed",
-    "unchanged": "unchanged",
 }
 
 
@@ -178,11 +177,20 @@ def render_compare_console(
     return "\n".join(lines) + "\n"
 
 
+def _md_change(delta: TraceDelta) -> str:
+    """What the table of changed traces says changed: the verdict (``pass → fail``, ``added``),
+    else the findings (the same verdict, with findings new or resolved), else the score alone.
+    Never ``unchanged``: every trace the table lists changed in one of these ways."""
+    if delta.status_change != "unchanged":
+        return _ARROWS[delta.status_change]
+    return "findings changed" if delta.changed else "score only"
+
+
 def _md_row(delta: TraceDelta) -> str:
     return md_row(
         [
             md_code(delta.trace_id),
-            _ARROWS[delta.status_change] if delta.changed else "score only",
+            _md_change(delta),
             _score(delta, "\u2192"),  # numbers only: nothing to escape
             str(len(delta.new_findings)),
             str(len(delta.resolved_findings)),

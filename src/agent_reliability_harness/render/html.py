@@ -1294,22 +1294,28 @@ def _delta_line(delta: TraceDelta, max_score_drop: float | None = None) -> str:
 
 
 def _rank(delta: TraceDelta, max_score_drop: float | None = None) -> int:
-    """0 for a regression (pass to fail, a new error finding, an added failing trace, a score
-    drop beyond ``max_score_drop``), else 1."""
+    """Where a changed trace goes on a comparison page: 0 for a regression (what fails the
+    ``regressions`` gate: pass to fail, a new error finding, an added trace that fails, a score
+    drop beyond ``max_score_drop``), 1 for another change for the worse of a trace that keeps
+    its verdict (a lower score, new warnings or notes), 2 for the other changes (fail to pass,
+    findings resolved, a higher score, an added trace that passes, a removed trace)."""
     if delta.status_change == "pass->fail" or delta.dropped_beyond(max_score_drop):
         return 0
     if any(f.severity == "error" for f in delta.new_findings):
         return 0
-    if delta.status_change == "added" and delta.candidate is not None:
-        return 0 if not delta.candidate.passed else 1
-    return 1
+    if delta.status_change == "added":
+        return 0 if delta.candidate is not None and not delta.candidate.passed else 2
+    change = delta.score_delta
+    worse = bool(delta.new_findings) or (change is not None and round(change, 2) < 0)
+    return 1 if worse and delta.status_change == "unchanged" else 2
 
 
 class CompareTraces:
     """Keeps, while the candidate is validated, the traces that :func:`render_compare_html` will
-    expand: the first EXPANDED_CHANGED changed traces in its order (regressions first, then by
-    trace id). Pass it as ``on_trace`` to ``runner.run_validation``, with the gate's
-    ``max_score_drop`` (a larger drop is a regression)."""
+    expand: the first EXPANDED_CHANGED changed traces in its order (regressions first, then the
+    other changes for the worse, then the rest, by trace id within each). Pass it as
+    ``on_trace`` to ``runner.run_validation``, with the gate's ``max_score_drop`` (a larger drop
+    is a regression)."""
 
     def __init__(
         self,
@@ -1558,7 +1564,9 @@ def _compare_sections(
     if notable:
         yield (
             f'<h2 id="changed">Changed traces ({len(notable):,})</h2>\n<p class="muted">'
-            "Regressions first. In each timeline, findings the baseline did not have are marked "
+            "Regressions first (what fails the <code>regressions</code> gate), then the other "
+            "changes for the worse (a lower score, new warnings), then the rest; by trace id "
+            "within each. In each timeline, findings the baseline did not have are marked "
             "<em>new</em>; the baseline's findings that are gone are shown at their step, "
             "marked <em>resolved</em>.</p>\n"
         )

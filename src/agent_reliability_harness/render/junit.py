@@ -3,13 +3,17 @@
 The dialect is the common one that pytest, Jenkins and GitLab write and read: ``testsuites`` >
 ``testsuite`` > ``testcase`` with ``failure`` for a failing trace and ``error`` for an input that
 could not be read. Characters that XML 1.0 cannot carry are shown as escapes, never dropped.
+
+The comparison (:func:`render_compare_junit`) is one test case for the gate and one per trace,
+which fails when the gate holds something against that trace.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.report import (
@@ -19,6 +23,7 @@ from agent_reliability_harness.model.report import (
     TraceReport,
     as_run_report,
 )
+from agent_reliability_harness.regression.gate import trace_reasons
 from agent_reliability_harness.render._text import (
     FORMAT_CHARS,
     escape_char,
@@ -26,7 +31,11 @@ from agent_reliability_harness.render._text import (
     score_alone,
 )
 
-__all__ = ["JunitWriter", "render_junit", "xml_safe"]
+if TYPE_CHECKING:
+    from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
+    from agent_reliability_harness.regression.gate import GateResult
+
+__all__ = ["JunitWriter", "render_compare_junit", "render_junit", "xml_safe"]
 
 # Everything outside XML 1.0's Char production (C0 controls but TAB/LF/CR, lone surrogates,
 # U+FFFE and U+FFFF), and the format characters (bidi controls that make viewers show text
@@ -173,3 +182,133 @@ def render_junit(run: ReportLike, *, fail_under: float | None = None) -> str:
     body = "".join([writer.add(report) for report in run.reports])
     summary = run.summary()
     return writer.head(summary) + body + writer.tail(summary)
+
+
+# -- The comparison ----------------------------------------------------------------------------
+
+
+def _seconds(milliseconds: float) -> str:
+    return f"{milliseconds / 1000:.3f}"
+
+
+def _change_lines(delta: TraceDelta) -> list[str]:
+    """What changed in a trace of the candidate, one line each: its verdict and score, then its
+    new and its resolved findings (line breaks from the reports escaped, as in the validation
+    report)."""
+    base, cand = delta.baseline, delta.candidate
+    assert cand is not None
+    verdict = "pass" if cand.passed else "fail"
+    if base is None:
+        line = f"added; verdict: {verdict}; score: {cand.score:.2f}"
+    else:
+        before = "pass" if base.passed else "fail"
+        verdict = f"{verdict} (unchanged)" if before == verdict else f"{before} -> {verdict}"
+        change = delta.score_delta
+        assert change is not None
+        shown = f"{round(change, 2) + 0.0:+.2f}"  # not -0.00
+        line = f"verdict: {verdict}; score: {base.score:.2f} -> {cand.score:.2f} ({shown})"
+    lines = [line]
+    lines += ["new: " + _finding_line(f) for f in delta.new_findings]
+    lines += ["resolved: " + _finding_line(f) for f in delta.resolved_findings]
+    return lines
+
+
+def _compare_case(delta: TraceDelta, gate: GateResult) -> ET.Element:
+    report = delta.candidate or delta.baseline
+    assert report is not None
+    attrs = {
+        "classname": _name(f"{report.agent_name}.{report.workflow}"),
+        "name": _name(delta.trace_id),
+        "time": "0.000" if delta.candidate is None else _seconds(report.total_latency_ms),
+    }
+    if report.source_path is not None:
+        attrs["file"] = _name(report.source_path)
+    case = ET.Element("testcase", attrs)
+    if delta.candidate is None:  # the gate never counts a removed trace against it
+        ET.SubElement(case, "skipped", {"message": "removed: not in the candidate run"})
+        return case
+    reasons = trace_reasons(delta, gate)
+    text = xml_safe("\n".join(_change_lines(delta)))
+    if reasons:
+        message = _name("; ".join(reasons))
+        ET.SubElement(case, "failure", {"message": message, "type": "arh.Regression"}).text = text
+    elif delta.notable or not delta.candidate.passed:
+        ET.SubElement(case, "system-out").text = text
+    return case
+
+
+def _gate_case(result: CompareResult, gate: GateResult, ungated: str | None) -> ET.Element:
+    case = ET.Element("testcase", {"classname": "arh", "name": "regression gate", "time": "0.000"})
+    if not gate.passed:
+        message = f"the gate failed (fail-on {gate.fail_on}): {plural(len(gate.reasons), 'reason')}"
+        failure = ET.SubElement(case, "failure", {"message": message, "type": "arh.GateFailure"})
+        failure.text = xml_safe("\n".join(r.translate(_LINE_BREAKS) for r in gate.reasons))
+    notes = [] if gate.fail_on_drift else [f"warning: {w}" for w in result.warnings]
+    if ungated is not None:
+        notes.append(f"note: {ungated}")
+    if notes:
+        text = "\n".join(note.translate(_LINE_BREAKS) for note in notes)
+        ET.SubElement(case, "system-out").text = xml_safe(text)
+    return case
+
+
+def _inputs_case(input_errors: int) -> ET.Element:
+    case = ET.Element(
+        "testcase", {"classname": "arh.inputs", "name": "candidate inputs", "time": "0.000"}
+    )
+    message = f"{plural(input_errors, 'candidate input')} could not be read"
+    error = ET.SubElement(case, "error", {"message": message, "type": "arh.InputError"})
+    error.text = "They are listed in the run's log, on standard error."
+    return case
+
+
+def render_compare_junit(
+    result: CompareResult,
+    gate: GateResult,
+    *,
+    input_errors: int = 0,
+    ungated: str | None = None,
+) -> str:
+    """The comparison as JUnit XML, with an XML declaration and a trailing newline: a test case
+    for the gate (failing with its reasons: the findings gate's, the statistical gates' and,
+    with ``fail_on_drift``, the drift warnings), one with an error when candidate inputs could
+    not be read (``input_errors``), then one per trace in trace id order, failing when the gate
+    holds something against it (:func:`~agent_reliability_harness.regression.gate.trace_reasons`),
+    skipped when it was removed. ``ungated`` says what the trace-by-trace gate let through when
+    statistical gates turned it off."""
+    cases = [_gate_case(result, gate, ungated)]
+    if input_errors:
+        cases.append(_inputs_case(input_errors))
+    cases += [_compare_case(delta, gate) for delta in result.traces]
+    latency = math.fsum(d.candidate.total_latency_ms for d in result.traces if d.candidate)
+    counts = {
+        "tests": str(len(cases)),
+        "failures": str(sum(1 for c in cases if c.find("failure") is not None)),
+        "errors": str(sum(1 for c in cases if c.find("error") is not None)),
+        "skipped": str(sum(1 for c in cases if c.find("skipped") is not None)),
+    }
+    if math.isfinite(latency):  # finite latencies may add up past a float: then no time
+        counts["time"] = _seconds(latency)
+    root = ET.Element("testsuites", {"name": "arh compare", **counts})
+    policy = result.candidate.policy_id
+    name = "arh compare" if not policy else f"arh compare: {policy}"
+    suite = ET.SubElement(root, "testsuite", {"name": _name(name), **counts})
+    properties = ET.SubElement(suite, "properties")
+    facts = [
+        ("fail_on", gate.fail_on),
+        ("max_score_drop", None if gate.max_score_drop is None else repr(gate.max_score_drop)),
+        ("fail_on_drift", "true" if gate.fail_on_drift else None),
+        ("gate", "pass" if gate.passed else "fail"),
+        ("policy_id", policy or None),
+        ("policy_sha256", result.candidate.policy_sha256),
+        ("harness_version", result.candidate.harness_version),
+        ("baseline_policy_id", result.baseline.policy_id or None),
+        ("baseline_policy_sha256", result.baseline.policy_sha256),
+        ("baseline_harness_version", result.baseline.harness_version),
+    ]
+    for key, value in facts:
+        if value is not None:
+            ET.SubElement(properties, "property", {"name": key, "value": _name(value)})
+    suite.extend(cases)
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

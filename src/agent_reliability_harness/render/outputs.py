@@ -69,7 +69,8 @@ class Comparison:
     """Everything a comparison report shows: the comparison and its gate (with the statistical
     gates merged in), the statistics when asked for, the candidate inputs that could not be read,
     what the trace-by-trace gate let through when statistical gates turned it off, the pass
-    threshold of a candidate validated now, and the traces a :class:`TraceKeeper` kept."""
+    threshold of a candidate validated now, the traces a :class:`TraceKeeper` kept, and the
+    line of each step of a candidate trace in its file (as :class:`WriterOptions` has it)."""
 
     result: CompareResult
     gate: GateResult
@@ -78,6 +79,7 @@ class Comparison:
     ungated: str | None = None
     fail_under: float | None = None
     traces: Mapping[str, Trace] | None = None
+    step_lines: Callable[[TraceReport], Sequence[int] | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

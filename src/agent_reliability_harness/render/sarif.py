@@ -8,14 +8,19 @@ of the finding's fingerprint (trace, rule, category, step, subject) plus an occu
 they are unique within a run and stable between runs. GitHub's upload limits are respected: at
 most 25,000 results per run. Text from inputs is shown with visible escapes (``\\x1b``), and
 cannot form an embedded link in a message; fingerprints hash the values as they are.
+
+The comparison (:func:`render_compare_sarif`) is the same run of results, each with its
+``baselineState``: the candidate's findings ``new`` or ``unchanged``, and the baseline's resolved
+findings ``absent``, with the fingerprints the validation report gives them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
 from agent_reliability_harness._json import dumps_indented
@@ -27,10 +32,20 @@ from agent_reliability_harness.model.report import (
     TraceReport,
     as_run_report,
 )
-from agent_reliability_harness.render._text import visible
+from agent_reliability_harness.render._text import plural, visible
 from agent_reliability_harness.rules import RULES, Rule
 
-__all__ = ["MAX_RESULTS", "SARIF_SCHEMA_URI", "SarifWriter", "render_sarif"]
+if TYPE_CHECKING:
+    from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
+    from agent_reliability_harness.regression.gate import GateResult
+
+__all__ = [
+    "MAX_RESULTS",
+    "SARIF_SCHEMA_URI",
+    "SarifWriter",
+    "render_compare_sarif",
+    "render_sarif",
+]
 
 SARIF_SCHEMA_URI: Final = "https://json.schemastore.org/sarif-2.1.0.json"
 MAX_RESULTS: Final = 25_000  # GitHub rejects runs with more results
@@ -45,6 +60,15 @@ def _level(severity: str) -> str:
 
 def _rule_name(rule: Rule) -> str:
     return "".join(word.capitalize() for word in re.findall(r"[A-Za-z0-9]+", rule.title))
+
+
+def _rules() -> list[Rule]:
+    """Every rule of the registry, in ID order, so that a rule's index never changes."""
+    return sorted(RULES.values(), key=lambda r: r.rule_id)
+
+
+def _rule_index() -> dict[str, int]:
+    return {rule.rule_id: i for i, rule in enumerate(_rules())}
 
 
 def _rule(rule: Rule) -> dict[str, Any]:
@@ -155,7 +179,8 @@ def _result(
     where = f"trace '{report.trace_id}'"
     if finding.step_id is not None:
         where += f", step '{finding.step_id}'"
-    result: dict[str, Any] = {"ruleId": finding.rule_id}
+    # findings of 0.1.x reports (a comparison's baseline) have no rule ID: their category
+    result: dict[str, Any] = {"ruleId": finding.rule_id or finding.category}
     if finding.rule_id in index:
         result["ruleIndex"] = index[finding.rule_id]
     result |= {
@@ -187,8 +212,7 @@ class SarifWriter:
         self, step_lines: Callable[[TraceReport], Sequence[int] | None] | None = None
     ) -> None:
         self._step_lines = step_lines
-        self._rules = sorted(RULES.values(), key=lambda r: r.rule_id)
-        self._index = {rule.rule_id: i for i, rule in enumerate(self._rules)}
+        self._index = _rule_index()
         self._seen: dict[str, int] = {}
         self._results = 0
         self._findings = 0
@@ -223,32 +247,19 @@ class SarifWriter:
                     },
                 }
             )
-        driver = {
-            "name": "arh",
-            "fullName": "agent-reliability-harness",
-            "version": __version__,
-            "semanticVersion": __version__,
-            "informationUri": RULES_DOC_URL.rsplit("/blob/", 1)[0],
-            "rules": [_rule(rule) for rule in self._rules],
-        }
-        sarif_run: dict[str, Any] = {
-            "tool": {"driver": driver},
-            "automationDetails": {"id": f"arh/{visible(summary.policy_id or 'policy')}/"},
-            "invocations": [
-                {
-                    "executionSuccessful": not summary.input_errors,
-                    "toolExecutionNotifications": notifications,
-                }
-            ],
-            "columnKind": "unicodeCodePoints",
-            "results": [],
-        }
+        properties = None
         if summary.policy_id is not None:
-            sarif_run["properties"] = {
+            properties = {
                 "policy_id": visible(summary.policy_id),
                 "policy_sha256": summary.policy_sha256,
             }
-        document = {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [sarif_run]}
+        document = _document(
+            f"arh/{visible(summary.policy_id or 'policy')}/",
+            not summary.input_errors,
+            notifications,
+            [],
+            properties,
+        )
         text = dumps_indented(_unicode_safe(document))
         at = text.index(_RESULTS) + len(_RESULTS) - 1  # strings are escaped: the one real key
         return text[:at], text[at:]
@@ -258,6 +269,36 @@ class SarifWriter:
 
     def tail(self, summary: RunSummary) -> str:
         return ("\n      " if self._results else "") + self._split(summary)[1] + "\n"
+
+
+def _document(
+    automation_id: str,
+    successful: bool,
+    notifications: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    properties: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The SARIF log of one run: the driver with every rule, then the run's facts."""
+    driver = {
+        "name": "arh",
+        "fullName": "agent-reliability-harness",
+        "version": __version__,
+        "semanticVersion": __version__,
+        "informationUri": RULES_DOC_URL.rsplit("/blob/", 1)[0],
+        "rules": [_rule(rule) for rule in _rules()],
+    }
+    sarif_run: dict[str, Any] = {
+        "tool": {"driver": driver},
+        "automationDetails": {"id": automation_id},
+        "invocations": [
+            {"executionSuccessful": successful, "toolExecutionNotifications": notifications}
+        ],
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    }
+    if properties is not None:
+        sarif_run["properties"] = properties
+    return {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [sarif_run]}
 
 
 def render_sarif(run: ReportLike, step_lines: Mapping[str, Sequence[int]] | None = None) -> str:
@@ -272,6 +313,122 @@ def render_sarif(run: ReportLike, step_lines: Mapping[str, Sequence[int]] | None
     body = "".join([writer.add(report) for report in run.reports])
     summary = run.summary()
     return writer.head(summary) + body + writer.tail(summary)
+
+
+_STATES: Final = ("new", "unchanged", "absent")  # a comparison's baselineState, in result order
+
+
+def _states(report: TraceReport, new: Sequence[Finding]) -> list[str]:
+    """The ``baselineState`` of each finding of a candidate's report: ``new`` for the
+    comparison's new findings, ``unchanged`` for the others. Of equal findings the last are the
+    new ones: the first keep the occurrence numbers (fingerprints) the baseline gave them."""
+    left = Counter(new)
+    states = []
+    for finding in reversed(report.findings):
+        if left[finding]:
+            left[finding] -= 1
+            states.append("new")
+        else:
+            states.append("unchanged")
+    return states[::-1]
+
+
+def _compared(
+    delta: TraceDelta,
+    step_lines: Callable[[TraceReport], Sequence[int] | None] | None,
+    index: Mapping[str, int],
+) -> dict[str, list[dict[str, Any]]]:
+    """The results of one trace of a comparison, by ``baselineState``: the candidate's findings
+    as the validation report writes them, then the resolved ones as the baseline's wrote them
+    (where the baseline report locates the trace, without a step's line, which a report does
+    not record). Fingerprints number equal findings within a trace: a resolved one takes the
+    next number after the candidate's equal ones, the number it had among the baseline's."""
+    found: dict[str, list[dict[str, Any]]] = {state: [] for state in _STATES}
+    seen: dict[str, int] = {}
+    candidate, baseline = delta.candidate, delta.baseline
+    if candidate is not None and candidate.findings:
+        lines = None if step_lines is None else step_lines(candidate)
+        states = _states(candidate, delta.new_findings)
+        for finding, state in zip(candidate.findings, states, strict=True):
+            result = _result(candidate, finding, lines, index, seen)
+            found[state].append(result | {"baselineState": state})
+    if baseline is not None:
+        for finding in delta.resolved_findings:
+            result = _result(baseline, finding, None, index, seen)
+            found["absent"].append(result | {"baselineState": "absent"})
+    return found
+
+
+def render_compare_sarif(
+    result: CompareResult,
+    gate: GateResult,
+    *,
+    input_errors: int = 0,
+    step_lines: Callable[[TraceReport], Sequence[int] | None] | None = None,
+) -> str:
+    """The comparison as SARIF 2.1.0 JSON (ASCII, indented, with a trailing newline): the
+    candidate's findings with ``baselineState`` ``new`` or ``unchanged``, then the baseline's
+    findings that the candidate resolved, ``absent`` (SARIF 2.1.0 §3.27.24); results, rules and
+    fingerprints as in :func:`render_sarif`, so that a result has the fingerprint the
+    validation report gives it. The new results come first, then the unchanged, then the
+    absent ones, each in trace id order: beyond ``MAX_RESULTS``, the absent and then the
+    unchanged ones are left out first, and a notification says how many.
+
+    ``input_errors`` counts the candidate inputs that could not be read (when it was validated
+    now); ``step_lines`` gives the line of each step of a candidate trace in its file."""
+    index = _rule_index()
+    found: dict[str, list[dict[str, Any]]] = {state: [] for state in _STATES}
+    for delta in result.traces:
+        for state, results in _compared(delta, step_lines, index).items():
+            found[state] += results
+    results = [r for state in _STATES for r in found[state]]
+    notifications: list[dict[str, Any]] = []
+    if input_errors:
+        notifications.append(
+            {
+                "level": "error",
+                "message": {
+                    "text": f"{plural(input_errors, 'candidate input')} could not be read "
+                    "(listed in the run's log)"
+                },
+            }
+        )
+    notifications += [
+        {"level": "warning", "message": {"text": _message(warning)}} for warning in result.warnings
+    ]
+    if len(results) > MAX_RESULTS:
+        shown = results[:MAX_RESULTS]
+        left = Counter(r["baselineState"] for r in results[MAX_RESULTS:])
+        which = ", ".join(f"{left[state]} {state}" for state in _STATES if left[state])
+        notifications.append(
+            {
+                "level": "warning",
+                "message": {
+                    "text": f"{len(results) - MAX_RESULTS} of {len(results)} results were left "
+                    f"out ({which}): code scanning accepts at most {MAX_RESULTS} results per run"
+                },
+            }
+        )
+        results = shown
+    base, cand = result.baseline, result.candidate
+    properties = {
+        "policy_id": visible(cand.policy_id),
+        "policy_sha256": cand.policy_sha256,
+        "baseline": {
+            "policy_id": visible(base.policy_id),
+            "policy_sha256": base.policy_sha256,
+            "harness_version": base.harness_version and visible(base.harness_version),
+        },
+        "gate": {"passed": gate.passed, "fail_on": gate.fail_on},
+    }
+    document = _document(
+        f"arh-compare/{visible(cand.policy_id or 'policy')}/",
+        not input_errors,
+        notifications,
+        results,
+        properties,
+    )
+    return dumps_indented(_unicode_safe(document)) + "\n"
 
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
