@@ -29,6 +29,7 @@ from agent_reliability_harness._decode import unknown_key_hint
 from agent_reliability_harness._toml import key_lines, line_of, parse_toml, toml_kind
 from agent_reliability_harness.errors import InputError, excerpt
 from agent_reliability_harness.io.load import config_candidates, load_toml_text
+from agent_reliability_harness.model.report import SEVERITIES
 
 __all__ = [
     "COMMANDS",
@@ -360,8 +361,12 @@ def _kind_problem(kind: str, value: object) -> str | None:
     if not isinstance(value, dict):
         return got
     for rule, level in value.items():
-        if not isinstance(level, str):
-            return f"the severity of {excerpt(rule)} must be a string, got {toml_kind(level)}"
+        if level not in SEVERITIES:
+            shown = excerpt(level) if isinstance(level, str) else toml_kind(level)
+            return (
+                f"the severity of {excerpt(rule)} must be one of {', '.join(SEVERITIES)}, "
+                f"got {shown}"
+            )
     return None
 
 
