@@ -1326,3 +1326,23 @@ def test_d81_user_messages_count_under_language_1_1() -> None:
     yes = {"step_id": "u2", "type": "user_message", "text": "Yes, pay it."}
     assert _findings(_trace(said, _call("s3", "pay")), confirm) == [("error", "ARH-CFM-001", "s3")]
     assert _findings(_trace(said, yes, _call("s3", "pay")), confirm) == []
+
+
+def test_d110_settings_from_a_configuration_file(
+    tmp_path: Path, arh: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".git").mkdir()  # the root of a repository: the search stops here
+    monkeypatch.chdir(tmp_path)
+    policy = ROOT / "samples" / "policy_trajectory.json"
+    trace = ROOT / "samples" / "traces" / "rebook_double_rebooking.json"  # fails: ARH-FLW-003
+    (tmp_path / "arh.toml").write_text(
+        f'policy = {json.dumps(str(policy))}\nignore = ["ARH-FLW-003"]\n', encoding="utf-8"
+    )
+    run = arh("validate", trace, "--quiet")  # 0.2.x: --policy is required
+    assert run.status == 0, run.err
+    run = arh("validate", "--policy", policy, trace, "--quiet", "--isolated")  # as 0.2.x
+    assert run.status == 1
+    (tmp_path / "arh.toml").write_text("fail_under = 80\n", encoding="utf-8")
+    run = arh("validate", "--policy", policy, trace, "--quiet")
+    assert run.status == 2
+    assert run.err.startswith("error: invalid configuration: arh.toml:1: fail_under: ")
