@@ -99,8 +99,8 @@ def test_the_nearest_file_wins_and_a_pyproject_without_the_table_is_passed_over(
     arh: Arh, project: Path
 ) -> None:
     _write(project / "pyproject.toml", '[tool.arh]\npolicy = "policy.json"\nfail-under = 90\n')
-    # says "arh" (so it is parsed), but has no [tool.arh]: the search goes on upwards
-    _write(project / "runs" / "pyproject.toml", '[project]\nname = "arh-runs"\n')
+    # has a tool table (so it is parsed), but no tool.arh: the search goes on upwards
+    _write(project / "runs" / "pyproject.toml", "tool = { black = { line-length = 99 } }\n")
     _write(project / "runs" / "nested" / "arh.toml", "fail-under = 50\n")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(project / "runs")
@@ -110,6 +110,28 @@ def test_the_nearest_file_wins_and_a_pyproject_without_the_table_is_passed_over(
     # the nearest file alone: settings are not merged with a file further up
     assert shown["fail-under"]["location"] == "arh.toml:1"
     assert shown["policy"] == {"value": None, "origin": "default"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[tool.arh]\nfail-under = 1",
+        "[tool.arh.validate]\nfail-under = 1",
+        "[tool]\narh.fail-under = 1",
+        "[ tool ]\narh = { fail-under = 1 }",
+        "tool.arh.fail-under = 1",
+        "tool = { arh = { fail-under = 1 } }",
+        '[ "tool" . "arh" ]\nfail-under = 1',
+        "[tool.ruff]\nline-length = 99\n\n['tool'.arh]\nfail-under = 1",
+    ],
+)
+def test_every_way_to_write_the_table_is_found(arh: Arh, project: Path, text: str) -> None:
+    # a pyproject.toml that cannot hold tool.arh is not parsed at all (a start-up cost): each
+    # TOML spelling of the table must still be
+    _write(project / "pyproject.toml", text + "\n")
+    shown = _settings(arh, "validate")
+    assert shown["fail-under"]["value"] == 1.0
+    assert shown["fail-under"]["location"].startswith("pyproject.toml:")
 
 
 @pytest.mark.parametrize("marker", [".git", ".hg", ".git file"])
@@ -510,7 +532,15 @@ def test_this_repository_has_no_arh_settings() -> None:
     assert not (ROOT / "arh.toml").exists()
 
 
-@pytest.mark.parametrize("pyproject", [None, '[project]\nname = "plain"\n'])
+@pytest.mark.parametrize(
+    "pyproject",
+    [
+        None,
+        '[project]\nname = "plain"\n',
+        # arh named, as this repository's pyproject.toml names it, but no tool.arh
+        '[project.scripts]\narh = "x:main"\n[tool.pytest.ini_options]\narh_policy = "p.json"\n',
+    ],
+)
 def test_no_file_costs_no_start_up_time(project: Path, pyproject: str | None) -> None:
     # without a configuration file (or with a pyproject.toml that never says arh), its reader
     # and tomllib are not imported: they measured 11 ms of every start
