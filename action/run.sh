@@ -13,7 +13,7 @@
 # are relative to the workspace, as code scanning and the test reporters read them.
 #
 # Environment:
-#   ARH_INPUT_POLICY, ARH_INPUT_TRACES (one path, directory or glob per line), ARH_INPUT_BASELINE,
+#   ARH_INPUT_POLICY, ARH_INPUT_TRACES (paths, directories or globs, by line or blank), ARH_INPUT_BASELINE,
 #   ARH_INPUT_FAIL_ON, ARH_INPUT_MAX_SCORE_DROP, ARH_INPUT_ANY_STEP, ARH_INPUT_FAIL_UNDER,
 #   ARH_INPUT_FORMAT, ARH_INPUT_OUTPUT_DIR, ARH_INPUT_WORKING_DIRECTORY   the action's inputs
 #   GITHUB_ACTION_PATH            the action's checkout, installed with pip into a virtualenv
@@ -103,7 +103,7 @@ for pair in "policy:$policy" "baseline:$baseline" "fail-on:$fail_on" \
 done
 
 [ -n "$policy" ] || usage_error "the 'policy' input is required"
-[ -n "$(trim "$traces")" ] || usage_error "the 'traces' input is required (one path, directory or glob per line)"
+[ -n "$(trim "$traces")" ] || usage_error "the 'traces' input is required (paths, directories or globs, one per line or separated by blanks)"
 if [ -z "$baseline" ]; then
     [ -z "$fail_on" ] || usage_error "'fail-on' applies only with a 'baseline'"
     [ -z "$max_score_drop" ] || usage_error "'max-score-drop' applies only with a 'baseline'"
@@ -229,9 +229,36 @@ set -- "--policy=$policy"
 [ -z "$input_format" ] || set -- "$@" "--format=$input_format"
 [ -z "$fail_under" ] || set -- "$@" "--fail-under=$fail_under"
 
-# The traces follow '--', so that a path starting with '-' is a path. Each line is one path; a line
-# holding *, ? or [ is a glob, expanded here in the working directory (no field splitting: IFS is
-# empty) and kept as given when nothing matches, so that arh reports it as missing.
+# Entries are separated by line breaks and, as in arh 0.2.x, by blanks: a line is one entry when
+# it names an existing path or a glob that matches something as a whole (a path with a space in
+# it), else each of its blank-separated words is one.
+entries=
+while read -r line || [ -n "$line" ]; do
+    line=$(trim "$line")
+    [ -n "$line" ] || continue
+    case $line in
+        *[[:space:]]*)
+            in_wd "$line"
+            if [ ! -e "$r" ] && ! compgen -G "$r" >/dev/null; then
+                set -f # the words are split here, their globs expanded below
+                for word in $line; do
+                    entries="$entries$word
+"
+                done
+                set +f
+                continue
+            fi
+            ;;
+    esac
+    entries="$entries$line
+"
+done <<EOF
+$traces
+EOF
+
+# The traces follow '--', so that a path starting with '-' is a path. Each entry is one path; an
+# entry holding *, ? or [ is a glob, expanded here in the working directory (no field splitting:
+# IFS is empty) and kept as given when nothing matches, so that arh reports it as missing.
 set -- "$@" --
 saved_ifs=$IFS
 IFS=
@@ -256,7 +283,7 @@ while read -r line || [ -n "$line" ]; do
             ;;
     esac
 done <<EOF
-$traces
+$entries
 EOF
 IFS=$saved_ifs
 

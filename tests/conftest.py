@@ -27,6 +27,14 @@ REAL_TRACES = SHARED / "data" / "real-traces"
 SARIF_SCHEMA = SHARED / "data" / "schemas" / "sarif-2.1.0" / "sarif-schema-2.1.0.json"
 
 
+@pytest.fixture(autouse=True)
+def _no_colour_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests choose colour themselves: a FORCE_COLOR or NO_COLOR of the shell that runs
+    them must not change what the console report looks like."""
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+
+
 def require_shared(path: Path) -> Path:
     """Skip the calling test, with the reason, when the shared reference data is not present."""
     if not path.exists():

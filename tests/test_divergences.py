@@ -1155,20 +1155,30 @@ def _action_workspace(tmp_path: Path) -> Path:
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
-def test_d60_action_traces_are_lines_not_words(tmp_path: Path) -> None:
+def test_d60_action_traces_are_lines_or_words(tmp_path: Path) -> None:
     from test_action import run_action
 
     work = _action_workspace(tmp_path)
-    two = "samples/traces/rebook_pass.json samples/traces/rebook_double_rebooking.json"
-    run = run_action(work, {"policy": "samples/policy_trajectory.json", "traces": two})
-    # 0.2.x split this into two files; now it is one (missing) file name
-    assert f"error: {two}: no such file or directory" in run.err
-    run = run_action(
-        work, {"policy": "samples/policy_trajectory.json", "traces": two.replace(" ", "\n")}
-    )
-    assert run.err == ""
-    report = json.loads((work / run.outputs["json-report"]).read_text("utf-8"))
-    assert [r["trace_id"] for r in report["reports"]] == ["rebook-1002", "rebook-1001"]
+    two = "samples/traces/rebook_pass.json  samples/traces/rebook_double_rebooking.json"
+    for entries in (two, two.replace("  ", "\n"), two.replace("  ", " \t\n ")):
+        # blank-separated as in 0.2.x, or one per line
+        run = run_action(work, {"policy": "samples/policy_trajectory.json", "traces": entries})
+        assert run.err == ""
+        report = json.loads((work / run.outputs["json-report"]).read_text("utf-8"))
+        assert [r["trace_id"] for r in report["reports"]] == ["rebook-1002", "rebook-1001"]
+    # a line that names an existing path as a whole is one entry: a path with a space in it
+    spaced = work / "my runs"
+    spaced.mkdir()
+    shutil.copy(work / "samples" / "traces" / "rebook_pass.json", spaced / "a run.json")
+    for entries in ("my runs", "my runs/a run.json", "my runs/*.json"):
+        run = run_action(work, {"policy": "samples/policy_trajectory.json", "traces": entries})
+        assert run.err == "", entries
+        report = json.loads((work / run.outputs["json-report"]).read_text("utf-8"))
+        assert [r["trace_id"] for r in report["reports"]] == ["rebook-1001"]
+    # and words that name nothing are each reported
+    run = run_action(work, {"policy": "samples/policy_trajectory.json", "traces": "nope one"})
+    assert "error: nope: no such file or directory" in run.err
+    assert "error: one: no such file or directory" in run.err
     # an entry that looks like an option is a file name
     run = run_action(
         work, {"policy": "samples/policy_trajectory.json", "traces": "--quiet\n--version"}

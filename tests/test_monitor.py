@@ -381,6 +381,99 @@ def test_monitor_matches_offline_validation_on_generated_runs_of_policy_11(trace
     assert equivalence_problems(POLICY_11, trace) == []
 
 
+# tool_failures: the monitor reads a call's output as offline validation does, so that a call
+# that failed by the policy's tests is no duplicate side effect, needs a retry, and leaves the
+# confirmation unused (POLICY_11's rules, with failures declared globally and for one tool)
+POLICY_FAILURES = Policy.from_dict(
+    {
+        **POLICY_11.to_dict(),
+        "policy_id": "monitor-property-failures",
+        "error_handling": {"require_retry_on_error": True, "max_attempts": 3},
+        "tool_failures": {
+            "default": [{"pattern": "^Error:"}, {"pointer": "/error"}],
+            "tools": {"lookup": [{"pointer": "/status", "equals": "error"}]},
+        },
+    }
+)
+_OUTPUTS = [
+    None,
+    "done",
+    "Error: no seats",
+    '{"error": "timeout"}',
+    '{"error": null, "total": 15}',
+    {"status": "error", "total": 3},
+    {"total": 15},
+]
+
+
+@st.composite
+def _step_failing(draw: st.DrawFn, index: int) -> dict[str, Any]:
+    step = draw(_step_11(index))
+    if step["type"] == "tool_call":
+        step["output"] = draw(st.sampled_from(_OUTPUTS))
+        step["status"] = draw(st.sampled_from(["ok", "ok", "ok", "error"]))
+    return step
+
+
+@st.composite
+def _trace_failing(draw: st.DrawFn) -> Trace:
+    steps = [draw(_step_failing(i)) for i in range(draw(st.integers(0, 10)))]
+    return Trace.from_dict({"trace_id": "gen", "agent_name": "", "workflow": "", "steps": steps})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=_trace_failing(), intents=st.lists(st.booleans(), min_size=10, max_size=10))
+def test_monitor_matches_offline_validation_with_declared_tool_failures(
+    trace: Trace, intents: list[bool]
+) -> None:
+    assert equivalence_problems(POLICY_FAILURES, trace, iter(intents)) == []
+
+
+def test_the_monitor_sees_a_declared_failure_where_offline_validation_does() -> None:
+    # pay fails by its output ("Error: ..."), then is retried with the same arguments after one
+    # yes: neither a duplicate side effect nor an unconfirmed call, offline or in the monitor;
+    # the third identical call, after the retry succeeded, is both
+    pay = {"to": _ACCOUNTS[0], "amount": 5}
+    steps = [
+        {"step_id": "u1", "type": "user_message", "text": "yes"},
+        {"step_id": "p1", "type": "tool_call", "tool_name": "pay", "arguments": pay,
+         "output": "Error: gateway timeout"},
+        {"step_id": "p2", "type": "tool_call", "tool_name": "pay", "arguments": pay,
+         "output": "paid"},
+        {"step_id": "p3", "type": "tool_call", "tool_name": "pay", "arguments": pay,
+         "output": "paid"},
+    ]  # fmt: skip
+    trace = Trace.from_dict({"trace_id": "t", "agent_name": "", "workflow": "", "steps": steps})
+    policy = Policy.from_dict(
+        {
+            "schema_version": "1.1",
+            "policy_id": "pay-once",
+            "allowed_tools": {
+                "pay": {
+                    "required_arguments": {"to": "str", "amount": "float"},
+                    "side_effect": True,
+                }
+            },
+            "error_handling": {"require_retry_on_error": True},
+            "confirmation": {},
+            "tool_failures": {"default": [{"pattern": "^Error:"}]},
+        }
+    )
+    offline = Validator(policy).validate(trace).findings
+    assert [(f.rule_id, f.step_id) for f in offline] == [
+        ("ARH-CFM-001", "p3"),
+        ("ARH-FLW-003", "p3"),
+    ]
+    assert equivalence_problems(policy, trace) == []
+    monitor = Monitor(policy)
+    for step in steps[:3]:
+        assert monitor.check(_intent(Step.from_dict(step))) == []
+        assert monitor.observe(step) == []
+    with pytest.raises(BlockedCallError) as blocked:
+        monitor.guard(_intent(Step.from_dict(steps[3])))
+    assert sorted(f.rule_id for f in blocked.value.findings) == ["ARH-CFM-001", "ARH-FLW-003"]
+
+
 _amounts = st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False)
 
 

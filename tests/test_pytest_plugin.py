@@ -484,3 +484,35 @@ def test_the_example_suite_runs_under_the_plugin(pytester: pytest.Pytester) -> N
         ("refund-twice", False),
         ("refund-guarded", True),
     ]
+
+
+def test_the_rule_selection_of_arh_validate_applies_to_every_check(
+    suite: pytest.Pytester,
+) -> None:
+    # test_pays_twice fails by ARH-FLW-003 alone: switched off, lowered or left out, it passes
+    for option in (
+        ["--arh-ignore", "ARH-FLW-003"],
+        ["--arh-severity", "ARH-FLW=warning"],
+        ["--arh-select", "ARH-SCH,ARH-BUD"],
+    ):
+        result = _run(suite, "--arh-policy", "policy.json", *option)
+        result.assert_outcomes(passed=3)
+    # the header says what was changed, as arh validate's report does
+    shown = _run(suite, "--arh-policy", "policy.json", "--arh-severity", "ARH-FLW=warning")
+    shown.stdout.fnmatch_lines(["arh: rules switched off or changed: ARH-FLW-* warning"])
+    # a selection that keeps the rule fails the test as before
+    kept = _run(suite, "--arh-policy", "policy.json", "--arh-select", "ARH-FLW")
+    kept.assert_outcomes(passed=2, failed=1)
+
+
+def test_the_rule_selection_can_come_from_the_ini_file(suite: pytest.Pytester) -> None:
+    suite.makeini("[pytest]\narh_policy = policy.json\narh_ignore = ARH-FLW-003 ARH-SCH\n")
+    _run(suite).assert_outcomes(passed=3)
+    # the command line's value replaces the ini file's
+    _run(suite, "--arh-ignore", "ARH-SCH").assert_outcomes(passed=2, failed=1)
+
+
+def test_a_bad_rule_code_stops_the_session(suite: pytest.Pytester) -> None:
+    result = _run(suite, "--arh-policy", "policy.json", "--arh-ignore", "ARH-FLX")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*arh: unknown rule 'ARH-FLX' (did you mean ARH-FLW?)*"])

@@ -89,3 +89,46 @@ def test_the_doc_states_the_numbers_it_discusses() -> None:
     recall = re.search(r"banking.*?recall of (\d\.\d\d)", text, re.DOTALL)
     assert recall is not None
     assert recall.group(1) == banking[8]
+
+
+def test_the_tool_failures_table_adds_up() -> None:
+    # per row: findings with the section = findings without it - gone + new; the AgentDojo
+    # samples have no tool_failures section, so nothing can change there
+    table = tables()["tool-failures"]
+    rows = [line for line in table.splitlines()[2:] if line.startswith("| ")]
+    assert [_row(table, label)[0] for label in ("AgentDojo banking", "AgentDojo slack")] == [
+        "AgentDojo banking",
+        "AgentDojo slack",
+    ]
+    assert len(rows) == 4
+    for line in rows:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        runs, before, after, gone, new, reworded, verdicts = (int(c) for c in cells[3:10])
+        assert after == before - gone + new, line
+        assert reworded <= before - gone, line
+        assert verdicts <= runs, line
+        if cells[0].startswith("AgentDojo"):
+            assert cells[2] == "none"
+            assert (gone, new, reworded, verdicts) == (0, 0, 0, 0), line
+
+
+def test_the_confirmation_lift_is_the_ratio_of_its_shares() -> None:
+    # lift = (runs flagged among failed / failed runs) / (runs flagged among successful /
+    # successful runs), with and without tool_failures (the note under the table)
+    table = tables()["tau-airline"]
+    cells = _row(table, "ARH-CFM-001")
+    failed, succeeded = (int(cells[i].split(" ")[0]) for i in (2, 3))
+    assert cells[4] == f"{(failed / 116) / (succeeded / 84):.1f}"
+    note = re.search(
+        r"ARH-CFM-001 then fires in (\d+) \(\d+%\) of the failed and (\d+) \(\d+%\) of the "
+        r"successful runs, a lift of (\d+\.\d)\.",
+        table,
+    )
+    assert note is not None
+    before_failed, before_succeeded = int(note.group(1)), int(note.group(2))
+    assert note.group(3) == f"{(before_failed / 116) / (before_succeeded / 84):.1f}"
+    # declaring failures only takes findings away from this rule (a failed write no longer uses
+    # up the yes), and the rule separates the outcomes better for it
+    assert failed <= before_failed
+    assert succeeded <= before_succeeded
+    assert float(cells[4]) > float(note.group(3))

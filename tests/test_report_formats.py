@@ -364,6 +364,17 @@ def test_console_colour(arh: Arh, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TERM", "dumb")  # a terminal that cannot show colour
     assert _use_color("auto", Terminal()) is False  # type: ignore[arg-type]
     assert _use_color("always", Terminal()) is True  # type: ignore[arg-type]
+    # FORCE_COLOR colours output that is not a terminal (a CI log); NO_COLOR wins over it, and
+    # the option over both; either variable set to the empty string counts as not set
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert "\x1b[" in arh(*args).out
+    assert "\x1b[" not in arh(*args, "--color", "never").out
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in arh(*args).out
+    monkeypatch.setenv("NO_COLOR", "")
+    assert "\x1b[" in arh(*args).out
+    monkeypatch.setenv("FORCE_COLOR", "")
+    assert "\x1b[" not in arh(*args).out
 
 
 def test_console_lines_fit_100_columns() -> None:

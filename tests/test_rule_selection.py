@@ -21,7 +21,7 @@ from agent_reliability_harness.model.policy import RuleSelection
 from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.monitor import Monitor
 from agent_reliability_harness.rules import RULES
-from agent_reliability_harness.rules.selection import Findings
+from agent_reliability_harness.rules.selection import Findings, choose, grouped, rules_named
 
 from conftest import ROOT, Run, load_json
 
@@ -267,3 +267,113 @@ def test_a_bad_rules_object_in_a_baseline_is_an_error_at_its_pointer() -> None:
     with pytest.raises(InputError) as caught:
         RunReport.from_dict({"reports": [], "policy": {"rules": {"ARH-FLW-003": "loud"}}})
     assert caught.value.pointer == "/policy/rules/ARH-FLW-003"
+
+
+# -- rule codes, as ruff reads them: --select, --ignore and --severity with IDs or prefixes ---
+
+
+def test_a_code_names_a_rule_or_the_rules_it_starts() -> None:
+    assert rules_named("ARH-FLW") == ["ARH-FLW-001", "ARH-FLW-002", "ARH-FLW-003"]
+    assert rules_named(" arh-flw-00 ") == ["ARH-FLW-001", "ARH-FLW-002", "ARH-FLW-003"]
+    assert rules_named("ARH-FLW-003") == ["ARH-FLW-003"]
+    assert rules_named("ARH") == sorted(RULES)
+    assert rules_named("ARH-FLX") == rules_named("") == []
+
+
+def test_select_switches_every_other_rule_off() -> None:
+    chosen = choose(["ARH-FLW"])
+    assert chosen.off == tuple(sorted(set(RULES) - {"ARH-FLW-001", "ARH-FLW-002", "ARH-FLW-003"}))
+    assert chosen.severity == ()
+    assert choose(None) == RuleSelection()  # no select: every rule runs
+    assert choose([]).off == tuple(sorted(RULES))  # an empty select: none does
+
+
+def test_the_longer_of_a_selected_and_an_ignored_code_wins() -> None:
+    # the category, less one rule of it
+    narrowed = choose(["ARH-FLW"], ["ARH-FLW-003"])
+    assert set(RULES) - set(narrowed.off) == {"ARH-FLW-001", "ARH-FLW-002"}
+    # the category ignored, but one rule of it selected by its whole ID: that rule alone runs
+    kept = choose(["ARH-FLW-003"], ["ARH-FLW"])
+    assert set(RULES) - set(kept.off) == {"ARH-FLW-003"}
+    # equally long: ignore wins
+    assert set(RULES) - set(choose(["ARH-FLW"], ["arh-flw"]).off) == set()
+    # without select every rule runs but the ignored ones
+    assert choose(None, ["ARH-SCH-01"]).off == ("ARH-SCH-010", "ARH-SCH-011", "ARH-SCH-012")
+
+
+def test_a_severity_for_a_prefix_applies_to_each_rule_of_it() -> None:
+    chosen = choose(None, ["ARH-FLW-001"], [("ARH-FLW", "warning"), ("ARH-FLW-002", "info")])
+    # a later code wins over an earlier one; a rule switched off stays off at any severity
+    assert chosen.off == ("ARH-FLW-001",)
+    assert chosen.severity == (("ARH-FLW-002", "info"), ("ARH-FLW-003", "warning"))
+
+
+def test_a_code_that_names_no_rule_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match=r"unknown rule 'ARH-FLX' \(did you mean ARH-FLW\?\)"):
+        choose(["ARH-FLX"])
+    with pytest.raises(UsageError, match="unknown rule 'ARH-SCH-099'"):
+        choose(None, (), [("ARH-SCH-099", "info")])
+    with pytest.raises(UsageError, match="unknown severity 'fatal' for ARH-FLW-001"):
+        choose(None, (), [("ARH-FLW-001", "fatal")])
+
+
+def test_a_report_shows_a_category_switched_off_whole_as_one_entry() -> None:
+    chosen = choose(["ARH-FLW", "ARH-SAF-001"], ["ARH-FLW-002"])
+    shown = grouped(chosen.choices())
+    assert ("ARH-BUD-*", "off") in shown
+    assert ("ARH-FLW-002", "off") in shown  # a category in part: each rule of it
+    assert not any(code.startswith(("ARH-FLW-*", "ARH-SAF")) for code, _ in shown)
+    assert grouped([("ARH-FLW-003", "warning")]) == [("ARH-FLW-003", "warning")]
+
+
+def test_the_command_line_selects_rules(arh: Callable[..., Run], tmp_path: Path) -> None:
+    # the double rebooking's one error is ARH-FLW-003: selecting the schema rules hides it
+    report = tmp_path / "report.json"
+    run = arh("validate", "--policy", POLICY, DOUBLE, "--select", "ARH-SCH", "--json-out", report)
+    assert run.status == 0
+    written = json.loads(report.read_text(encoding="utf-8"))["policy"]["rules"]
+    assert sorted(written) == sorted(set(RULES) - set(rules_named("ARH-SCH")))
+    assert set(written.values()) == {"off"}
+    assert "ARH-BUD-* off" in run.out
+    assert "ARH-SCH" not in run.out.split("rules switched")[1]
+    # the flow category selected, with a prefix in lower case: the error is back
+    again = arh("validate", "--policy", POLICY, DOUBLE, "--select", "arh-flw,ARH-SAF")
+    assert again.status == 1
+    assert "      error   ARH-FLW-003  s5b  duplicate side effect" in again.out
+    # ... unless its one rule is ignored: the longer code wins
+    narrowed = arh(
+        "validate", "--policy", POLICY, DOUBLE, "--select", "ARH-FLW", "--ignore", "ARH-FLW-003"
+    )
+    assert narrowed.status == 0
+    # a severity for a whole category
+    lowered = arh("validate", "--policy", POLICY, DOUBLE, "--severity", "ARH-FLW=warning")
+    assert lowered.status == 0
+    assert "rules switched off or changed: ARH-FLW-* warning\n" in lowered.out
+
+
+def test_a_select_code_that_names_no_rule_is_a_usage_error(arh: Callable[..., Run]) -> None:
+    run = arh("validate", "--policy", POLICY, DOUBLE, "--select", "ARH-FLX")
+    assert run.status == 2
+    assert "argument --select: unknown rule 'ARH-FLX' (did you mean ARH-FLW?)" in run.err
+
+
+def test_compare_warns_when_the_runs_selected_different_rules(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    baseline = tmp_path / "baseline.json"
+    assert arh("validate", "--policy", POLICY, DOUBLE, "--json-out", baseline).status == 1
+    # the candidate switches off the rule of the baseline's one error: it looks resolved, so
+    # compare says the selections differ, and --fail-on-drift fails on it
+    argv = ["compare", "--baseline", baseline, "--policy", POLICY, DOUBLE]
+    warned = arh(*argv, "--ignore", "ARH-FLW-003")
+    assert warned.status == 0
+    assert (
+        "warning: baseline and candidate ran different rule selections (baseline -> candidate: "
+        "ARH-FLW-003 on -> off): findings of these rules are not comparable\n"
+    ) in warned.out
+    strict = arh(*argv, "--ignore", "ARH-FLW-003", "--fail-on-drift")
+    assert strict.status == 1
+    assert "  - drift: baseline and candidate ran different rule selections" in strict.out
+    # the same selection on both sides: no warning
+    same = arh(*argv)
+    assert "rule selections" not in same.out

@@ -76,7 +76,8 @@ def test_the_reward_row_matches_pass_hat_k_of_the_raw_rewards() -> None:
 
 def test_the_prose_under_the_table_states_its_numbers(tmp_path: Path) -> None:
     # "only 10 of the 50 tasks are solved in all four trials, and more than half of them are
-    # flaky"; "one rewarded run (task 13, trial 2) ... (ARH-FLW-003)"
+    # flaky"; "the five runs it fails all have reward 0: four ... (ARH-FLW-002), one ...
+    # (ARH-FLW-003)"; "Without tool_failures ... one rewarded run (task 13, trial 2) ..."
     records = json.loads(require_shared(TAU).read_text(encoding="utf-8"))
     doc = (ROOT / "docs" / "statistics.md").read_text(encoding="utf-8")
     trials = Counter(r["task_id"] for r in records)
@@ -87,19 +88,41 @@ def test_the_prose_under_the_table_states_its_numbers(tmp_path: Path) -> None:
     assert "only 10 of\nthe 50 tasks are solved in all four trials" in doc
     assert flaky > len(trials) / 2
     assert "more than half of them are flaky" in doc
-    # the runs rewarded but failed by the policy, from the report the documented command writes
-    report = tmp_path / "tau.json"
     tool = load_script("arh_tau_bench_stats", SCRIPT)
-    assert tool._arh(
-        "validate", "--policy", str(tool.POLICY), str(TAU), *tool.VALIDATE,
-        "--json-out", str(report), "--quiet",
-    ) in (0, 1)  # fmt: skip
-    reports = json.loads(report.read_text(encoding="utf-8"))["reports"]
-    rewarded_failing = [
-        (r["trace_id"], sorted({f["rule_id"] for f in r["findings"] if f["severity"] == "error"}))
-        for r in reports
-        if r["outcome"] == 1 and not r["passed"]
+    policy = json.loads(tool.POLICY.read_text(encoding="utf-8"))
+
+    def failing(document: dict[str, object], name: str) -> list[tuple[str, float, list[str]]]:
+        """(trace id, reward, error rule IDs) of the runs the policy fails, from the report the
+        documented command writes."""
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(document), encoding="utf-8")
+        report = tmp_path / f"{name}-report.json"
+        assert tool._arh(
+            "validate", "--policy", str(path), str(TAU), *tool.VALIDATE,
+            "--json-out", str(report), "--quiet",
+        ) in (0, 1)  # fmt: skip
+        reports = json.loads(report.read_text(encoding="utf-8"))["reports"]
+        return [
+            (
+                r["trace_id"],
+                r["outcome"],
+                sorted({f["rule_id"] for f in r["findings"] if f["severity"] == "error"}),
+            )
+            for r in reports
+            if not r["passed"]
+        ]
+
+    now = failing(policy, "policy")
+    assert len(now) == 5
+    assert "the five runs it fails all have reward 0" in doc
+    assert {outcome for _, outcome, _ in now} == {0}
+    assert sorted(rules for _, _, rules in now) == [["ARH-FLW-002"]] * 4 + [["ARH-FLW-003"]]
+    assert "four repeated an identical call more often" in doc
+    assert "one booked the same flights again" in doc
+    del policy["tool_failures"]
+    before = failing(policy, "before")
+    assert [(t, rules) for t, outcome, rules in before if outcome == 1] == [
+        ("13-2", ["ARH-FLW-003"])
     ]
-    assert rewarded_failing == [("13-2", ["ARH-FLW-003"])]
     assert "one rewarded run (task 13, trial 2)" in doc
     assert "(ARH-FLW-003)" in doc

@@ -4,10 +4,14 @@
   samples/policies/agentdojo-<suite>.json against the run's ``security`` label (true: the attack
   succeeded), per model.
 * tau-bench airline (gpt-4o): how often each rule of samples/policies/tau-airline.json fires in
-  failed (reward 0) and successful (reward 1) runs.
+  failed (reward 0) and successful (reward 1) runs, and how much more often in failed ones (the
+  lift), with the policy as it is and without its ``tool_failures`` section.
+* What ``tool_failures`` changes: the findings of every sample policy on its data set, with the
+  policy as it is and without that section (which is how the samples read before it existed).
 
     python tools/real_data_report.py           # rewrite the generated sections of the doc
     python tools/real_data_report.py --check   # exit 1 when they differ from a fresh run
+    python tools/real_data_report.py --print   # print the tables instead
 
 The data is read from ``$ARH_SHARED_DIR`` (default: ../shared next to the repository). Transcripts
 are read with the same adapters and options as ``arh validate`` (docs/adapters.md); nothing here
@@ -22,7 +26,7 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +34,8 @@ from agent_reliability_harness.adapters import RecordOptions, to_trace, to_trace
 from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.policy import Policy
-from agent_reliability_harness.model.report import TraceReport
+from agent_reliability_harness.model.report import Finding, TraceReport
+from agent_reliability_harness.model.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "provenance.md"
@@ -43,8 +48,12 @@ SUITES = ("banking", "slack")
 ATTACK = "important_instructions"
 
 
-def load_policy(name: str) -> Policy:
-    return Policy.from_dict(json.loads((POLICIES / name).read_text(encoding="utf-8")))
+def load_policy(name: str, *, tool_failures: bool = True) -> Policy:
+    """A sample policy; without its ``tool_failures`` section when ``tool_failures`` is false."""
+    document = json.loads((POLICIES / name).read_text(encoding="utf-8"))
+    if not tool_failures:
+        document.pop("tool_failures", None)
+    return Policy.from_dict(document)
 
 
 def normalise(text: str) -> str:
@@ -150,17 +159,27 @@ def tau_rows(policy: Policy) -> list[tuple[str, str]]:
     return rows
 
 
-def tau_table() -> str:
-    policy = load_policy("tau-airline.json")
-    validator = Validator(policy)
+def tau_traces() -> Iterator[tuple[Trace, dict[str, Any]]]:
+    """(trace, raw record) for every tau-bench run, read as ``arh validate`` reads them with
+    ``--messages-at /traj --trace-id-at /task_id --trace-id-at /trial``."""
     records = json.loads(TAU.read_text(encoding="utf-8"))
     options = RecordOptions("/traj", ("/task_id", "/trial"))
-    runs: Counter[bool] = Counter()
-    verdicts: Counter[tuple[bool, bool]] = Counter()
-    fired: dict[tuple[str, str], Counter[bool]] = {row: Counter() for row in tau_rows(policy)}
     for (_, trace), record in zip(to_traces(records, options=options), records, strict=True):
         if isinstance(trace, InputError):
             raise SystemExit(f"cannot read a tau-bench record: {trace}")
+        yield trace, record
+
+
+def tau_counts(
+    policy: Policy,
+) -> tuple[Counter[bool], Counter[tuple[bool, bool]], dict[tuple[str, str], Counter[bool]]]:
+    """Runs by outcome, verdicts by (outcome, passed), and per rule row the runs it fires in by
+    outcome (a run counts once per row)."""
+    validator = Validator(policy)
+    runs: Counter[bool] = Counter()
+    verdicts: Counter[tuple[bool, bool]] = Counter()
+    fired: dict[tuple[str, str], Counter[bool]] = {row: Counter() for row in tau_rows(policy)}
+    for trace, record in tau_traces():
         report = validator.validate(trace)
         success = record["reward"] == 1.0
         runs[success] += 1
@@ -171,24 +190,137 @@ def tau_table() -> str:
         }
         for row in seen:
             fired[row][success] += 1
+    return runs, verdicts, fired
+
+
+def _lift(tally: Counter[bool], runs: Counter[bool]) -> str:
+    """How many times more often a rule fires in failed runs than in successful ones."""
+    if not tally[True] or not runs[False]:
+        return "-"
+    return f"{(tally[False] / runs[False]) / (tally[True] / runs[True]):.1f}"
+
+
+def tau_table() -> str:
+    runs, verdicts, fired = tau_counts(load_policy("tau-airline.json"))
     header = (
         f"| Rule | Condition or relation | Failed runs (of {runs[False]}) | Successful runs "
-        f"(of {runs[True]}) |"
+        f"(of {runs[True]}) | Lift |"
     )
-    out = [header, "|---|---|---:|---:|"]
+    out = [header, "|---|---|---:|---:|---:|"]
     for (rule_id, name), tally in fired.items():
         out.append(
             f"| {rule_id} | {name or '-'} | {_share(tally[False], runs[False])} | "
-            f"{_share(tally[True], runs[True])} |"
+            f"{_share(tally[True], runs[True])} | {_lift(tally, runs)} |"
         )
+    _, _, before = tau_counts(load_policy("tau-airline.json", tool_failures=False))
+    confirmations = before["ARH-CFM-001", ""]
+    note = (
+        "Without `tool_failures`, every call counts as a success: ARH-CFM-001 then fires in "
+        f"{_share(confirmations[False], runs[False])} of the failed and "
+        f"{_share(confirmations[True], runs[True])} of the successful runs, a lift of "
+        f"{_lift(confirmations, runs)}."
+    )
     out += [
         "",
         "| arh verdict | Failed runs (reward 0) | Successful runs (reward 1) |",
         "|---|---:|---:|",
         f"| FAIL | {verdicts[False, False]} | {verdicts[True, False]} |",
         f"| PASS | {verdicts[False, True]} | {verdicts[True, True]} |",
+        "",
+        note,
     ]
     return "\n".join(out)
+
+
+# ---- what tool_failures changes ----------------------------------------------------------------
+
+
+def _identity(finding: Finding) -> tuple[str, str | None, str | None, str]:
+    return (finding.rule_id, finding.step_id, finding.subject, finding.severity)
+
+
+def failures_effect(name: str, traces: Iterable[Trace]) -> Counter[str]:
+    """The findings of sample policy ``name`` over ``traces`` without and with its
+    ``tool_failures`` section: how many there are, how many went, came, or kept their place but
+    changed their message, and in how many runs the verdict changed."""
+    before = Validator(load_policy(name, tool_failures=False))
+    after = Validator(load_policy(name))
+    tally: Counter[str] = Counter()
+    for trace in traces:
+        old, new = before.validate(trace), after.validate(trace)
+        tally["runs"] += 1
+        tally["before"] += len(old.findings)
+        tally["after"] += len(new.findings)
+        tally["verdicts"] += old.passed != new.passed
+        old_ids = Counter(_identity(f) for f in old.findings)
+        new_ids = Counter(_identity(f) for f in new.findings)
+        tally["gone"] += sum((old_ids - new_ids).values())
+        tally["new"] += sum((new_ids - old_ids).values())
+        kept = Counter(_full(f) for f in old.findings) & Counter(_full(f) for f in new.findings)
+        tally["reworded"] += sum((old_ids & new_ids).values()) - sum(kept.values())
+    return tally
+
+
+def _full(finding: Finding) -> str:
+    return json.dumps(finding.to_dict(), sort_keys=True)
+
+
+def agentdojo_traces(suite: str) -> Iterator[Trace]:
+    """Every run of a suite the tables above read: the attacked runs, then those without an
+    attack."""
+    for _, raw in agentdojo_runs(suite):
+        yield to_trace(raw)
+    for path in sorted(AGENTDOJO.glob(f"*/{suite}/user_task_*/none/none.json")):
+        yield to_trace(json.loads(path.read_text("utf-8")))
+
+
+def _declared(policy: Policy) -> str:
+    """The tests of a policy's ``tool_failures`` section, in a few words."""
+    failures = policy.tool_failures
+    if failures is None:
+        return "none"
+    tests = [
+        " ".join(
+            part
+            for part in (
+                f"`{test.pattern}`" if test.pattern is not None else "",
+                f"at `{test.pointer.text}`" if test.pointer is not None else "",
+                f"= `{json.dumps(test.equals[0])}`" if test.equals else "",
+            )
+            if part
+        )
+        for test in failures.default
+    ]
+    named = f"; own tests for {', '.join(failures.tools)}" if failures.tools else ""
+    return f"{' or '.join(tests) or 'none'} for every tool{named}"
+
+
+def failures_table() -> str:
+    header = (
+        "| Data set | Sample policy | Its `tool_failures` | Runs | Findings without it | "
+        "Findings with it | Gone | New | Reworded | Verdicts changed |"
+    )
+    rows = [
+        header,
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    cases = [
+        *(
+            (f"AgentDojo {suite}", f"agentdojo-{suite}.json", lambda s=suite: agentdojo_traces(s))
+            for suite in SUITES
+        ),
+        ("tau-bench airline", "tau-airline.json", lambda: (t for t, _ in tau_traces())),
+        ("tau-bench airline", "tau-airline-basic.json", lambda: (t for t, _ in tau_traces())),
+    ]
+    for label, name, traces in cases:
+        shown = _declared(load_policy(name))
+        tally = failures_effect(name, traces())
+        rows.append(
+            f"| {label} | [{name}](../samples/policies/{name}) | {shown} | {tally['runs']} | "
+            f"{tally['before']} | {tally['after']} | {tally['gone']} | {tally['new']} | "
+            f"{tally['reworded']} | {tally['verdicts']} |"
+        )
+    return "\n".join(rows)
 
 
 # ---- the document ------------------------------------------------------------------------------
@@ -197,6 +329,7 @@ def tau_table() -> str:
 def sections() -> dict[str, str]:
     found = {f"agentdojo-{suite}": agentdojo_table(suite) for suite in SUITES}
     found["tau-airline"] = tau_table()
+    found["tool-failures"] = failures_table()
     return found
 
 
@@ -219,12 +352,18 @@ def render(text: str, tables: dict[str, str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    parser.add_argument("--print", action="store_true", help="print the tables instead of writing")
     args = parser.parse_args(argv)
     if not AGENTDOJO.is_dir() or not TAU.is_file():
         print(f"the real traces are not in {REAL} (set ARH_SHARED_DIR)", file=sys.stderr)
         return 2
+    tables = sections()
+    if args.print:
+        for name, table in tables.items():
+            print(f"{name}:\n{table}\n")
+        return 0
     current = DOC.read_text(encoding="utf-8")
-    fresh = render(current, sections())
+    fresh = render(current, tables)
     if args.check:
         if fresh != current:
             print(f"{DOC} is stale: run python tools/real_data_report.py", file=sys.stderr)

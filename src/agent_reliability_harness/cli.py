@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import itertools
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,11 +50,44 @@ class _Parser(argparse.ArgumentParser):
         raise _ExitRequestError(status, message)
 
     def error(self, message: str) -> NoReturn:
+        message += _did_you_mean(self, message)
         raise _ExitRequestError(EXIT_USAGE, f"{self.format_usage()}{self.prog}: error: {message}\n")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+
+
+_CHOICE = re.compile(r"invalid choice: '(.*)' \(choose from (.*)\)$", re.DOTALL)
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    """`` (did you mean 'validate'?)`` for a command or option value that is not one of its
+    choices, or for an option that is not one of the command's, as ruff and git suggest; else
+    nothing."""
+    choice = _CHOICE.search(message)
+    if choice is not None:
+        given = choice.group(1)
+        known = [c.strip().strip("'") for c in choice.group(2).split(",")]
+    elif message.startswith("unrecognized arguments: "):
+        given = message.removeprefix("unrecognized arguments: ").split(" ")[0]
+        known = sorted(_option_strings(parser)) if given.startswith("--") else []
+        given = given.partition("=")[0]
+    else:
+        return ""
+    close = difflib.get_close_matches(given, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """The long options of ``parser`` and of the subcommand parsers it has built."""
+    found: set[str] = set()
+    for action in parser._actions:  # argparse keeps no public list of them
+        found.update(o for o in action.option_strings if o.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _option_strings(sub)
+    return found
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -123,7 +158,7 @@ def _report_options(parser: argparse.ArgumentParser, command: _Report) -> None:
 
     for fmt in output_formats(command):
         output = getattr(fmt, command)
-        _output(parser, fmt.flag, help=output.help)
+        _output(parser, fmt.flag, help=f"{output.help} (- for standard output)")
 
 
 def _report_paths(args: argparse.Namespace, command: _Report) -> list[tuple[str, str | None]]:
@@ -163,48 +198,56 @@ def _max_input_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _rule_id(text: str) -> str:
-    """A registered rule's ID (case-insensitive), or the argparse error with the closest one."""
-    from agent_reliability_harness.rules.registry import RULES
-    from agent_reliability_harness.rules.selection import unknown_rule
+def _rule_code(text: str) -> str:
+    """A rule ID or a prefix of IDs (``ARH-FLW``) naming at least one registered rule, in upper
+    case, or the argparse error with the closest one."""
+    from agent_reliability_harness.rules.selection import rules_named, unknown_rule
 
-    rule_id = text.strip().upper()
-    if rule_id not in RULES:
+    if not rules_named(text):
         raise argparse.ArgumentTypeError(unknown_rule(text.strip()))
-    return rule_id
+    return text.strip().upper()
 
 
-def _rule_ids(text: str) -> list[str]:
-    return [_rule_id(part) for part in text.split(",")]
+def _rule_codes(text: str) -> list[str]:
+    return [_rule_code(part) for part in text.split(",")]
 
 
 def _rule_severity(text: str) -> tuple[str, str]:
     from agent_reliability_harness.model.report import SEVERITIES
 
-    rule_id, equals, level = text.partition("=")
+    code, equals, level = text.partition("=")
     if not equals or level.strip() not in SEVERITIES:
         raise argparse.ArgumentTypeError(
             f"expected RULE=LEVEL with a level of error, warning or info, got {excerpt(text)}"
         )
-    return _rule_id(rule_id), level.strip()
+    return _rule_code(code), level.strip()
 
 
 def _selection_options(parser: _Parser) -> None:
     parser.add_argument(
-        "--ignore",
-        type=_rule_ids,
+        "--select",
+        type=_rule_codes,
         action="append",
         metavar="RULE[,RULE...]",
-        help="switch rules off for this run, by ID: their findings are not reported and the "
-        "checks only they failed pass (repeatable; adds to the policy's rules section)",
+        help="run only these rules: rule IDs or prefixes of them (ARH-FLW is a category, ARH "
+        "every rule); the others are switched off (repeatable)",
+    )
+    parser.add_argument(
+        "--ignore",
+        type=_rule_codes,
+        action="append",
+        metavar="RULE[,RULE...]",
+        help="switch rules off for this run, by ID or prefix: their findings are not reported "
+        "and the checks only they failed pass; the longer of a selected and an ignored code "
+        "wins (repeatable; adds to the policy's rules section)",
     )
     parser.add_argument(
         "--severity",
         type=_rule_severity,
         action="append",
         metavar="RULE=LEVEL",
-        help="give a rule's findings another severity (error, warning or info) for this run "
-        "(repeatable; wins over the policy's rules section)",
+        help="give the findings of a rule (an ID or a prefix) another severity (error, warning "
+        "or info) for this run (repeatable; wins over the policy's rules section)",
     )
 
 
@@ -287,7 +330,7 @@ def _build_parser(command: str | None) -> _Parser:
         "policy, score them, and gate CI on regressions.",
         allow_abbrev=False,
     )
-    parser.add_argument("--version", action="version", version=f"arh {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"arh {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     known = command in _COMMANDS
     for name, spec in _COMMANDS.items():
@@ -333,9 +376,11 @@ def _validate_arguments(validate: _Parser) -> None:
         choices=("auto", "always", "never"),
         default="auto",
         help="colour the console report (default: auto, on a terminal unless NO_COLOR is set "
-        "or TERM is dumb)",
+        "or TERM is dumb, and anywhere when FORCE_COLOR is set)",
     )
-    validate.add_argument("--quiet", action="store_true", help="do not print the console report")
+    validate.add_argument(
+        "-q", "--quiet", action="store_true", help="do not print the console report"
+    )
     validate.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
     _selection_options(validate)
     validate.add_argument(
@@ -416,7 +461,9 @@ def _compare_arguments(compare: _Parser) -> None:
         "--candidate-json-out",
         help="save the candidate's validation report (with --policy)",
     )
-    compare.add_argument("--quiet", action="store_true", help="do not print the console report")
+    compare.add_argument(
+        "-q", "--quiet", action="store_true", help="do not print the console report"
+    )
     compare.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
     _selection_options(compare)
     _max_input_option(compare)
@@ -495,7 +542,7 @@ def _stats_arguments(stats: _Parser) -> None:
     )
     _stat_options(stats)
     _report_options(stats, "stats")
-    stats.add_argument("--quiet", action="store_true", help="do not print the console report")
+    stats.add_argument("-q", "--quiet", action="store_true", help="do not print the console report")
     _max_input_option(stats)
     stats.set_defaults(usage=stats.format_usage())
 
@@ -769,14 +816,21 @@ def _error(message: str) -> None:
 def _overwrite_usage(
     outputs: Sequence[tuple[str, str | None]], inputs: Sequence[tuple[str, str | None]]
 ) -> str | None:
-    """The problem when two of the ``(option, path)`` outputs are one file, or an output is one
-    of the inputs (``-`` among them is standard input, not a file), else None."""
+    """The problem when two of the ``(option, path)`` outputs are one file or both standard
+    output (``-``), or an output is one of the inputs (``-`` among them is standard input, not a
+    file), else None."""
     from agent_reliability_harness.io.load import file_key
     from agent_reliability_harness.render._text import terminal_safe
 
     written: dict[tuple[object, ...], tuple[str, str]] = {}  # file -> its option and path
+    to_stdout = [option for option, path in outputs if path == "-"]
+    if len(to_stdout) > 1:
+        return (
+            f"{' and '.join(to_stdout)} both name standard output (-): only one report can go "
+            "there (name a file such as ./- for a file called -)"
+        )
     for option, path in outputs:
-        if path is None or (key := file_key(path)) is None:
+        if path is None or path == "-" or (key := file_key(path)) is None:
             continue
         first, _ = written.setdefault(key, (option, path))
         if first != option:
@@ -834,6 +888,7 @@ def _compare_usage(args: argparse.Namespace) -> str | None:
             ("--task-key", args.task_key),
             ("--outcome-at", args.outcome_at),
             ("--allow-risky-patterns", args.allow_risky_patterns or None),
+            ("--select", args.select),
             ("--ignore", args.ignore),
             ("--severity", args.severity),
         ):

@@ -51,7 +51,15 @@ class Validator:
     """A policy compiled once, ready to validate any number of traces; ``selection`` switches
     rules off or changes their severity (``rules.selection.RuleSelection``)."""
 
-    __slots__ = ("_fail_under", "_fidelity", "_grounding", "plans", "policy", "selection")
+    __slots__ = (
+        "_fail_under",
+        "_failures",
+        "_fidelity",
+        "_grounding",
+        "plans",
+        "policy",
+        "selection",
+    )
 
     def __init__(
         self,
@@ -67,6 +75,8 @@ class Validator:
             )
         self.policy = policy
         self._fail_under = check_fail_under(fail_under)
+        # how failed calls look when the trace says so only in their output (tool_failures)
+        self._failures = policy.tool_failures
         # the rules switched off or given another severity: the policy's rules section, with
         # ``selection`` (the caller's, such as the command line's) on top (rules/selection.py)
         check_known(policy.rules, in_policy=True)
@@ -101,7 +111,10 @@ class Validator:
         """:meth:`validate` for a trace whose values cannot contain themselves: one read from
         JSON text (by the command line) or made of values already checked (by the monitor)."""
         try:
-            facts = TraceFacts(trace)
+            status_read = False
+            if self._failures is not None:
+                trace, status_read = self._failures.apply(trace)
+            facts = TraceFacts(trace, status_read=status_read)
             findings = Findings(self.selection)
             results: list[CategoryResult] = []
             for rules, plan in self.plans:

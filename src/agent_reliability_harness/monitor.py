@@ -134,6 +134,7 @@ class Monitor:
 
     __slots__ = (
         "_checked",
+        "_recorded",
         "_state",
         "_validator",
         "_watches",
@@ -162,6 +163,7 @@ class Monitor:
         watches = (rules.watch(policy, plan) for rules, plan in self._validator.plans)
         self._watches = tuple(watch for watch in watches if watch is not None)
         self._state = RunState()
+        self._recorded: list[Step] = []  # the steps as given (the rules see them as read)
         self._checked: tuple[Step, list[Finding]] | None = None
 
     @property
@@ -171,12 +173,14 @@ class Monitor:
     @property
     def steps(self) -> tuple[Step, ...]:
         """The steps observed so far, in order."""
-        return tuple(self._state.steps)
+        return tuple(self._recorded)
 
-    def _probe(self, step: Step | Mapping[str, Any]) -> Probe:
-        """The step as the monitor keeps it: parsed from its JSON form, and a copy, so that an
-        agent that reuses its argument dicts for the next call cannot change a recorded step
-        (and a Step built in code is checked as one read from a file)."""
+    def _probe(self, step: Step | Mapping[str, Any]) -> tuple[Probe, Step]:
+        """The step as the rules see it, and as the monitor keeps it: parsed from its JSON
+        form, and a copy, so that an agent that reuses its argument dicts for the next call
+        cannot change a recorded step (and a Step built in code is checked as one read from a
+        file). The rules see a call whose output the policy's ``tool_failures`` declares a
+        failure with status ``error``, as offline validation does."""
         if isinstance(step, Step):
             data: Mapping[str, Any] = step.to_dict()
         elif isinstance(step, Mapping):
@@ -195,7 +199,15 @@ class Monitor:
         problem = find_cycle(data, where)  # a copy keeps a cycle, and a rule would walk it for ever
         if problem is not None:
             raise problem
-        return Probe(Step.from_dict(data, pointer=where), self._state)
+        parsed = Step.from_dict(data, pointer=where)
+        failures = self._validator.policy.tool_failures
+        if failures is None:
+            return Probe(parsed, self._state), parsed
+        try:
+            seen = failures.read(parsed)
+        except RecursionError:
+            raise InputError(NESTED_TRACE, pointer=None) from None
+        return Probe(seen, self._state), parsed
 
     def _look(self, probe: Probe) -> list[Finding]:
         found = Findings(self._validator.selection)
@@ -225,9 +237,9 @@ class Monitor:
         arguments); rules that need the outcome (output, status, latency) wait for
         :meth:`observe`.
         """
-        probe = self._probe(step)
+        probe, given = self._probe(step)
         found = self._look(probe)
-        self._checked = (probe.step, found)
+        self._checked = (given, found)
         return found
 
     def guard(self, step: Step | Mapping[str, Any]) -> list[Finding]:
@@ -246,21 +258,22 @@ class Monitor:
         """Record a step that happened; return the findings it adds that :meth:`check` did not
         already return for it (those that depend on its outcome; all of them when the last
         check was not of this step: same id, type, tool and arguments)."""
-        probe = self._probe(step)
+        probe, given = self._probe(step)
         found = self._look(probe)
         checked = self._checked
-        if checked is not None and _same_call(checked[0], probe.step):
+        if checked is not None and _same_call(checked[0], given):
             returned = set(checked[1])  # a set: a user turn can bring thousands of findings
             found = [f for f in found if f not in returned]
         self._checked = None
         for watch in self._watches:
             watch.commit(probe)
         self._state.commit(probe)
+        self._recorded.append(given)
         return found
 
     def trace(self) -> Trace:
         """The run so far as a canonical trace."""
-        steps = tuple(self._state.steps)
+        steps = tuple(self._recorded)
         version = schema_version_for(steps)
         return Trace(self.trace_id, self.agent_name, self.workflow, steps, version)
 

@@ -13,6 +13,9 @@ measured +60 to +90 ms of every pytest run where arh is installed). It adds:
   it also names the test's policy (a path relative to the test's file);
 * ``--arh-policy PATH`` (or the ini option ``arh_policy``, relative to the rootdir): the policy
   used when a test names none;
+* ``--arh-select``, ``--arh-ignore``, ``--arh-severity`` (or the ini options ``arh_select``,
+  ``arh_ignore``, ``arh_severity``): the rule selection of every check, as ``arh validate``'s
+  ``--select``, ``--ignore`` and ``--severity`` make it (IDs or prefixes, comma-separated);
 * ``--arh-report-dir DIR`` (or ``arh_report_dir``): at the end of the session, write the JSON
   validation report of every trace checked, one file per policy (``<policy_id>.json``), so that
   ``arh compare --baseline B --candidate DIR/<policy_id>.json`` can gate on the run.
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.report import TraceReport
     from agent_reliability_harness.model.trace import Trace
+    from agent_reliability_harness.rules.selection import RuleSelection
 
 
 __all__ = ["assert_trace_passes", "format_failure"]
@@ -55,6 +59,7 @@ class _Session:
         self.config = config
         self.policy_path = _configured_path(config, "arh_policy")
         self.report_dir = _configured_path(config, "arh_report_dir")
+        self.selection = _configured_selection(config)
         self.item: pytest.Item | None = None
         self._policies: dict[str, Policy] = {}
         # policy sha256 -> (policy, trace id -> report), in the order traces were checked
@@ -161,6 +166,27 @@ def _configured_path(config: pytest.Config, name: str) -> str | None:
     return None
 
 
+def _configured_selection(config: pytest.Config) -> RuleSelection | None:
+    """The rule selection of ``--arh-select``, ``--arh-ignore`` and ``--arh-severity`` (the
+    command line's values replace the ini file's), as ``arh validate`` makes it of ``--select``,
+    ``--ignore`` and ``--severity``; a bad one stops the run."""
+    from agent_reliability_harness.rules.selection import choose
+
+    codes: dict[str, list[str]] = {}
+    for name in ("select", "ignore", "severity"):
+        given = config.getoption(f"arh_{name}") or config.getini(f"arh_{name}") or []
+        codes[name] = [code.strip() for text in given for code in text.split(",") if code.strip()]
+    levels = []
+    for text in codes["severity"]:
+        code, _, level = text.partition("=")
+        levels.append((code, level.strip()))
+    try:
+        selection = choose(codes["select"] or None, codes["ignore"], levels)
+    except UsageError as exc:
+        raise pytest.UsageError(f"arh: {exc}") from None
+    return selection or None
+
+
 def _file_name(policy_id: str) -> str:
     safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in policy_id)
     return safe.strip(".") or "policy"
@@ -190,6 +216,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="write the JSON report of every trace checked to DIR/<policy_id>.json",
     )
+    for name, what in (
+        ("select", "run only these rules: IDs or prefixes (ARH-FLW), comma-separated"),
+        ("ignore", "switch these rules off: IDs or prefixes, comma-separated"),
+        ("severity", "give a rule (ID or prefix) another severity: RULE=LEVEL, comma-separated"),
+    ):
+        group.addoption(f"--arh-{name}", dest=f"arh_{name}", action="append", help=what)
+        parser.addini(f"arh_{name}", f"{what} (as --arh-{name})", type="args")
     parser.addini("arh_policy", "default policy file for arh (relative to the rootdir)")
     parser.addini("arh_report_dir", "directory for the arh reports (relative to the rootdir)")
 
@@ -222,6 +255,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines.append(f"arh: policy {session.policy_path}")
     if session.report_dir is not None:
         lines.append(f"arh: reports to {session.report_dir}")
+    if session.selection is not None:
+        from agent_reliability_harness.rules.selection import grouped
+
+        shown = ", ".join(
+            f"{code} {choice}" for code, choice in grouped(session.selection.choices())
+        )
+        lines.append(f"arh: rules switched off or changed: {shown}")
     return lines
 
 
@@ -401,7 +441,8 @@ def assert_trace_passes(
 
     session = _current()
     resolved = _as_policy(policy, session)
-    report = Validator(resolved, fail_under).validate(_as_trace(trace))
+    selection = None if session is None else session.selection
+    report = Validator(resolved, fail_under, selection=selection).validate(_as_trace(trace))
     if session is not None:
         session.add(resolved, report)
     if not report.passed:

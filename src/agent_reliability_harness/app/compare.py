@@ -9,7 +9,7 @@ import sys
 from argparse import Namespace
 from dataclasses import replace
 
-from agent_reliability_harness.app.formats import output_formats
+from agent_reliability_harness.app.formats import output_formats, report_to_stdout
 from agent_reliability_harness.app.inputs import gate_plan, read_reports
 from agent_reliability_harness.app.inputs import policy as read_policy
 from agent_reliability_harness.app.output import error, report_error, say, write_report
@@ -64,6 +64,7 @@ def compare(args: Namespace) -> bool:
     ):
         return False
     baseline, notes = merge_runs(baselines, "baseline")
+    quiet = args.quiet or report_to_stdout(args, "compare")
     input_errors = 0
     unwritten = 0  # report files that could not be written (the others are written all the same)
     outputs = [
@@ -106,7 +107,7 @@ def compare(args: Namespace) -> bool:
         input_errors = len(candidate.input_errors)
         if args.candidate_json_out:
             unwritten += write_report(
-                args.candidate_json_out, render_json(candidate), "Candidate report", args.quiet
+                args.candidate_json_out, render_json(candidate), "Candidate report", quiet
             )
     result = compare_reports(baseline, candidate, any_step=args.any_step)
     if notes:
@@ -130,7 +131,7 @@ def compare(args: Namespace) -> bool:
         ungated_regressions(result) if args.ungated else None,
         fail_under,
     )
-    if not args.quiet:
+    if not quiet:
         say(render_compare_console(result, gate, extra=_console_extra(comparison)), sys.stdout)
         note = exit_status_note(gate.passed, input_errors)
         if note is not None:
@@ -139,7 +140,7 @@ def compare(args: Namespace) -> bool:
         keeper = keepers.get(path)
         traces = keeper.traces if keeper else None
         text = output.render(dataclasses.replace(comparison, traces=traces))
-        unwritten += write_report(path, text, output.what, args.quiet)
+        unwritten += write_report(path, text, output.what, quiet)
     return gate.passed and not input_errors and not unwritten
 
 

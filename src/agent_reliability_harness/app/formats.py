@@ -11,7 +11,7 @@ from typing import Literal
 from agent_reliability_harness.render import formats
 from agent_reliability_harness.render.outputs import OutputFormat
 
-__all__ = ["output_formats"]
+__all__ = ["output_formats", "report_to_stdout"]
 
 _FOUND: list[OutputFormat] = []
 
@@ -35,3 +35,11 @@ def output_formats(
         found = [importlib.import_module(f"{formats.__name__}.{n}").FORMAT for n in _names()]
         _FOUND.extend(sorted(found, key=lambda f: (f.order, f.name)))
     return [f for f in _FOUND if command is None or getattr(f, command) is not None]
+
+
+def report_to_stdout(args: object, command: Literal["validate", "compare", "stats"]) -> bool:
+    """Whether a report of ``command`` goes to standard output (``--json-out -``): then the
+    console report and the "written to" lines are not printed, so that standard output holds
+    that report alone."""
+    paths = [getattr(args, f.attribute, None) for f in output_formats(command)]
+    return "-" in paths or getattr(args, "candidate_json_out", None) == "-"

@@ -16,19 +16,20 @@ from agent_reliability_harness.io import utf8_name
 from agent_reliability_harness.io.load import load_gate_file, load_policy, load_report, real_path
 from agent_reliability_harness.model.policy import RuleSelection
 from agent_reliability_harness.render._text import terminal_safe
-from agent_reliability_harness.rules.selection import check_known
+from agent_reliability_harness.rules.selection import check_known, choose
 
 if TYPE_CHECKING:
     from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.report import RunReport
     from agent_reliability_harness.regression.stat_gates import GatePlan
 
-__all__ = ["gate_plan", "policy", "read_reports"]
+__all__ = ["command_line_selection", "gate_plan", "policy", "read_reports"]
 
 
 def policy(args: Namespace) -> Policy | None:
     """Load the policy, printing its error (then None) or its accepted warnings, with the rule
-    selection of the command line (``--ignore``, ``--severity``) on top of its own."""
+    selection of the command line (``--select``, ``--ignore``, ``--severity``) on top of its
+    own."""
     path = args.policy
     try:
         loaded = load_policy(
@@ -42,13 +43,21 @@ def policy(args: Namespace) -> Policy | None:
         return None
     for warning in loaded.warnings:
         say(f"warning: {terminal_safe(path)}: {terminal_safe(warning)}\n", sys.stderr)
-    ignored = [rule_id for group in getattr(args, "ignore", None) or () for rule_id in group]
-    levels = dict(getattr(args, "severity", None) or ())
-    if ignored or levels:
-        # the command line's parser checked them: registered rules, known severities
-        chosen = RuleSelection(tuple(sorted(set(ignored))), tuple(sorted(levels.items())))
+    chosen = command_line_selection(args)
+    if chosen:
         loaded = dataclasses.replace(loaded, rules=loaded.rules.merged(chosen))
     return loaded
+
+
+def command_line_selection(args: Namespace) -> RuleSelection:
+    """The rule selection of ``--select``, ``--ignore`` and ``--severity`` (codes the parser
+    checked: each names a registered rule)."""
+    select = getattr(args, "select", None)
+    return choose(
+        None if select is None else [code for group in select for code in group],
+        [code for group in getattr(args, "ignore", None) or () for code in group],
+        getattr(args, "severity", None) or (),
+    )
 
 
 def read_reports(

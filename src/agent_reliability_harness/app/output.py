@@ -12,7 +12,7 @@ from typing import IO
 
 from agent_reliability_harness.app import TerminatedError
 from agent_reliability_harness.errors import InputError
-from agent_reliability_harness.io import Spool, write_atomic
+from agent_reliability_harness.io import Spool, write_atomic, write_stdout
 from agent_reliability_harness.render._text import terminal_safe
 
 __all__ = ["error", "report_error", "say", "use_color", "write_report"]
@@ -35,11 +35,18 @@ def report_error(exc: InputError) -> None:
 
 
 def use_color(choice: str, stream: IO[str]) -> bool:
-    """Whether ``--color choice`` colours what goes to ``stream``."""
+    """Whether ``--color choice`` colours what goes to ``stream``: the option, else NO_COLOR
+    (no colour), else FORCE_COLOR (colour, even into a file or pipe, as CI logs want), else on a
+    terminal that can show it; the two variables count when set to anything but the empty string,
+    and NO_COLOR wins over FORCE_COLOR, as in CPython's own colour choice."""
     if choice != "auto":
         return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
     isatty = getattr(stream, "isatty", None)
-    if not (isatty and isatty()) or os.environ.get("NO_COLOR"):
+    if not (isatty and isatty()):
         return False
     return os.environ.get("TERM") != "dumb"  # a terminal that says it cannot show colour
 
@@ -66,7 +73,11 @@ def _terminable() -> Iterator[None]:
 
 
 def write_report(path: str, text: str | Sequence[str | Spool], what: str, quiet: bool) -> int:
-    """Write one report file: 0, or 1 after printing why it could not be written."""
+    """Write one report file (``-``: standard output): 0, or 1 after printing why it could not
+    be written."""
+    if path == "-":
+        write_stdout(text)
+        return 0
     try:
         with _terminable():
             write_atomic(path, text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from argparse import Namespace
 
-from agent_reliability_harness.app.formats import output_formats
+from agent_reliability_harness.app.formats import output_formats, report_to_stdout
 from agent_reliability_harness.app.inputs import gate_plan, read_reports
 from agent_reliability_harness.app.output import error, say, write_report
 from agent_reliability_harness.errors import InputError
@@ -31,11 +31,12 @@ def stats(args: Namespace) -> bool:
     except InputError as exc:
         error(str(exc))
         return False
-    if not args.quiet:
+    quiet = args.quiet or report_to_stdout(args, "stats")
+    if not quiet:
         say(render_stats_console(result), sys.stdout)
     unwritten = 0  # report files that could not be written (the others are written all the same)
     for fmt in output_formats("stats"):
         path = getattr(args, fmt.attribute)
         if path and fmt.stats is not None:
-            unwritten += write_report(path, fmt.stats.render(result), fmt.stats.what, args.quiet)
+            unwritten += write_report(path, fmt.stats.render(result), fmt.stats.what, quiet)
     return result.passed and not unwritten

@@ -7,7 +7,7 @@ import sys
 from argparse import Namespace
 
 from agent_reliability_harness._version import __version__
-from agent_reliability_harness.app.formats import output_formats
+from agent_reliability_harness.app.formats import output_formats, report_to_stdout
 from agent_reliability_harness.app.inputs import policy as read_policy
 from agent_reliability_harness.app.output import (
     error,
@@ -33,11 +33,12 @@ def validate(args: Namespace) -> bool:
     policy = read_policy(args)
     if policy is None:
         return False
+    quiet = args.quiet or report_to_stdout(args, "validate")
     # Reports are written as the traces are checked: the console report goes out trace by
     # trace, the files' bodies are spooled and their heads (which hold the totals) come last.
     console = (
         None
-        if args.quiet
+        if quiet
         else ConsoleWriter(color=use_color(args.color, sys.stdout), fail_under=args.fail_under)
     )
     options = WriterOptions(args.fail_under, StepLines(args.max_input_size))
@@ -93,7 +94,7 @@ def validate(args: Namespace) -> bool:
                 unwritten += 1
                 continue
             parts: list[str | Spool] = [writer.head(summary), spool, writer.tail(summary)]
-            unwritten += write_report(path, parts, what, args.quiet)
+            unwritten += write_report(path, parts, what, quiet)
     finally:
         for _, _, spool, _ in outputs:
             spool.close()

@@ -28,7 +28,7 @@ from agent_reliability_harness.io.read import (
     stdin_chunks,
     utf8_name,
 )
-from agent_reliability_harness.io.write import Spool, refuse_directory, write_atomic
+from agent_reliability_harness.io.write import Spool, refuse_directory, write_atomic, write_stdout
 
 __all__ = [
     "DEFAULT_MAX_INPUT",
@@ -55,4 +55,5 @@ __all__ = [
     "stdin_chunks",
     "utf8_name",
     "write_atomic",
+    "write_stdout",
 ]

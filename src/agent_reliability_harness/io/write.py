@@ -4,14 +4,16 @@ and a report's body spooled while its head waits for the run's totals."""
 from __future__ import annotations
 
 import errno
+import io
 import os
+import sys
 from collections.abc import Sequence
 from contextlib import suppress
 from typing import IO, Final
 
 from agent_reliability_harness.io.read import _display
 
-__all__ = ["Spool", "refuse_directory", "write_atomic"]
+__all__ = ["Spool", "refuse_directory", "write_atomic", "write_stdout"]
 
 
 def _existing_ancestor(path: str) -> str:
@@ -94,6 +96,23 @@ def write_atomic(path: str, text: str | Sequence[str | Spool]) -> None:
         if temp and os.path.exists(temp[0]):
             os.unlink(temp[0])
         raise
+
+
+def write_stdout(text: str | Sequence[str | Spool]) -> None:
+    """Write a report (or its parts in order) to standard output as UTF-8, whatever the
+    console's encoding, after what was printed before it."""
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream put in place of standard output
+        _write_parts(sys.stdout, text)
+        sys.stdout.flush()
+        return
+    stream = io.TextIOWrapper(buffer, encoding="utf-8", newline="", write_through=True)
+    try:
+        _write_parts(stream, text)
+        stream.flush()
+    finally:
+        stream.detach()  # standard output stays open
 
 
 class Spool:

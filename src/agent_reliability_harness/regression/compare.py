@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final, Literal
@@ -272,6 +272,29 @@ def _drift(base: Side, cand: Side) -> tuple[str, ...]:
     return tuple(warnings)
 
 
+def _selection_drift(
+    base: Sequence[tuple[str, str]], cand: Sequence[tuple[str, str]]
+) -> tuple[str, ...]:
+    """A warning when the two runs switched different rules off or changed different severities
+    (``--select``, ``--ignore``, ``--severity`` or a policy's rules section): a rule switched
+    off in the candidate would otherwise look like resolved findings."""
+    before, after = dict(base), dict(cand)
+    changed = [
+        (rule_id, before.get(rule_id, "on"), after.get(rule_id, "on"))
+        for rule_id in sorted(before.keys() | after.keys())
+        if before.get(rule_id) != after.get(rule_id)
+    ]
+    if not changed:
+        return ()
+    shown = ", ".join(f"{rule_id} {was} -> {now}" for rule_id, was, now in changed[:10])
+    more = f" and {len(changed) - 10} more" if len(changed) > 10 else ""
+    warning = (
+        "baseline and candidate ran different rule selections (baseline -> candidate: "
+        f"{shown}{more}): findings of these rules are not comparable"
+    )
+    return (warning,)
+
+
 @dataclass(frozen=True, slots=True)
 class CompareResult:
     """The comparison of a candidate run with a baseline run."""
@@ -344,7 +367,7 @@ def compare_reports(
         for trace_id in sorted(base.keys() | cand.keys())
     )
     sides = Side.of(baseline), Side.of(candidate)
-    warnings = _drift(*sides)
+    warnings = _drift(*sides) + _selection_drift(baseline.rules, candidate.rules)
     if base and cand and base.keys().isdisjoint(cand.keys()):
         # nothing is compared: every trace is added or removed, which is almost always a run
         # whose trace ids change (or the wrong report)

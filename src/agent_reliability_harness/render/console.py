@@ -14,6 +14,7 @@ from agent_reliability_harness.render._text import (
     source_text,
     terminal_safe,
 )
+from agent_reliability_harness.rules.selection import grouped
 
 __all__ = ["ConsoleWriter", "render_console"]
 
@@ -80,9 +81,10 @@ _RESET: Final = "\x1b[0m"
 
 
 def _selection(rules: tuple[tuple[str, str], ...]) -> str:
-    """``ARH-FLW-003 warning, ARH-SCH-010 off``: the run's rule selection, by rule ID."""
+    """``ARH-FLW-003 warning, ARH-SCH-* off``: the run's rule selection, by rule ID (a
+    category with one choice for all its rules as one entry)."""
     return ", ".join(
-        f"{terminal_safe(rule_id)} {terminal_safe(choice)}" for rule_id, choice in rules
+        f"{terminal_safe(rule_id)} {terminal_safe(choice)}" for rule_id, choice in grouped(rules)
     )
 
 

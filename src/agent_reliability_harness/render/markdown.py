@@ -29,6 +29,7 @@ from agent_reliability_harness.render._text import (
     run_headline,
     score_alone,
 )
+from agent_reliability_harness.rules.selection import grouped
 
 __all__ = ["MAX_CHARS", "MarkdownWriter", "render_markdown"]
 
@@ -150,7 +151,9 @@ def _document(
         facts.append(f"**{plural(count, 'input error')}**")
     head.append(" \u00b7 ".join(facts) + ".")
     if summary.rules:
-        changed = ", ".join(f"{md_code(r, in_table=False)} {md_text(c)}" for r, c in summary.rules)
+        changed = ", ".join(
+            f"{md_code(r, in_table=False)} {md_text(c)}" for r, c in grouped(summary.rules)
+        )
         head += ["", f"Rules switched off or changed: {changed}."]
     listed, listed_count = (first, total) if total <= _ALL_ROWS else (failing, failing_count)
     if listed_count:

@@ -73,11 +73,14 @@ class TraceFacts:
     of its tool_call steps in order; its keys are in order of each tool's first call.
     ``agent_steps`` lists the positions of the steps that are not ``user_message``: user turns
     are kept in the trace but no rule reads them, and they add nothing to the totals.
+    ``status_read``: the policy's ``tool_failures`` read whether the trace's calls failed, so
+    ``tool_status`` is not missing whatever the source could record.
     """
 
     __slots__ = (
         "_argument_keys",
         "_missing",
+        "_status_read",
         "agent_steps",
         "calls_by_tool",
         "cost_total",
@@ -92,8 +95,9 @@ class TraceFacts:
         "trace",
     )
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, *, status_read: bool = False) -> None:
         self.trace = trace
+        self._status_read = status_read
         self.steps: tuple[Step, ...] = trace.steps
         agent_steps: list[int] = []
         tool_calls: list[int] = []
@@ -148,7 +152,10 @@ class TraceFacts:
         """The fields the trace's source did not provide (``fidelity.missing_fields``), found
         once for the rules and the report: empty at once for a trace that declares none."""
         if self._missing is None:
-            self._missing = missing_fields(self.trace)
+            missing = missing_fields(self.trace)
+            if self._status_read and "tool_status" in missing:
+                missing = missing - {"tool_status"}
+            self._missing = missing
         return self._missing
 
     def arguments_key(self, index: int) -> str:

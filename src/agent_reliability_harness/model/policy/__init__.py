@@ -12,6 +12,7 @@ versions and the wiring of the sections, each of which lives in a module named f
 - ``content``: ``unsafe_patterns`` and ``grounding``
 - ``sequence``: ``sequence``, required and forbidden tools and a partial call order
 - ``completion``: ``completion`` and ``error_handling``
+- ``failures``: ``tool_failures``, how a failed call looks when the source says so only in words
 
 and, in policy language 1.1 (``"schema_version": "1.1"`` or a later 1.x; POLICY-SPEC.md, "Policy
 language 1.1"), ``provenance``, ``conditions`` (with ``relations``; their ``when`` clauses in
@@ -61,6 +62,7 @@ from agent_reliability_harness.model.policy.tools import (
 if TYPE_CHECKING:
     from agent_reliability_harness.model.policy.conditions import Condition, Relation
     from agent_reliability_harness.model.policy.confirmation import Confirmation
+    from agent_reliability_harness.model.policy.failures import ToolFailures
     from agent_reliability_harness.model.policy.loops import Loops
     from agent_reliability_harness.model.policy.provenance import Provenance
 
@@ -123,6 +125,7 @@ _POLICY_KEYS: Final = (
     "grounding",
     "sequence",
     "error_handling",
+    "tool_failures",
     "completion",
     "rules",
     *KEYS,  # policy language 1.1
@@ -180,6 +183,8 @@ class Policy:
     extensions: Extensions | None = None
     # rules switched off or given another severity (the ``rules`` section)
     rules: RuleSelection = field(default_factory=RuleSelection)
+    # how failed calls look when the source says so only in their output (``tool_failures``)
+    tool_failures: ToolFailures | None = None
 
     @classmethod
     def from_dict(cls, data: object, *, allow_risky_patterns: bool = False) -> Policy:
@@ -216,6 +221,12 @@ class Policy:
                             "allow_unlisted_tools",
                         )
         warnings = _risky_patterns(tools, patterns, allow_risky_patterns)
+        failures = None
+        if data.get("tool_failures") is not None:
+            failures, more = _parse_failures(
+                data["tool_failures"], tools, allow_unlisted, allow_risky_patterns
+            )
+            warnings += more
         extensions = None
         if version != "1" or any(data.get(key) is not None for key in KEYS):
             extensions, more = parse_extensions(
@@ -237,6 +248,7 @@ class Policy:
             warnings,
             extensions,
             RuleSelection.from_section(section(data, "rules")),
+            failures,
         )
         check_json_values(data, "")  # what no field's own check looked at, such as enum values
         return policy
@@ -258,6 +270,8 @@ class Policy:
             out.update(self.extensions.to_dict())
         if self.rules:  # written only when set, so other policies' hashes stay as they were
             out["rules"] = self.rules.to_dict()
+        if self.tool_failures is not None:  # likewise
+            out["tool_failures"] = self.tool_failures.to_dict()
         return out
 
     @property
@@ -267,6 +281,26 @@ class Policy:
         import hashlib  # only report files need the hash; eager: +3.6 ms of `arh validate`
 
         return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _parse_failures(
+    raw: object,
+    tools: Mapping[str, ToolSchema],
+    allow_unlisted: bool,
+    allow_risky_patterns: bool,
+) -> tuple[ToolFailures, tuple[str, ...]]:
+    """The ``tool_failures`` section (language 1.0 and later), and the warnings for risky
+    patterns accepted on request."""
+    # only a policy with this section needs its parser and the parsing context (eager: +3 ms)
+    from agent_reliability_harness.model.policy._context import Context
+    from agent_reliability_harness.model.policy.failures import ToolFailures
+
+    context = Context(tools, allow_unlisted)
+    try:
+        failures = ToolFailures.parse(raw, context)
+    except RecursionError:
+        raise bad("", "a value in the policy is nested too deeply to process") from None
+    return failures, risky_warnings(context.patterns, allow_risky_patterns)
 
 
 # ---------------------------------------------------------------------------------------------
