@@ -353,7 +353,12 @@ def _validate_arguments(validate: _Parser) -> None:
         help="trace files, directories (searched recursively for .json/.jsonl/.ndjson), "
         "JSON Lines files (one trace per line), or - for standard input",
     )
-    validate.add_argument("--policy", required=True, metavar="POLICY", help="policy JSON file")
+    validate.add_argument(
+        "--policy",
+        required=True,
+        metavar="POLICY",
+        help="policy JSON file (required unless the configuration file names one)",
+    )
     validate.add_argument(
         "--format",
         default="auto",

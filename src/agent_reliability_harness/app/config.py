@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import posixpath
 from argparse import Namespace
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -234,8 +235,9 @@ def read(
 
 
 def _relative(path: str, here: str) -> str:
+    """A file found above the current directory, as a path from it with ``/`` separators."""
     try:
-        return os.path.relpath(path, here)
+        return os.path.relpath(path, here).replace(os.sep, "/")
     except ValueError:  # another drive (Windows)
         return path
 
@@ -429,10 +431,11 @@ def _value(entry: Entry, action: argparse.Action, folder: str, file: ConfigFile)
 
 def _resolved(folder: str, path: str) -> str:
     """A path of the file, which is relative to its folder, as the current directory reaches
-    it (``-`` is standard output or input, not a file)."""
+    it, with ``/`` separators as the reports write paths (``-`` is standard output or input,
+    not a file)."""
     if path == "-" or os.path.isabs(path):
         return path
-    return os.path.normpath(os.path.join(folder, path))
+    return posixpath.normpath(posixpath.join(folder.replace(os.sep, "/"), path))
 
 
 def _bad_value(file: ConfigFile, entry: Entry, message: str) -> InputError:
