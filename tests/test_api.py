@@ -161,6 +161,10 @@ def test_public_names_come_from_their_modules() -> None:
     assert RULES is REGISTRY
     assert issubclass(InputError, Exception)
     assert issubclass(UsageError, ValueError)
+    # 0.2.x raised ValueError for every bad trace, policy or report: callers catch it
+    assert issubclass(InputError, ValueError)
+    with pytest.raises(ValueError, match="missing required field 'steps'"):
+        Trace.from_dict({"trace_id": "t", "agent_name": "", "workflow": ""})
     assert arh.UsageError is UsageError
     assert "ARH-BUD-003" in RULES
 

@@ -468,6 +468,8 @@ def test_arh_config_shows_each_setting_and_where_it_came_from(arh: Arh, project:
         '  format          "openai-chat"        ../pyproject.toml:2\n'
         '  messages-at     "/traj"              ../pyproject.toml:3\n'
         '  trace-id-at     ["/task_id"]         command line\n'
+        "  agent-name      null                 default\n"
+        "  workflow        null                 default\n"
         '  output          "../out/runs.jsonl"  ../pyproject.toml:6\n'
         "  max-input-size  536870912            default\n"
     )

@@ -949,6 +949,21 @@ def test_d57_wrapped_logs(tmp_path: Path, arh: Callable[..., Run]) -> None:
     assert converted[1]["metadata"]["record"] == {"task_id": 1, "reward": 1.0}
     run = arh("convert", tmp_path / "runs" / "a" / "log.json", "--trace-id-at", "/task_id")
     assert [json.loads(line)["trace_id"] for line in run.out.splitlines()] == ["0", "1"]
+    # the two folders given apart: the same relative path under each, so their paths as given
+    run = arh("convert", tmp_path / "runs" / "a", tmp_path / "runs" / "b")
+    assert run.status == 0, run.err
+    given = [(tmp_path / "runs" / f / "log").as_posix() for f in ("a", "b")]
+    assert [json.loads(line)["trace_id"] for line in run.out.splitlines()] == [
+        f"{path}#{index}" for path in given for index in (0, 1)
+    ]
+
+
+def test_d110_a_records_model_names_its_agent() -> None:
+    said = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert _convert({"messages": said}).agent_name == "openai-chat-agent"  # as in 0.2.x
+    assert _convert({"model": "gpt-4o", "messages": said}).agent_name == "gpt-4o"
+    named = {"agent_name": "desk", "model": "gpt-4o", "messages": said}
+    assert _convert(named).agent_name == "desk"  # the record's own name first
 
 
 def test_d58_usage_and_citations_are_mapped() -> None:
@@ -1338,7 +1353,26 @@ def test_d81_user_messages_count_under_language_1_1() -> None:
     assert _findings(_trace(said, yes, _call("s3", "pay")), confirm) == []
 
 
-def test_d110_settings_from_a_configuration_file(
+def test_d111_the_renderers_return_text_and_take_reports_in_every_form() -> None:
+    from agent_reliability_harness import RunReport
+    from agent_reliability_harness.regression import compare_reports, evaluate_gate
+    from agent_reliability_harness.render.compare import render_compare_json
+    from agent_reliability_harness.render.json_report import render_json
+
+    report = validate_trace(Trace.from_dict(_trace(_say("s1"))), Policy.from_dict(_policy()))
+    text = render_json([report])  # 0.2.x: a dict
+    assert isinstance(text, str)
+    written = json.loads(text)
+    assert [r["trace_id"] for r in written["reports"]] == ["t"]
+    # a report as read from JSON, too (read as a baseline is: without the category scores)
+    assert render_json(written) == render_json(RunReport.from_dict(written))
+    gate = evaluate_gate(compare_reports(written, written))  # 0.2.x: a (passed, reasons) tuple
+    assert (gate.passed, gate.reasons) == (True, ())
+    compared = json.loads(render_compare_json(compare_reports(written, written), gate))
+    assert compared["gate"]["passed"] is True
+
+
+def test_d120_settings_from_a_configuration_file(
     tmp_path: Path, arh: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / ".git").mkdir()  # the root of a repository: the search stops here

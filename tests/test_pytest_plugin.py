@@ -516,3 +516,103 @@ def test_a_bad_rule_code_stops_the_session(suite: pytest.Pytester) -> None:
     result = _run(suite, "--arh-policy", "policy.json", "--arh-ignore", "ARH-FLX")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*arh: unknown rule 'ARH-FLX' (did you mean ARH-FLW?)*"])
+
+
+# -- transcripts ----------------------------------------------------------------------------------
+
+
+def _anthropic_payments(times: int) -> dict[str, Any]:
+    """An Anthropic messages transcript that pays ann ``times`` times, then answers."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "pay ann"}]
+    for i in range(1, times + 1):
+        call = {"type": "tool_use", "id": f"toolu_{i}", "name": "pay", "input": {"to": "ann"}}
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "paid"}
+        messages += [
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [result]},
+        ]
+    messages.append({"role": "assistant", "content": "done"})
+    return {"trace_id": "pay-run", "model": "claude-x", "messages": messages}
+
+
+def test_assert_trace_passes_reads_transcripts(tmp_path: Path) -> None:
+    from agent_reliability_harness.errors import InputError
+    from agent_reliability_harness.pytest_plugin import assert_trace_passes
+
+    # converted as arh validate converts it: the provider's call ids are the step ids
+    report = assert_trace_passes(_anthropic_payments(1), POLICY)
+    assert (report.trace_id, report.agent_name, report.passed) == ("pay-run", "claude-x", True)
+    with pytest.raises(AssertionError) as failed:
+        assert_trace_passes(_anthropic_payments(2), POLICY)
+    # the same finding, message and score as for the recorded run of the first test
+    assert str(failed.value).splitlines()[:2] == [
+        (
+            "trace 'pay-run' does not pass policy 'pay-policy': 1 error finding and score 60.00 "
+            "is below 70"
+        ),
+        (
+            "  error  ARH-FLW-003 at step 'toolu_2': duplicate side effect: tool 'pay' was "
+            "called again with identical arguments after step 'toolu_1' succeeded"
+        ),
+    ]
+    # an OpenAI chat message list, bare: one transcript, named as a record without an id is
+    chat = [
+        {"role": "user", "content": "pay ann"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "pay", "arguments": "{}"}}
+            ],
+        },
+    ]
+    with pytest.raises(AssertionError) as missing:
+        assert_trace_passes(chat, POLICY)
+    assert str(missing.value).splitlines()[:2] == [
+        # schema 0 (weight 30), flow 100 (weight 20, one payment): 2000 / 50
+        (
+            "trace 'transcript' does not pass policy 'pay-policy': 1 error finding and score "
+            "40.00 is below 70"
+        ),
+        "  error  ARH-SCH-003 at step 'c1': call to 'pay' is missing the required argument 'to'",
+    ]
+    # a transcript file, and the options of arh validate
+    log = tmp_path / "log.json"
+    log.write_text(json.dumps({"run": {"id": 7}, "log": chat[:1]}), encoding="utf-8")
+    report = assert_trace_passes(log, POLICY, messages_at="/log", trace_id_at="/run/id")
+    assert (report.trace_id, report.agent_name) == ("7", "openai-chat-agent")
+    assert assert_trace_passes(log, POLICY, messages_at="/log").trace_id == "log"  # its name
+    with pytest.raises(InputError) as wrong:
+        assert_trace_passes(log, POLICY, format="anthropic-messages", messages_at="/run")
+    assert str(wrong.value) == (
+        f"{log.as_posix()}: /run: expected the message list here, got object"
+    )
+    # a log of several runs is not one trace
+    runs = ROOT / "docs" / "examples" / "adapters" / "tau_style_runs.json"
+    with pytest.raises(UsageError, match=r"tau_style_runs.json holds 2 traces; assert_trace_pa"):
+        assert_trace_passes(runs, POLICY)
+    with pytest.raises(UsageError, match=r"^<document> holds 2 traces; assert_trace_passes"):
+        assert_trace_passes(
+            [_anthropic_payments(1), {**_anthropic_payments(1), "trace_id": "b"}], POLICY
+        )
+
+
+def test_the_plugin_reports_transcripts_like_recorded_runs(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".json", policy=json.dumps(POLICY))
+    pytester.makefile(".json", run_once=json.dumps(_anthropic_payments(1)))
+    pytester.makepyfile(
+        test_logs="""
+import json, pytest
+from agent_reliability_harness.pytest_plugin import assert_trace_passes
+
+@pytest.mark.agent_eval
+def test_the_logged_run():
+    assert_trace_passes("run_once.json")
+"""
+    )
+    result = _run(pytester, "--arh-policy", "policy.json", "--arh-report-dir", "out")
+    result.assert_outcomes(passed=1)
+    report = json.loads((pytester.path / "out" / "pay-policy.json").read_text(encoding="utf-8"))
+    assert [(r["trace_id"], r["agent_name"], r["passed"]) for r in report["reports"]] == [
+        ("pay-run", "claude-x", True)
+    ]

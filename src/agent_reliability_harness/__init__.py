@@ -7,8 +7,9 @@ The public API is small::
     report = validate_trace(Trace.from_dict(trace_json), Policy.from_dict(policy_json))
     report.passed, report.score, report.findings
 
-``Recorder`` records a trace from an agent loop and ``Monitor`` applies a policy while the agent
-runs (docs/python-api.md); the pytest plugin lives in ``pytest_plugin``, loaded by pytest only.
+``load_traces`` reads trace and transcript files as ``arh validate`` does, ``Recorder`` records a
+trace from an agent loop and ``Monitor`` applies a policy while the agent runs
+(docs/python-api.md); the pytest plugin lives in ``pytest_plugin``, loaded by pytest only.
 
 Names are imported on first use so that ``arh --version`` does not load the whole package.
 """
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from agent_reliability_harness.monitor import BlockedCallError, Monitor
     from agent_reliability_harness.record import Recorder
     from agent_reliability_harness.rules.registry import RULES, Rule
+    from agent_reliability_harness.runner import load_traces
 
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "UsageError",
     "Validator",
     "__version__",
+    "load_traces",
     "validate_trace",
 ]
 
@@ -75,6 +78,7 @@ _HOMES = {
     "Monitor": "monitor",
     "BlockedCallError": "monitor",
     "Recorder": "record",
+    "load_traces": "runner",
 }
 
 

@@ -276,7 +276,7 @@ def _pointer(text: str) -> str:
 
 
 def _record_options(parser: argparse.ArgumentParser) -> None:
-    """The options that say how to read wrapped transcript logs."""
+    """The options that say how to read wrapped transcript logs, and what to name the run."""
     parser.add_argument(
         "--messages-at",
         type=_pointer,
@@ -292,6 +292,18 @@ def _record_options(parser: argparse.ArgumentParser) -> None:
         metavar="POINTER",
         help="JSON pointer to the trace id inside each record; repeat it to join several parts "
         "with '-' (default: the record's trace_id, else the file's relative path)",
+    )
+    parser.add_argument(
+        "--agent-name",
+        metavar="NAME",
+        help="the agent_name of every trace, in place of its own (default: the trace's, else "
+        "a transcript record's agent_name or model, else the format's)",
+    )
+    parser.add_argument(
+        "--workflow",
+        metavar="NAME",
+        help="the workflow of every trace, in place of its own (arh stats groups runs by it; "
+        "default: the trace's, else a transcript record's, else the format's)",
     )
 
 
@@ -890,6 +902,8 @@ def _compare_usage(args: argparse.Namespace) -> str | None:
             ("--candidate-json-out", args.candidate_json_out),
             ("--messages-at", args.messages_at),
             ("--trace-id-at", args.trace_id_at or None),
+            ("--agent-name", args.agent_name),
+            ("--workflow", args.workflow),
             ("--task-key", args.task_key),
             ("--outcome-at", args.outcome_at),
             ("--allow-risky-patterns", args.allow_risky_patterns or None),

@@ -87,8 +87,11 @@ def parse_pointer(text: str) -> tuple[str, ...]:
     return tuple(t.replace("~1", "/").replace("~0", "~") for t in tokens)
 
 
-class InputError(ArhError):
+class InputError(ArhError, ValueError):
     """Bad input: a file, a line of it and a JSON pointer into it, and what is wrong.
+
+    It is a ``ValueError`` too, as every error about a bad value was in arh 0.2.x, so code that
+    catches ``ValueError`` around a parse or a comparison keeps working.
 
     ``pointer`` is a JSON pointer (RFC 6901) into the parsed document; ``""`` means the whole
     document and ``None`` means no position inside it is known (for example unreadable bytes).

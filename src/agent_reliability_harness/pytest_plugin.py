@@ -5,8 +5,9 @@ nothing else imports it, and it imports the rest of arh only when a test uses it
 measured +60 to +90 ms of every pytest run where arh is installed). It adds:
 
 * ``assert_trace_passes(trace, policy=None)``: validate a trace (a ``Trace``, its JSON form, a
-  ``Recorder`` or ``Monitor``, or the path of a trace file) and fail the test with every finding,
-  expected against observed, unless it passes. It returns the ``TraceReport``.
+  transcript such as an OpenAI chat or Anthropic messages log, a ``Recorder`` or ``Monitor``, or
+  the path of a trace or transcript file) and fail the test with every finding, expected against
+  observed, unless it passes. It returns the ``TraceReport``.
 * the fixture ``arh_policy``: the policy of the test, parsed;
 * the marker ``agent_eval`` (``pytest -m agent_eval`` selects those tests); as
   ``@pytest.mark.agent_eval(policy="path.json")`` or ``@pytest.mark.agent_eval("path.json")``
@@ -24,7 +25,8 @@ measured +60 to +90 ms of every pytest run where arh is installed). It adds:
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Final
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
@@ -316,58 +318,57 @@ def arh_policy(request: pytest.FixtureRequest) -> Policy:
 # -- the assertion --------------------------------------------------------------------------
 
 
-def _as_trace(trace: object) -> Trace:
+def _as_trace(trace: object, reading: _Reading) -> Trace:
     """The trace to check, whose identity a report can hold (a Trace built in code is not
     parsed, so its id and names are checked here)."""
     from agent_reliability_harness.model.trace import check_identity
 
-    made = _made_trace(trace)
+    made = _made_trace(trace, reading)
     check_identity(made.trace_id, made.agent_name, made.workflow)
     return made
 
 
-def _made_trace(trace: object) -> Trace:
+# How to read a transcript: the format, and the pointers to its messages and to its trace id.
+_Reading = tuple[str, str | None, str | Sequence[str]]
+
+
+def _made_trace(trace: object, reading: _Reading) -> Trace:
     from agent_reliability_harness.model.trace import Trace
 
     if isinstance(trace, Trace):
         return trace
-    if isinstance(trace, str | os.PathLike):
-        return _trace_file(os.fspath(trace))
+    if isinstance(trace, str | os.PathLike | dict | list):
+        return _one_trace(trace, reading)
     make = getattr(trace, "trace", None)
     if callable(make):  # a Recorder or a Monitor
         made = make()
         if isinstance(made, Trace):
             return made
-    if isinstance(trace, dict):
-        return Trace.from_dict(trace)
     raise UsageError(
-        "assert_trace_passes needs a Trace, its JSON form (a dict), a Recorder or Monitor, or "
-        f"the path of a trace file, got {type(trace).__name__}"
+        "assert_trace_passes needs a Trace, its JSON form (a dict), a transcript (a dict or a "
+        "list), a Recorder or Monitor, or the path of a trace or transcript file, got "
+        f"{type(trace).__name__}"
     )
 
 
-def _trace_file(path: str) -> Trace:
-    """The one trace of a trace file: a JSON document, or a JSON Lines file of one record."""
-    from agent_reliability_harness.io import file_source, read_documents
-    from agent_reliability_harness.model.trace import Trace
+def _one_trace(
+    source: str | os.PathLike[str] | dict[str, Any] | list[Any], reading: _Reading
+) -> Trace:
+    """The one trace of a file (a JSON document, or a JSON Lines file of one record) or of a
+    decoded document, read as ``arh validate`` reads it (transcripts through their adapter)."""
+    from agent_reliability_harness.io import file_source
+    from agent_reliability_harness.runner import DOCUMENT_NAME, load_traces
 
-    source = file_source(path)
-    name = source.name
-    documents = list(read_documents(source))
-    for document in documents:
-        if isinstance(document, InputError):
-            raise document
-    if len(documents) != 1:
+    fmt, messages_at, trace_id_at = reading
+    traces = load_traces(source, fmt, messages_at=messages_at, trace_id_at=trace_id_at)
+    if len(traces) != 1:
+        path = source if isinstance(source, str | os.PathLike) else None
+        name = DOCUMENT_NAME if path is None else file_source(os.fspath(path)).name
         raise UsageError(
-            f"{name} holds {len(documents)} traces; assert_trace_passes checks one trace "
+            f"{name} holds {len(traces)} traces; assert_trace_passes checks one trace "
             "(call it for each, or run arh validate on the file)"
         )
-    (document,) = documents
-    assert not isinstance(document, InputError)
-    try:
-        return Trace.from_dict(document.value)
-    except InputError as exc:
-        raise exc.located(name, document.line) from None
+    return traces[0]
 
 
 def _as_policy(policy: object, session: _Session | None) -> Policy:
@@ -428,12 +429,20 @@ def format_failure(report: TraceReport, fail_under: float = _DEFAULT_FAIL_UNDER)
 
 
 def assert_trace_passes(
-    trace: object, policy: object = None, *, fail_under: float = _DEFAULT_FAIL_UNDER
+    trace: object,
+    policy: object = None,
+    *,
+    fail_under: float = _DEFAULT_FAIL_UNDER,
+    format: str = "auto",
+    messages_at: str | None = None,
+    trace_id_at: str | Sequence[str] = (),
 ) -> TraceReport:
     """Validate ``trace`` against ``policy`` and raise AssertionError, listing every finding,
     unless the trace passes; return its report.
 
-    Without a policy, the test's policy is used (see ``arh_policy``). With
+    A transcript (a file, or a decoded document) is read as ``arh validate`` reads it, with
+    ``format``, ``messages_at`` and ``trace_id_at`` as its ``--format``, ``--messages-at`` and
+    ``--trace-id-at``. Without a policy, the test's policy is used (see ``arh_policy``). With
     ``--arh-report-dir``, the report is kept for the session's JSON report either way.
     """
     __tracebackhide__ = True
@@ -441,8 +450,9 @@ def assert_trace_passes(
 
     session = _current()
     resolved = _as_policy(policy, session)
+    made = _as_trace(trace, (format, messages_at, trace_id_at))
     selection = None if session is None else session.selection
-    report = Validator(resolved, fail_under, selection=selection).validate(_as_trace(trace))
+    report = Validator(resolved, fail_under, selection=selection).validate(made)
     if session is not None:
         session.add(resolved, report)
     if not report.passed:

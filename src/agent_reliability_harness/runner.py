@@ -13,11 +13,12 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, islice
 from typing import Any, Final
 
-from agent_reliability_harness._formats import SPAN_FORMAT_NAMES
+from agent_reliability_harness._decode import check_json_values, check_tree
+from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.adapters import (
     RecordOptions,
@@ -26,7 +27,14 @@ from agent_reliability_harness.adapters import (
     to_traces,
 )
 from agent_reliability_harness.engine import Validator
-from agent_reliability_harness.errors import TOO_DEEP, InputError, excerpt, join_pointer
+from agent_reliability_harness.errors import (
+    TOO_DEEP,
+    InputError,
+    UsageError,
+    excerpt,
+    join_pointer,
+    parse_pointer,
+)
 from agent_reliability_harness.io import (
     DEFAULT_MAX_INPUT,
     STDIN_NAME,
@@ -65,6 +73,7 @@ __all__ = [
     "load_gate_file",
     "load_policy",
     "load_report",
+    "load_traces",
     "read_traces",
     "run_validation",
     "sorted_errors",
@@ -104,18 +113,30 @@ def read_traces(
     messages_at: str | None = None,
     trace_id_at: Sequence[str] = (),
     max_input_bytes: int = DEFAULT_MAX_INPUT,
+    agent_name: str | None = None,
+    workflow: str | None = None,
 ) -> Iterator[ReadTrace]:
     """Every trace in ``inputs`` and where it was read, in input order (sorted paths, then
     JSON Lines order, then array order); problems go to ``fail``. ``max_input_bytes`` is the
-    most one input (a file read whole, or a line of JSON Lines) may hold.
+    most one input (a file read whole, or a line of JSON Lines) may hold. ``agent_name`` and
+    ``workflow``, when given, replace those of every trace (``--agent-name``, ``--workflow``).
 
     A transcript record without an id is named after its file's path relative to the argument
-    it was found under, plus ``:<line>`` for a JSON Lines record and ``#<index>`` in an array.
+    it was found under (the path as given when that name is also another argument's), plus
+    ``:<line>`` for a JSON Lines record and ``#<index>`` in an array.
     """
     sources, bad_inputs = expand_inputs(inputs)
     for error in bad_inputs:
         fail(error)
-    settings = _Settings(fmt, messages_at, tuple(trace_id_at), max_input_bytes, keep_traces=True)
+    settings = _Settings(
+        fmt,
+        messages_at,
+        tuple(trace_id_at),
+        max_input_bytes,
+        keep_traces=True,
+        agent_name=agent_name,
+        workflow=workflow,
+    )
     for source in sources:
         documents = read_documents(source, max_input_bytes)
         for outcome in _source_traces(documents, _base(source), settings):
@@ -125,6 +146,151 @@ def read_traces(
             box = [outcome]
             del outcome
             yield box.pop()  # see _source_traces: nothing kept while the caller has it
+
+
+# The name errors give an in-memory document, as ``<stdin>`` names standard input.
+DOCUMENT_NAME: Final = "<document>"
+_DEFAULT_DOCUMENT_ID: Final = "transcript"
+
+
+def load_traces(
+    source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | dict[str, Any] | list[Any],
+    format: str = "auto",
+    *,
+    messages_at: str | None = None,
+    trace_id_at: str | Sequence[str] = (),
+    agent_name: str | None = None,
+    workflow: str | None = None,
+    on_error: Callable[[InputError], None] | None = None,
+    max_input_bytes: int = DEFAULT_MAX_INPUT,
+) -> list[Trace]:
+    """The canonical traces ``arh validate`` would check, read as it reads them.
+
+    ``source`` is a path (a trace or transcript file, a directory searched recursively, a JSON
+    Lines file, or ``-`` for standard input), a list of paths (as the command line's arguments),
+    or a document already decoded from JSON (a ``dict`` or a ``list``, such as ``json.load``
+    returns), whose records without an id of their own are named ``transcript`` (``#<index>``
+    in an array). ``format``, ``messages_at``, ``trace_id_at``, ``agent_name``, ``workflow`` and
+    ``max_input_bytes`` are the options ``--format``, ``--messages-at``, ``--trace-id-at`` (one
+    pointer, or several to join), ``--agent-name``, ``--workflow`` and ``--max-input-size``.
+
+    The traces come in the command line's order, and a trace id read twice is an error, as it is
+    there. Without ``on_error``, the first problem raises its :class:`InputError` (naming the
+    file, the line of a JSON Lines record and the JSON pointer); with it, every problem is
+    passed to it and the other traces are returned. Arguments of the wrong kind raise
+    :class:`UsageError`.
+    """
+    pointers = _load_arguments(format, messages_at, trace_id_at, agent_name, workflow)
+    paths = _paths(source)
+
+    def fail(error: InputError) -> None:
+        if on_error is None:
+            raise error
+        on_error(error)
+
+    reads: Iterator[ReadTrace | InputError]
+    if paths is None:
+        settings = _Settings(
+            format,
+            messages_at,
+            pointers,
+            max_input_bytes,
+            keep_traces=True,
+            agent_name=agent_name,
+            workflow=workflow,
+        )
+        reads = _document_traces(source, settings)
+    else:
+        reads = read_traces(
+            paths,
+            fail,
+            fmt=format,
+            messages_at=messages_at,
+            trace_id_at=pointers,
+            max_input_bytes=max_input_bytes,
+            agent_name=agent_name,
+            workflow=workflow,
+        )
+    traces = []
+    ids = TraceIds()
+    for read in reads:
+        if isinstance(read, InputError):
+            fail(read)
+            continue
+        try:
+            ids.check(read)
+        except InputError as exc:
+            fail(exc)
+            continue
+        ids.add(read)
+        traces.append(read.trace)
+    return traces
+
+
+def _load_arguments(
+    fmt: object,
+    messages_at: object,
+    trace_id_at: object,
+    agent_name: object,
+    workflow: object,
+) -> tuple[str, ...]:
+    """Check the options of :func:`load_traces` as the command line checks its own; return the
+    trace id pointers."""
+    if fmt not in ("auto", *FORMAT_NAMES):
+        raise UsageError(
+            f"format must be one of auto, {', '.join(FORMAT_NAMES)}; got {excerpt(fmt)}"
+        )
+    pointers = (trace_id_at,) if isinstance(trace_id_at, str) else trace_id_at
+    if not isinstance(pointers, Sequence) or not all(isinstance(p, str) for p in pointers):
+        raise UsageError("trace_id_at must be a JSON pointer or a sequence of them")
+    for name, value in (("messages_at", messages_at), *(("trace_id_at", p) for p in pointers)):
+        if value is None and name == "messages_at":
+            continue
+        if not isinstance(value, str):
+            raise UsageError(f"{name} must be a JSON pointer (a str) or None")
+        try:
+            parse_pointer(value)
+        except UsageError as exc:
+            raise UsageError(f"{name}: {exc}") from None
+    if fmt in ("arh", *SPAN_FORMAT_NAMES) and (messages_at is not None or pointers):
+        raise UsageError(f"messages_at and trace_id_at apply to transcripts, not to format {fmt}")
+    for name, value in (("agent_name", agent_name), ("workflow", workflow)):
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{name} must be a str or None, got {type(value).__name__}")
+    return tuple(pointers)
+
+
+def _paths(source: object) -> list[str] | None:
+    """The inputs a ``source`` of :func:`load_traces` names, or None for a decoded document."""
+    if isinstance(source, str | os.PathLike):
+        return [os.fspath(source)]
+    if isinstance(source, dict):
+        return None
+    if (
+        isinstance(source, list | tuple)
+        and source
+        and all(isinstance(item, str | os.PathLike) for item in source)
+    ):
+        return [os.fspath(item) for item in source]
+    if isinstance(source, list):
+        return None
+    raise UsageError(
+        "load_traces reads a path, a list of paths, or a document decoded from JSON (a dict or "
+        f"a list), got {type(source).__name__}"
+    )
+
+
+def _document_traces(document: Any, settings: _Settings) -> Iterator[ReadTrace | InputError]:
+    """The traces of a document decoded in Python, held to what JSON can hold."""
+    try:
+        check_tree(document, "")
+        check_json_values(document, "")
+    except InputError as exc:
+        yield exc.located(DOCUMENT_NAME)
+        return
+    yield from _source_traces(
+        [Document(DOCUMENT_NAME, None, document)], _DEFAULT_DOCUMENT_ID, settings
+    )
 
 
 def _source_traces(
@@ -171,7 +337,9 @@ def _source_traces(
             box: list[ReadTrace | InputError] = [
                 result.located(source, line)
                 if isinstance(result, InputError)
-                else ReadTrace(result, source, line, pointer, _id_pointer(value, pointer))
+                else ReadTrace(
+                    _named(result, settings), source, line, pointer, _id_pointer(value, pointer)
+                )
             ]
             del result
             upcoming = _next_trace(results)
@@ -213,7 +381,20 @@ def _span_file_traces(
             yield result.located(first.source)  # the error names its own line
         else:
             item = lines.get(line, first)
-            yield ReadTrace(result, item.source, item.line, "", _id_pointer(item.value, ""))
+            named = _named(result, settings)
+            yield ReadTrace(named, item.source, item.line, "", _id_pointer(item.value, ""))
+
+
+def _named(trace: Trace, settings: _Settings) -> Trace:
+    """The trace with the agent name and workflow the run was given, in place of its own: they
+    describe the run (``--agent-name``, ``--workflow``)."""
+    if settings.agent_name is None and settings.workflow is None:
+        return trace
+    return replace(
+        trace,
+        agent_name=trace.agent_name if settings.agent_name is None else settings.agent_name,
+        workflow=trace.workflow if settings.workflow is None else settings.workflow,
+    )
 
 
 def _id_pointer(document: Any, pointer: str) -> str:
@@ -261,6 +442,8 @@ class _Settings:
     keep_traces: bool
     task_key: str | None = None  # JSON pointers into each trace, recorded in its report
     outcome_at: str | None = None
+    agent_name: str | None = None  # the names of every trace, when the run is given them
+    workflow: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -622,6 +805,8 @@ def iter_reports(
     task_key: str | None = None,
     outcome_at: str | None = None,
     max_input_bytes: int = DEFAULT_MAX_INPUT,
+    agent_name: str | None = None,
+    workflow: str | None = None,
 ) -> Iterator[TraceReport]:
     """Validate every trace found in ``inputs`` and yield its report, in input order (sorted
     paths, then JSON Lines order, then array order); problems go to ``on_error`` as they occur.
@@ -629,6 +814,7 @@ def iter_reports(
     With ``jobs`` > 1, worker processes read and validate the traces; the reports, errors and
     their order are exactly those of one process. ``max_input_bytes`` is the most one input (a
     file read whole, or a line of JSON Lines) may hold; a larger one is an input error.
+    ``agent_name`` and ``workflow``, when given, replace those of every trace.
     """
     settings = _Settings(
         fmt,
@@ -638,6 +824,8 @@ def iter_reports(
         on_trace is not None,
         task_key,
         outcome_at,
+        agent_name,
+        workflow,
     )
     sources, bad_inputs = expand_inputs(inputs)
     for error in bad_inputs:
@@ -688,6 +876,8 @@ def run_validation(
     task_key: str | None = None,
     outcome_at: str | None = None,
     max_input_bytes: int = DEFAULT_MAX_INPUT,
+    agent_name: str | None = None,
+    workflow: str | None = None,
 ) -> RunReport:
     """Validate every trace found in ``inputs`` and collect the run's report.
 
@@ -697,6 +887,7 @@ def run_validation(
     ``task_key`` and ``outcome_at`` are JSON pointers into each canonical trace: its task and
     its success label, recorded in its report (``task``, ``outcome``) for the statistics.
     ``max_input_bytes`` is the most one input may hold (see :func:`iter_reports`).
+    ``agent_name`` and ``workflow``, when given, replace those of every trace.
     """
     errors: list[InputError] = []
 
@@ -719,6 +910,8 @@ def run_validation(
             task_key=task_key,
             outcome_at=outcome_at,
             max_input_bytes=max_input_bytes,
+            agent_name=agent_name,
+            workflow=workflow,
         )
     )
     return RunReport(

@@ -40,6 +40,20 @@ __all__ = [
 REASONING_TYPES: Final = frozenset({"thinking", "redacted_thinking", "reasoning"})
 TEXT_TYPES: Final = frozenset({"text", "input_text", "output_text"})
 _WRAPPER_FIELDS: Final = ("trace_id", "agent_name", "workflow", "metadata")
+# Where a record names the model that ran (the agent, when the record names no agent_name):
+# OpenAI, Anthropic and Cohere requests and responses, Bedrock Converse, Gemini responses.
+_MODEL_FIELDS: Final = ("model", "modelId", "modelVersion", "model_version")
+
+
+def _model(wrapper: Mapping[str, Any]) -> str | None:
+    """The name of the model a record says ran it, if it says so in a non-blank string."""
+    for key in _MODEL_FIELDS:
+        value = wrapper.get(key)
+        if type(value) is str and value.strip():
+            return value
+    return None
+
+
 _RESERVED_METADATA: Final = ("adapter", "record")
 _SCALARS: Final = (str, int, float, bool)
 # reason -> why a tool result was paired by position (the `reason` of tool_result_paired_by_order)
@@ -698,7 +712,7 @@ class Builder:
                         pointer="/trace_id",
                     )
                 trace_id = opt_text(wrapper, "trace_id", "") or trace_id
-            agent_name = opt_text(wrapper, "agent_name", "") or agent_name
+            agent_name = opt_text(wrapper, "agent_name", "") or _model(wrapper) or agent_name
             workflow = opt_text(wrapper, "workflow", "") or workflow
             skip = frozenset((*_WRAPPER_FIELDS, *transcript.consumed, *consumed))
             kept: dict[str, Any] = {}

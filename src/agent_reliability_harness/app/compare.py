@@ -98,6 +98,8 @@ def compare(args: Namespace) -> bool:
             on_error=report_error,
             messages_at=args.messages_at,
             trace_id_at=args.trace_id_at,
+            agent_name=args.agent_name,
+            workflow=args.workflow,
             on_trace=keep if keepers else None,
             task_key=args.task_key,
             outcome_at=args.outcome_at,

@@ -33,6 +33,8 @@ def convert(args: Namespace) -> bool:
         fmt=args.format,
         messages_at=args.messages_at,
         trace_id_at=args.trace_id_at,
+        agent_name=args.agent_name,
+        workflow=args.workflow,
         max_input_bytes=args.max_input_size,
     ):
         try:

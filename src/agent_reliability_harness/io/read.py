@@ -5,11 +5,12 @@ from __future__ import annotations
 import codecs
 import errno
 import os
+import posixpath
 import stat
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from io import BytesIO
 from typing import IO, Any, Final
 
@@ -51,7 +52,9 @@ class Source:
     """One input: a file path (shown as given, with ``/`` separators) or standard input.
 
     ``relative`` is the path relative to the command-line argument it was found under (the file
-    name when the argument is the file itself); traces that carry no id are named after it.
+    name when the argument is the file itself), or the path as given when another argument has a
+    file of the same relative path (see :func:`expand_inputs`); traces that carry no id are
+    named after it.
     """
 
     name: str
@@ -196,12 +199,19 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
     (names starting with ``.`` are skipped). Sources are sorted by name, so the order in which
     inputs are given does not change any result; a path given twice is read once. A device
     named (``/dev/zero``) is an error, never read; a pipe named is read.
+
+    Files found under different arguments whose relative paths differ only in their suffix or
+    not at all (``task1.json`` in both ``runs/a`` and ``runs/b``) would give their transcripts
+    the same default trace id: those files are named by their paths as given instead
+    (``runs/a/task1.json``). Every other file keeps its relative path, so the ids of one input,
+    or of inputs whose names do not meet, do not depend on what else is given.
     """
     sources: dict[str, Source] = {}
+    origins: dict[str, str] = {}  # the argument each source was found under
     errors: list[InputError] = []
     unreadable: set[str] = set()  # the directories that could not be listed
 
-    def add(source: Source) -> None:
+    def add(source: Source, arg: str) -> None:
         # a file reached from two arguments keeps its longest relative path, whatever the order
         known = sources.get(source.name)
         if known is None or (len(source.relative), source.relative) > (
@@ -209,10 +219,11 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
             known.relative,
         ):
             sources[source.name] = source
+            origins[source.name] = arg
 
     for arg in args:
         if arg == STDIN:
-            add(Source(STDIN_NAME, None, jsonl=False, relative="stdin"))
+            add(Source(STDIN_NAME, None, jsonl=False, relative="stdin"), arg)
             continue
         name = _display(arg)
         try:
@@ -236,20 +247,35 @@ def expand_inputs(args: Sequence[str]) -> tuple[list[Source], list[InputError]]:
                         errors.append(InputError(_NOT_REGULAR, pointer=None, source=_display(file)))
                         continue
                     jsonl = is_jsonl_name(file)
-                    add(Source(_display(file), file, jsonl, _display(relative)))
+                    add(Source(_display(file), file, jsonl, _display(relative)), arg)
             elif os.path.exists(arg):
                 if _is_device(os.stat(arg).st_mode):
                     errors.append(InputError(_DEVICE, pointer=None, source=name))
                     continue
                 jsonl = is_jsonl_name(arg)
-                add(Source(name, arg, jsonl, os.path.basename(name)))
+                add(Source(name, arg, jsonl, os.path.basename(name)), arg)
             else:
                 with suppress(FileNotFoundError):  # exists() also says False for a loop of links
                     os.stat(arg)  # or a name too long: raise what it swallowed
                 errors.append(InputError("no such file or directory", pointer=None, source=name))
         except OSError as exc:
             errors.append(cannot_read(name, exc))
+    _tell_apart(sources, origins)
     return [sources[key] for key in sorted(sources)], errors
+
+
+def _tell_apart(sources: dict[str, Source], origins: dict[str, str]) -> None:
+    """Name by its path as given every file whose relative path, without its suffix, is also
+    that of a file found under another argument (see :func:`expand_inputs`)."""
+    arguments: dict[str, set[str]] = {}
+    for name, source in sources.items():
+        if source.path is not None:
+            stem = posixpath.splitext(source.relative)[0]
+            arguments.setdefault(stem, set()).add(origins[name])
+    for name, source in sources.items():
+        stem = posixpath.splitext(source.relative)[0]
+        if source.path is not None and len(arguments[stem]) > 1:
+            sources[name] = replace(source, relative=source.name)
 
 
 def _read_capped(stream: IO[bytes], limit: int, expected: int = 0) -> bytes | None:

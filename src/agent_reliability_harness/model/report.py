@@ -18,7 +18,7 @@ from agent_reliability_harness._decode import (
     section,
     str_or_empty,
 )
-from agent_reliability_harness.errors import InputError, excerpt, join_pointer
+from agent_reliability_harness.errors import InputError, UsageError, excerpt, join_pointer
 from agent_reliability_harness.model.fidelity import NotApplicable
 
 Severity = Literal["error", "warning", "info"]
@@ -29,11 +29,13 @@ __all__ = [
     "CategoryResult",
     "ExactSum",
     "Finding",
+    "ReportLike",
     "RunReport",
     "RunSummary",
     "Severity",
     "SummaryBuilder",
     "TraceReport",
+    "as_run_report",
 ]
 
 SEVERITIES: Final = ("error", "warning", "info")
@@ -343,6 +345,38 @@ class RunReport:
     def to_dict(self) -> dict[str, Any]:
         """JSON form: ``schema_version``, ``summary``, ``reports`` as in 0.2.x, then additions."""
         return self.summary().to_dict([r.to_dict() for r in self.reports])
+
+
+# What the renderers and compare_reports take as a run: a RunReport, a JSON report as read from
+# a file (written by any arh version), or a sequence of trace reports (as arh 0.2.x's renderers
+# took them).
+ReportLike = RunReport | Mapping[str, Any] | Sequence[TraceReport]
+
+
+def as_run_report(value: object, name: str = "<report>") -> RunReport:
+    """``value`` as a :class:`RunReport`. A JSON report is read as a baseline is (an
+    :class:`InputError` at the bad field's pointer, located at ``name``); a sequence of trace
+    reports is a run of those traces, with their policy id when they share one. Anything else is
+    a :class:`UsageError`."""
+    if isinstance(value, RunReport):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return RunReport.from_dict(dict(value))
+        except InputError as exc:
+            raise exc.located(name) from None
+    if (
+        isinstance(value, Sequence)
+        and not isinstance(value, str | bytes)
+        and all(isinstance(r, TraceReport) for r in value)
+    ):
+        reports = tuple(value)
+        policies = {r.policy_id for r in reports}
+        return RunReport(reports, policy_id=policies.pop() if len(policies) == 1 else None)
+    raise UsageError(
+        f"{name.strip('<>')} must be a RunReport, a JSON report as read from a file (a dict), "
+        f"or a sequence of TraceReport, got {type(value).__name__}"
+    )
 
 
 # Reading reports back (baselines). Reports written by arh 0.2.x and 0.1.x are accepted: the keys

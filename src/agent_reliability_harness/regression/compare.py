@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final, Literal
 
-from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
+from agent_reliability_harness.model.report import (
+    Finding,
+    ReportLike,
+    RunReport,
+    TraceReport,
+    as_run_report,
+)
 
 StatusChange = Literal["added", "removed", "pass->fail", "fail->pass", "unchanged"]
 
@@ -355,11 +361,16 @@ def _status(base: TraceReport | None, cand: TraceReport | None) -> StatusChange:
 
 
 def compare_reports(
-    baseline: RunReport, candidate: RunReport, *, any_step: bool = False
+    baseline: ReportLike, candidate: ReportLike, *, any_step: bool = False
 ) -> CompareResult:
     """Compare two validation reports (from any arh version) trace by trace. ``any_step``
     matches findings whatever their anchor steps (see :func:`diff_findings`), for traces whose
-    step ids change from run to run."""
+    step ids change from run to run.
+
+    Each report is a :class:`RunReport` or, as arh 0.2.x took them, the JSON report as read from
+    its file (a bad one raises :class:`InputError` naming ``<baseline>`` or ``<candidate>``)."""
+    baseline = as_run_report(baseline, "<baseline>")
+    candidate = as_run_report(candidate, "<candidate>")
     base = {r.trace_id: r for r in baseline.reports}
     cand = {r.trace_id: r for r in candidate.reports}
     deltas = tuple(

@@ -5,7 +5,13 @@ from __future__ import annotations
 import textwrap
 from typing import Final
 
-from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
+from agent_reliability_harness.model.report import (
+    Finding,
+    ReportLike,
+    RunSummary,
+    TraceReport,
+    as_run_report,
+)
 from agent_reliability_harness.render._fidelity import console_lines
 from agent_reliability_harness.render._text import (
     plain_number,
@@ -135,10 +141,11 @@ class ConsoleWriter:
         return self._text(lines)
 
 
-def render_console(run: RunReport, *, color: bool = False, fail_under: float | None = None) -> str:
+def render_console(run: ReportLike, *, color: bool = False, fail_under: float | None = None) -> str:
     """The human-readable report, ending with a newline; ``color`` adds ANSI colours.
     ``fail_under``, the pass threshold the run was checked with, lets a trace that fails on its
     score alone say so."""
+    run = as_run_report(run)
     writer = ConsoleWriter(color=color, fail_under=fail_under)
     body = "".join([writer.add(report) for report in run.reports])
     return body + writer.tail(run.summary())

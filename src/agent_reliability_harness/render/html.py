@@ -33,7 +33,13 @@ from urllib.parse import urlsplit
 
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
-from agent_reliability_harness.model.report import Finding, RunReport, TraceReport
+from agent_reliability_harness.model.report import (
+    Finding,
+    ReportLike,
+    RunReport,
+    TraceReport,
+    as_run_report,
+)
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta, trace_delta
 from agent_reliability_harness.regression.gate import GateResult
@@ -1222,7 +1228,7 @@ def _run_title(run: RunReport) -> str:
 
 
 def render_html(
-    run: RunReport,
+    run: ReportLike,
     traces: Mapping[str, Trace] | None = None,
     *,
     fail_under: float | None = None,
@@ -1231,6 +1237,7 @@ def render_html(
     timelines; a trace that is not in it is shown with its findings only. ``fail_under`` is the
     pass threshold the run was checked with, which the page states for a trace that fails on its
     score (the report does not hold it; None: not known)."""
+    run = as_run_report(run)
     title = _run_title(run)
     verdict = "pass" if run.passed else "fail"
     facts = (

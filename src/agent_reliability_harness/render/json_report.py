@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Final
 
 from agent_reliability_harness._json import dumps_indented
-from agent_reliability_harness.model.report import RunReport, RunSummary, TraceReport
+from agent_reliability_harness.model.report import (
+    ReportLike,
+    RunSummary,
+    TraceReport,
+    as_run_report,
+)
 
 __all__ = ["JsonWriter", "render_json"]
 
@@ -39,8 +44,9 @@ class JsonWriter:
         return ("\n  " if self._count else "") + rest + "\n"
 
 
-def render_json(run: RunReport) -> str:
+def render_json(run: ReportLike) -> str:
     """Indented, ASCII-only JSON with a trailing newline; identical input gives identical bytes."""
+    run = as_run_report(run)
     writer = JsonWriter()
     body = "".join([writer.add(report) for report in run.reports])
     summary = run.summary()

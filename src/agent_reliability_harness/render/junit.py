@@ -12,7 +12,13 @@ import xml.etree.ElementTree as ET
 from typing import Final
 
 from agent_reliability_harness.errors import InputError
-from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
+from agent_reliability_harness.model.report import (
+    Finding,
+    ReportLike,
+    RunSummary,
+    TraceReport,
+    as_run_report,
+)
 from agent_reliability_harness.render._text import (
     FORMAT_CHARS,
     escape_char,
@@ -158,10 +164,11 @@ class JunitWriter:
         return errors + self._document(summary)[1] + "\n"
 
 
-def render_junit(run: RunReport, *, fail_under: float | None = None) -> str:
+def render_junit(run: ReportLike, *, fail_under: float | None = None) -> str:
     """The report as JUnit XML, with an XML declaration and a trailing newline. ``fail_under``,
     the pass threshold the run was checked with, lets a trace that fails on its score alone say
     so in its failure message."""
+    run = as_run_report(run)
     writer = JunitWriter(fail_under=fail_under)
     body = "".join([writer.add(report) for report in run.reports])
     summary = run.summary()

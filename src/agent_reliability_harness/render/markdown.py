@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
+from agent_reliability_harness.model.report import (
+    Finding,
+    ReportLike,
+    RunSummary,
+    TraceReport,
+    as_run_report,
+)
 from agent_reliability_harness.render._fidelity import NotApplicableTally
 from agent_reliability_harness.render._markdown import (
     MAX_CHARS,
@@ -223,9 +229,10 @@ class MarkdownWriter:
         return ""
 
 
-def render_markdown(run: RunReport, *, fail_under: float | None = None) -> str:
+def render_markdown(run: ReportLike, *, fail_under: float | None = None) -> str:
     """The report as GitHub-flavoured Markdown, ending with a newline. ``fail_under``, the pass
     threshold the run was checked with, lets a trace that fails on its score alone say so."""
+    run = as_run_report(run)
     failing = [r for r in run.reports if not r.passed]
     tally = NotApplicableTally()
     for report in run.reports:

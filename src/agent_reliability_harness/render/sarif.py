@@ -20,7 +20,13 @@ from urllib.parse import quote
 
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
-from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
+from agent_reliability_harness.model.report import (
+    Finding,
+    ReportLike,
+    RunSummary,
+    TraceReport,
+    as_run_report,
+)
 from agent_reliability_harness.render._text import visible
 from agent_reliability_harness.rules import RULES, Rule
 
@@ -254,12 +260,13 @@ class SarifWriter:
         return ("\n      " if self._results else "") + self._split(summary)[1] + "\n"
 
 
-def render_sarif(run: RunReport, step_lines: Mapping[str, Sequence[int]] | None = None) -> str:
+def render_sarif(run: ReportLike, step_lines: Mapping[str, Sequence[int]] | None = None) -> str:
     """The report as SARIF 2.1.0 JSON (ASCII, indented, with a trailing newline).
 
     ``step_lines`` maps a trace id to the line of each of its steps in the source file; when it
     is given, results point at the line of their step.
     """
+    run = as_run_report(run)
     lines = None if step_lines is None else (lambda report: step_lines.get(report.trace_id))
     writer = SarifWriter(lines)
     body = "".join([writer.add(report) for report in run.reports])
