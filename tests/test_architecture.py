@@ -38,6 +38,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "_decode": (0, "base"),
     "_version": (0, "base"),
     "_formats": (0, "base"),
+    "_toml": (0, "base"),
     "model": (1, "model"),
     "rules": (2, "rules"),
     "adapters": (2, "adapters"),

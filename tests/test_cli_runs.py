@@ -212,10 +212,11 @@ def test_a_report_over_an_input_is_a_usage_error(
     run = arh("compare", "--baseline", base, "--candidate", base, "--md-out", base)
     message = f"--md-out and --baseline name the same file, {base}: a report must not "
     _usage_error(run, "compare", message + "overwrite an input")
-    (tmp_path / "arh.toml").write_text('[gates]\n"pass rate" = ">= 0.5"\n', encoding="utf-8")
-    run = arh("compare", "--baseline", base, "--candidate", base, "--json-out", "arh.toml",
-              "--gates", "arh.toml")  # fmt: skip
-    message = "--json-out and --gates name the same file, arh.toml: a report must not "
+    # not arh.toml: in the current directory, that is the configuration file
+    (tmp_path / "gates.toml").write_text('[gates]\n"pass rate" = ">= 0.5"\n', encoding="utf-8")
+    run = arh("compare", "--baseline", base, "--candidate", base, "--json-out", "gates.toml",
+              "--gates", "gates.toml")  # fmt: skip
+    message = "--json-out and --gates name the same file, gates.toml: a report must not "
     _usage_error(run, "compare", message + "overwrite an input")
     run = arh("stats", "base.json", "--md-out", "base.json")
     message = "--md-out and REPORT name the same file, base.json: a report must not "

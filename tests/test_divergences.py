@@ -1381,3 +1381,23 @@ def test_d111_the_renderers_return_text_and_take_reports_in_every_form() -> None
     assert (gate.passed, gate.reasons) == (True, ())
     compared = json.loads(render_compare_json(compare_reports(written, written), gate))
     assert compared["gate"]["passed"] is True
+
+
+def test_d120_settings_from_a_configuration_file(
+    tmp_path: Path, arh: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".git").mkdir()  # the root of a repository: the search stops here
+    monkeypatch.chdir(tmp_path)
+    policy = ROOT / "samples" / "policy_trajectory.json"
+    trace = ROOT / "samples" / "traces" / "rebook_double_rebooking.json"  # fails: ARH-FLW-003
+    (tmp_path / "arh.toml").write_text(
+        f'policy = {json.dumps(str(policy))}\nignore = ["ARH-FLW-003"]\n', encoding="utf-8"
+    )
+    run = arh("validate", trace, "--quiet")  # 0.2.x: --policy is required
+    assert run.status == 0, run.err
+    run = arh("validate", "--policy", policy, trace, "--quiet", "--isolated")  # as 0.2.x
+    assert run.status == 1
+    (tmp_path / "arh.toml").write_text("fail_under = 80\n", encoding="utf-8")
+    run = arh("validate", "--policy", policy, trace, "--quiet")
+    assert run.status == 2
+    assert run.err.startswith("error: invalid configuration: arh.toml:1: fail_under: ")

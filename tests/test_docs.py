@@ -8,6 +8,8 @@ SECURITY.md, CONTRIBUTING.md, CHANGELOG.md, docs/*.md):
   stands for any number of lines. A final line ``[exit N]`` states the exit status.
 * In a ```sh block, every line starting with ``arh `` is run (a trailing ``# comment`` is dropped);
   it must not be a usage error and must print nothing on standard error.
+* A line ``$ cd DIR`` in a ```console block makes DIR (relative to the directory the commands ran
+  in so far) the directory of the document's later commands.
 
 Commands run in a scratch directory holding a copy of samples/, docs/examples/ and schemas/, so
 that the paths in the docs resolve and the reports they write land nowhere permanent. The commands
@@ -63,6 +65,7 @@ class Example:
     line: int
     command: str
     expected: list[str] | None  # None for ```sh blocks: only the exit status is checked
+    folder: str = "."  # where it runs, relative to the document's scratch directory
 
     def __str__(self) -> str:
         return f"{self.doc}:{self.line}:{self.command[:40]}"
@@ -74,6 +77,7 @@ def _examples() -> list[Example]:
         if not path.exists():
             continue
         name = path.relative_to(ROOT).as_posix()
+        folder = "."
         for lang, start, body in _blocks(path):
             if lang == "console":
                 command: str | None = None
@@ -81,15 +85,17 @@ def _examples() -> list[Example]:
                 for line in body:
                     if line.startswith("$ "):
                         if command is not None and command.startswith("arh "):
-                            found.append(Example(name, start, command, expected))
+                            found.append(Example(name, start, command, expected, folder))
                         command, expected = line[2:], []
+                        if command.startswith("cd "):
+                            folder = os.path.normpath(os.path.join(folder, command[3:].strip()))
                     else:
                         expected.append(line)
                 if command is not None and command.startswith("arh "):
-                    found.append(Example(name, start, command, expected))
+                    found.append(Example(name, start, command, expected, folder))
             elif lang == "sh":
                 found.extend(
-                    Example(name, start, line.split(" #", 1)[0].strip(), None)
+                    Example(name, start, line.split(" #", 1)[0].strip(), None, folder)
                     for line in body
                     if line.startswith("arh ")
                 )
@@ -138,6 +144,7 @@ def test_docs_have_examples() -> None:
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=str)
 def test_doc_example(example: Example, scratch: Path, arh: Callable[..., Run]) -> None:
+    os.chdir(scratch / example.folder)  # the scratch fixture goes back where it was
     run = arh(*shlex.split(example.command)[1:])
     where = f"{example.doc}:{example.line}: {example.command}"
     expected = example.expected

@@ -36,6 +36,8 @@ _MESSAGE_ARG = {
     "ArgumentTypeError": 0,
     "_error": 0,
     "bad": 1,
+    "bad_key": 1,  # app/config.py: a key of the configuration file
+    "_bad_value": 2,  # app/config.py: a value of the configuration file
     "NotADirectoryError": 1,
 }
 _MIN_PIECE = 4  # shorter fixed pieces (", ", "): ") say nothing about the message

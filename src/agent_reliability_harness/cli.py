@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import itertools
 import math
 import os
 import re
@@ -22,15 +23,16 @@ from typing import IO, Any, Final, Literal, NoReturn
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.app import TerminatedError
-from agent_reliability_harness.errors import UsageError, excerpt, parse_pointer
+from agent_reliability_harness.errors import InputError, UsageError, excerpt, parse_pointer
 
 _Report = Literal["validate", "compare", "stats"]  # the commands that write report files
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_CONFIG", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
+EXIT_CONFIG: Final = 2  # a configuration file that cannot be used (ruff's status for it)
 FORMAT_CHOICES: Final = ("auto", *FORMAT_NAMES)
 
 
@@ -350,6 +352,8 @@ def _build_parser(command: str | None) -> _Parser:
             )
             if command == name:
                 spec.add_arguments(sub)
+                if name in _CONFIGURED:
+                    _config_options(sub)
     return parser
 
 
@@ -361,7 +365,12 @@ def _validate_arguments(validate: _Parser) -> None:
         help="trace files, directories (searched recursively for .json/.jsonl/.ndjson), "
         "JSON Lines files (one trace per line), or - for standard input",
     )
-    validate.add_argument("--policy", required=True, metavar="POLICY", help="policy JSON file")
+    validate.add_argument(
+        "--policy",
+        required=True,
+        metavar="POLICY",
+        help="policy JSON file (required unless the configuration file names one)",
+    )
     validate.add_argument(
         "--format",
         default="auto",
@@ -582,6 +591,182 @@ def _rules_arguments(rules: _Parser) -> None:
 
 def _explain_arguments(explain: _Parser) -> None:
     explain.add_argument("rule_id", metavar="RULE_ID", help="for example ARH-FLW-003")
+
+
+# -- the configuration file (docs/configuration.md; app/config.py reads it) --------------------
+
+_CONFIGURED: Final = ("validate", "compare", "stats", "convert")  # the commands with settings
+
+
+def _config_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose the configuration file."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--config",
+        metavar="PATH",
+        help="read the settings from this file (an arh.toml, or a pyproject.toml's [tool.arh]) "
+        "instead of the one found from the current directory upwards",
+    )
+    group.add_argument(
+        "--isolated",
+        action="store_true",
+        help="ignore every configuration file: only the command line and the defaults",
+    )
+
+
+def _config_arguments(config: _Parser) -> None:
+    config.add_argument(
+        "target",
+        nargs="?",
+        choices=_CONFIGURED,
+        metavar="COMMAND",
+        help=f"show this command's settings (default: those of {', '.join(_CONFIGURED)})",
+    )
+    config.add_argument(
+        "arguments",
+        nargs=argparse.REMAINDER,
+        metavar="ARGUMENT",
+        help="the command's options, to show what they change (the command does not run)",
+    )
+    config.add_argument("--json", action="store_true", help="print the settings as JSON")
+    _config_options(config)
+    config.set_defaults(usage=config.format_usage())
+
+
+def _config_choice(arguments: Sequence[str]) -> tuple[str | None, bool]:
+    """``--config PATH`` (the last one) and whether ``--isolated`` is among the arguments (up
+    to ``--``). The parser checks them again; this look comes first because the file decides
+    which options are required."""
+    path: str | None = None
+    isolated = False
+    for at, argument in enumerate(arguments):
+        if argument == "--":
+            break
+        if argument == "--isolated":
+            isolated = True
+        elif argument == "--config" and at + 1 < len(arguments):
+            path = arguments[at + 1]
+        elif argument.startswith("--config="):
+            path = argument.removeprefix("--config=")
+    return path, isolated
+
+
+def _subparser(parser: _Parser, name: str) -> _Parser:
+    """The parser of the command ``name`` in ``parser``."""
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    sub: _Parser = commands.choices[name]
+    return sub
+
+
+def _options(sub: _Parser) -> dict[str, argparse.Action]:
+    """A command's long options, each with its action, in the order they were added."""
+    return {o: a for a in sub._actions for o in a.option_strings if o.startswith("--")}
+
+
+def _options_of(name: str) -> dict[str, argparse.Action]:
+    return _options(_subparser(_build_parser(name), name))
+
+
+def _given(sub: _Parser, arguments: Sequence[str]) -> set[str]:
+    """The dests that the command's ``arguments`` set: parsed again with every default
+    suppressed and nothing required, only what they give is there."""
+    saved = [(action, action.default, action.required) for action in sub._actions]
+    defaults, sub._defaults = sub._defaults, {}
+    for action, _, _ in saved:
+        action.default, action.required = argparse.SUPPRESS, False
+    try:
+        return set(vars(sub.parse_args(arguments)))
+    except _ExitRequestError:  # not after they parsed with the defaults: let them all win
+        return {action.dest for action, _, _ in saved}
+    finally:
+        sub._defaults = defaults
+        for action, default, required in saved:
+            action.default, action.required = default, required
+
+
+def _configured(
+    parser: _Parser, command: str, arguments: list[str], *, lenient: bool = False
+) -> tuple[argparse.Namespace, Any]:
+    """Parse ``command``'s ``arguments`` over the settings of the configuration file (the
+    command line wins): the arguments, and the settings as ``arh config`` shows them. Nothing
+    is required when ``lenient`` (``arh config COMMAND ARGUMENT...``, which runs nothing).
+    InputError when the file cannot be used."""
+    path, isolated = _config_choice(arguments)
+    candidates = None
+    if path is None and not isolated and not lenient:
+        from agent_reliability_harness.io.load import config_candidates
+
+        with contextlib.suppress(OSError):  # no current directory: nothing to search above it
+            candidates = config_candidates(os.getcwd())
+            first = next(candidates, None)
+            if first is None:
+                return parser.parse_args(arguments), None
+            candidates = itertools.chain([first], candidates)
+    # imported once there may be a configuration file (+11 ms of every start, measured: its
+    # reader's dataclasses and tomllib)
+    from agent_reliability_harness.app import config
+
+    sub = _subparser(parser, command)
+    options = _options(sub)
+    found = config.read(path, isolated, _options_of, candidates)
+    chosen = config.settings(found, command, options)
+    for action in sub._actions:
+        if lenient or action.dest in chosen:  # what the file gives is not required here
+            action.required = False
+    rest = arguments[arguments.index(command) + 1 :]
+    args = sub.parse_args(rest) if lenient else parser.parse_args(arguments)
+    given = _given(sub, rest)
+    origins = config.apply(chosen, args, given, command)
+    return args, (
+        found,
+        config.describe(
+            found, command, args, options=options, chosen=chosen, origins=origins, given=given
+        ),
+    )
+
+
+def _parse(parser: _Parser, command: str | None, arguments: list[str]) -> argparse.Namespace:
+    """The parsed arguments, with the configuration file's settings for a command that has
+    settings; InputError when the file cannot be used (unless the arguments ask for help)."""
+    if command == "config":
+        args = parser.parse_args(arguments)
+        targets = [args.target] if args.target else list(_CONFIGURED)
+        # the file named to `arh config` itself, unless the command's arguments name one
+        own = (["--isolated"] if args.isolated else []) + (
+            ["--config", args.config] if args.config is not None else []
+        )
+        shown = []
+        for name in targets:
+            given = args.arguments if name == args.target else []
+            _, (found, block) = _configured(
+                _build_parser(name), name, [name, *own, *given], lenient=True
+            )
+            shown.append(block)
+        args.shown = (found, shown)
+        return args
+    if command not in _CONFIGURED:
+        return parser.parse_args(arguments)
+    assert command is not None
+    try:
+        args, _ = _configured(parser, command, arguments)
+    except InputError:
+        try:  # --help still shows the help (it exits); anything else is the file's error
+            parser.parse_args(arguments)
+        except _ExitRequestError as exc:
+            if exc.status == EXIT_OK:
+                raise
+        raise
+    return args
+
+
+def _config(args: argparse.Namespace) -> bool:
+    from agent_reliability_harness.app import config
+    from agent_reliability_harness.app.output import say
+
+    found, shown = args.shown
+    render = config.render_json if args.json else config.render_text
+    say(render(found, shown), sys.stdout)
+    return True
 
 
 def _safe_streams() -> None:
@@ -905,6 +1090,18 @@ _COMMANDS: Final[dict[str, _Command]] = {
         _no_usage_problem,
         _rules,
     ),
+    "config": _Command(
+        "show the settings in effect and where each came from",
+        (
+            "Show the settings a command would use: from the configuration file (an arh.toml, "
+            "or [tool.arh] in a pyproject.toml, found from the current directory upwards), the "
+            "command line, or the defaults. Exit status: 0 shown, 2 the configuration file "
+            "cannot be used or a usage error."
+        ),
+        _config_arguments,
+        _no_usage_problem,
+        _config,
+    ),
     "explain": _Command(
         "explain one rule",
         "Print what a rule checks and how to fix it.",
@@ -929,13 +1126,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``arh`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status."""
     _safe_streams()
     arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = _build_parser(next((a for a in arguments if not a.startswith("-")), None))
+    command = next((a for a in arguments if not a.startswith("-")), None)
+    parser = _build_parser(command)
     try:
-        args = parser.parse_args(arguments)
+        args = _parse(parser, command, arguments)
     except _ExitRequestError as exc:
         if exc.message:
             _print(exc.message, sys.stderr if exc.status else sys.stdout)
         return exc.status
+    except InputError as exc:
+        _error(f"invalid configuration: {exc}")
+        return EXIT_CONFIG
     if args.command is None:
         _print(parser.format_usage() + "arh: error: a command is required\n", sys.stderr)
         return EXIT_USAGE

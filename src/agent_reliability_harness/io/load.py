@@ -1,13 +1,15 @@
-"""Reading the files besides the traces: the policy, saved reports and gate files; a trace file
-again for the line of each step (SARIF); and what the pipeline and the command line ask of the
-file system before reading (a file's size, whether it holds OpenTelemetry spans, which file a
-path names)."""
+"""Reading the files besides the traces: the policy, saved reports, gate files and the
+configuration file (and finding it); a trace file again for the line of each step (SARIF); and
+what the pipeline and the command line ask of the file system before reading (a file's size,
+whether it holds OpenTelemetry spans, which file a path names)."""
 
 from __future__ import annotations
 
 import os
+import re
 import stat
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Final
 
 from agent_reliability_harness._formats import SPAN_FORMAT_NAMES
 from agent_reliability_harness._json import decode_bytes, member_array_lines
@@ -27,13 +29,18 @@ if TYPE_CHECKING:
     from agent_reliability_harness.regression.stat_gates import GateFile
 
 __all__ = [
+    "CONFIG_NAMES",
+    "REPOSITORY_MARKERS",
     "StepLines",
+    "config_candidates",
     "file_key",
     "file_size",
+    "find_upwards",
     "is_span_export_file",
     "load_gate_file",
     "load_policy",
     "load_report",
+    "load_toml_text",
     "names_spans",
     "real_path",
     "step_lines",
@@ -58,14 +65,63 @@ def load_gate_file(path: str, max_input_bytes: int = DEFAULT_MAX_INPUT) -> GateF
     # only --gates reads a gate file; eager, this measured +24 ms of every `arh validate`
     from agent_reliability_harness.regression.stat_gates import parse_gate_file
 
+    return parse_gate_file(load_toml_text(path, max_input_bytes), path)
+
+
+def load_toml_text(path: str, max_input_bytes: int = DEFAULT_MAX_INPUT) -> str:
+    """The text of a TOML file (a gate file, a configuration file) of at most
+    ``max_input_bytes``; errors name the file."""
     try:
         data = read_input_file(path, max_input_bytes)
-        text = decode_bytes(data, "TOML")  # as trace files are: a UTF-8 BOM dropped, UTF-16 named
+        return decode_bytes(data, "TOML")  # as trace files are: a UTF-8 BOM dropped, UTF-16 named
     except OSError as exc:
         raise cannot_read(path, exc) from None
     except InputError as exc:
         raise exc.located(path) from None
-    return parse_gate_file(text, path)
+
+
+# The configuration file's names: in one folder the first wins (as ruff's ruff.toml wins over its
+# pyproject.toml, and pytest's pytest.ini over its pyproject.toml).
+CONFIG_NAMES: Final = ("arh.toml", "pyproject.toml")
+# The search stops at the root of the repository, the folder holding one of these (as mypy's
+# does), or else at the root of the file system (as ruff's and pytest's do).
+REPOSITORY_MARKERS: Final = (".git", ".hg")
+
+
+# Where a pyproject.toml may define the table tool.arh: a header or dotted key `tool.arh`
+# (`[tool.arh]`, `[tool.arh.validate]`, `tool.arh.policy = ...`, quoted or spaced), a `[tool]`
+# table (`arh.policy = ...` in it) or a `tool = {...}` inline table.
+_TOOL_ARH: Final = re.compile(r"""["']?tool["']?\s*(?:\.\s*["']?arh["']?(?![\w-])|=|\])""")
+
+
+def config_candidates(start: str) -> Iterator[tuple[str, str]]:
+    """The files that may be arh's configuration file, from the folder ``start`` upwards
+    (:data:`CONFIG_NAMES`, up to the root of the repository), nearest first, each with its
+    text: every arh.toml, and each pyproject.toml that may have a [tool.arh] table. The others
+    are not parsed: importing the configuration's reader and tomllib measured 11 ms, and parsing
+    a pyproject.toml 1 to 3 ms more, on every start in a Python project."""
+    for path in find_upwards(start, CONFIG_NAMES, REPOSITORY_MARKERS):
+        text = load_toml_text(path)
+        if os.path.basename(path) != "pyproject.toml" or _TOOL_ARH.search(text):
+            yield path, text
+
+
+def find_upwards(start: str, names: Sequence[str], markers: Sequence[str]) -> Iterator[str]:
+    """The files called one of ``names`` in the folder ``start`` and then in each folder above
+    it, nearest first (in one folder, in the order of ``names``), up to the first folder that
+    holds one of ``markers`` (searched too), or the root of the file system."""
+    folder = os.path.abspath(start)
+    while True:
+        for name in names:
+            path = os.path.join(folder, name)
+            if is_regular_file(path):
+                yield path
+        if any(os.path.lexists(os.path.join(folder, marker)) for marker in markers):
+            return
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
 
 
 def load_report(path: str, max_input_bytes: int = DEFAULT_MAX_INPUT) -> RunReport:

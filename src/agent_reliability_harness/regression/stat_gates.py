@@ -15,16 +15,14 @@ threshold was set (``arh.toml:7``, or the ``--gate`` expression).
     [workflows.refunds]         # one workflow; its keys replace those of [defaults]
     min_pass_rate = 0.9
 
-:mod:`tomllib` does not say on which line a key is, so the lines come from a scan of the text
-(:func:`key_lines`), which understands table headers and keys, bare or quoted, dotted or not.
+The file is read by :mod:`agent_reliability_harness._toml`, which also finds the line of each
+key (:func:`key_lines`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-import sys
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -32,6 +30,7 @@ from fractions import Fraction
 from typing import Any, Final
 
 from agent_reliability_harness._decode import unknown_key_hint
+from agent_reliability_harness._toml import key_lines, line_of, parse_toml, toml_kind
 from agent_reliability_harness.errors import InputError, UsageError, excerpt, join_pointer
 from agent_reliability_harness.regression.trials import (
     OUTCOMES,
@@ -115,138 +114,6 @@ class GateFile:
 # -- reading the file -----------------------------------------------------------------------
 
 
-def _skip_space(text: str, at: int) -> int:
-    while at < len(text) and text[at] in " \t":
-        at += 1
-    return at
-
-
-def _basic_string(text: str, at: int) -> tuple[str, int] | None:
-    """A TOML basic string starting at ``text[at] == '"'``: its value and the index after it."""
-    out: list[str] = []
-    i = at + 1
-    escapes = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
-    while i < len(text):
-        char = text[i]
-        if char == '"':
-            return "".join(out), i + 1
-        if char == "\\" and i + 1 < len(text):
-            code = text[i + 1]
-            if code in escapes:
-                out.append(escapes[code])
-                i += 2
-                continue
-            width = {"u": 4, "U": 8}.get(code)
-            if width is not None:
-                digits = text[i + 2 : i + 2 + width]
-                try:
-                    out.append(chr(int(digits, 16)))
-                except ValueError:
-                    return None
-                i += 2 + width
-                continue
-            return None
-        out.append(char)
-        i += 1
-    return None
-
-
-def _keys(text: str, at: int) -> tuple[tuple[str, ...], int] | None:
-    """A dotted key starting at ``text[at]``: its parts and the index after it."""
-    parts: list[str] = []
-    while True:
-        at = _skip_space(text, at)
-        if at >= len(text):
-            return None
-        char = text[at]
-        if char == '"':
-            found = _basic_string(text, at)
-            if found is None:
-                return None
-            part, at = found
-        elif char == "'":
-            end = text.find("'", at + 1)
-            if end < 0:
-                return None
-            part, at = text[at + 1 : end], end + 1
-        else:
-            match = re.compile(r"[A-Za-z0-9_-]+").match(text, at)
-            if match is None:
-                return None
-            part, at = match.group(), match.end()
-        parts.append(part)
-        at = _skip_space(text, at)
-        if at < len(text) and text[at] == ".":
-            at += 1
-            continue
-        return tuple(parts), at
-
-
-def key_lines(text: str) -> dict[tuple[str, ...], int]:
-    """The line (1-based) on which each table and key of a TOML document is first written.
-
-    A key is found at ``key = value`` under the latest table header, and a table at its header
-    (``[a.b]``, ``[[a]]``) or at the first key that implies it (``a.b = 1`` implies table
-    ``a``). Lines inside multi-line strings are skipped. Keys written inside inline tables or
-    arrays (``t = { a = 1 }``) are not found; their enclosing key's line is used instead. A
-    line ends at a line feed, as TOML and every other line number arh reports count them (not
-    at the other breaks ``str.splitlines`` knows, such as U+2028 in a comment).
-    """
-    lines: dict[tuple[str, ...], int] = {}
-    table: tuple[str, ...] = ()
-    closing: str | None = None  # the delimiter of the multi-line string being skipped
-    for number, raw in enumerate(text.split("\n"), 1):
-        if closing is not None:
-            if raw.count(closing) % 2 == 1:
-                closing = None
-            continue
-        at = _skip_space(raw, 0)
-        if at >= len(raw) or raw[at] == "#":
-            continue
-        if raw[at] == "[":
-            start = at + 2 if raw.startswith("[[", at) else at + 1
-            found = _keys(raw, start)
-            if found is not None and raw[found[1] : found[1] + 1] == "]":
-                table = found[0]
-                for end in range(1, len(table) + 1):
-                    lines.setdefault(table[:end], number)
-            continue
-        found = _keys(raw, at)
-        if found is None or raw[found[1] : found[1] + 1] != "=":
-            continue
-        full = table + found[0]
-        for end in range(1, len(full) + 1):
-            lines.setdefault(full[:end], number)
-        value = raw[found[1] + 1 :].strip()
-        for quote in ('"""', "'''"):
-            if value.startswith(quote) and value.count(quote) % 2 == 1:
-                closing = quote
-                break
-    return lines
-
-
-def _line_of(lines: Mapping[tuple[str, ...], int], path: tuple[str, ...]) -> int | None:
-    for end in range(len(path), 0, -1):
-        line = lines.get(path[:end])
-        if line is not None:
-            return line
-    return None
-
-
-def _kind(value: object) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float | Decimal):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "an array"
-    return "a date or time"
-
-
 def _number_text(value: float | Decimal) -> str:
     if isinstance(value, Decimal) and not value.is_finite():
         value = float(value)  # as TOML spells it: nan, inf, -inf
@@ -258,11 +125,11 @@ def _setting_value(key: str, value: object) -> tuple[Fraction | int | bool, str]
     expected = GATE_KEYS[key]
     if key == "allow_insufficient_data":
         if type(value) is not bool:
-            raise ValueError(f"must be {expected}, got {_kind(value)}")
+            raise ValueError(f"must be {expected}, got {toml_kind(value)}")
         return value, "true" if value else "false"
     # a gate file's decimals are read as Decimal: compared exactly as written
     if type(value) is bool or not isinstance(value, int | float | Decimal):
-        raise ValueError(f"must be {expected}, got {_kind(value)}")
+        raise ValueError(f"must be {expected}, got {toml_kind(value)}")
     if key in ("k", "max_flaky_tasks"):
         minimum = 1 if key == "k" else 0
         if type(value) is not int or value < minimum:
@@ -287,7 +154,7 @@ def _table(
     lines: Mapping[tuple[str, ...], int],
 ) -> tuple[Setting, ...]:
     if not isinstance(data, dict):
-        raise _file_error(f"must be a table, got {_kind(data)}", path, source, lines)
+        raise _file_error(f"must be a table, got {toml_kind(data)}", path, source, lines)
     settings: list[Setting] = []
     for key, value in data.items():
         where = (*path, key)
@@ -298,7 +165,7 @@ def _table(
             exact, shown = _setting_value(key, value)
         except ValueError as exc:
             raise _file_error(str(exc), where, source, lines) from None
-        line = _line_of(lines, where)
+        line = line_of(lines, where)
         settings.append(Setting(key, exact, shown, source if line is None else f"{source}:{line}"))
     order = list(GATE_KEYS)
     return tuple(sorted(settings, key=lambda s: order.index(s.key)))
@@ -308,52 +175,13 @@ def _file_error(
     message: str, path: tuple[str, ...], source: str, lines: Mapping[tuple[str, ...], int]
 ) -> InputError:
     return InputError(
-        message, pointer=join_pointer("", *path), source=source, line=_line_of(lines, path)
+        message, pointer=join_pointer("", *path), source=source, line=line_of(lines, path)
     )
-
-
-def _long_integer_error(text: str, source: str, exc: ValueError) -> InputError:
-    """The error for a TOML integer with more digits than the interpreter turns into an int,
-    at its line and column (found by a scan of the text)."""
-    limit = sys.get_int_max_str_digits()
-    for match in re.finditer(r"(?<![.\w])[0-9][0-9_]*(?![.\w])", text):
-        if limit and sum(1 for char in match.group() if char != "_") > limit:
-            start = match.start()
-            return InputError(
-                f"invalid TOML: an integer has more than {limit} digits",
-                pointer=None,
-                source=source,
-                line=text.count("\n", 0, start) + 1,
-                column=start - text.rfind("\n", 0, start),
-            )
-    return InputError(f"invalid TOML: {exc}", pointer=None, source=source)
 
 
 def parse_gate_file(text: str, source: str) -> GateFile:
     """Parse the text of a gate file; InputError naming ``source``, the line and the key."""
-    try:
-        data = tomllib.loads(text, parse_float=Decimal)  # a threshold exactly as written
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        line = getattr(exc, "lineno", None)
-        column = getattr(exc, "colno", None)
-        match = re.search(r" \(at line (\d+), column (\d+)\)$", message)
-        if match:
-            message = message[: match.start()]
-            line, column = int(match.group(1)), int(match.group(2))
-        elif message.endswith(" (at end of document)"):
-            message = message.removesuffix(" (at end of document)") + " at the end of the file"
-        raise InputError(
-            f"invalid TOML: {message}", pointer=None, source=source, line=line, column=column
-        ) from None
-    except RecursionError:  # tomllib recurses once per level of arrays and inline tables
-        raise InputError(
-            "nested too deeply to read: arrays or inline tables hundreds of levels deep",
-            pointer=None,
-            source=source,
-        ) from None
-    except ValueError as exc:  # not a TOMLDecodeError: int() refused a very long integer
-        raise _long_integer_error(text, source, exc) from None
+    data = parse_toml(text, source, parse_float=Decimal)  # a threshold exactly as written
     lines = key_lines(text)
     for key in data:
         if key not in _TOP_KEYS:
@@ -363,7 +191,7 @@ def parse_gate_file(text: str, source: str) -> GateFile:
             raise _file_error(f"unknown key {excerpt(key)}{hint}", (key,), source, lines)
     outcome = data.get("outcome")
     if outcome is not None and outcome not in OUTCOMES:
-        shown = excerpt(outcome) if isinstance(outcome, str) else _kind(outcome)
+        shown = excerpt(outcome) if isinstance(outcome, str) else toml_kind(outcome)
         raise _file_error(
             f"must be one of {', '.join(map(repr, OUTCOMES))}, got {shown}",
             ("outcome",),
@@ -374,7 +202,7 @@ def parse_gate_file(text: str, source: str) -> GateFile:
     workflows_table = data.get("workflows", {})
     if not isinstance(workflows_table, dict):
         raise _file_error(
-            f"must be a table of workflows, got {_kind(workflows_table)}",
+            f"must be a table of workflows, got {toml_kind(workflows_table)}",
             ("workflows",),
             source,
             lines,
@@ -382,7 +210,7 @@ def parse_gate_file(text: str, source: str) -> GateFile:
     workflows = []
     for name in sorted(workflows_table):
         settings = _table(workflows_table[name], ("workflows", name), source, lines)
-        line = _line_of(lines, ("workflows", name))
+        line = line_of(lines, ("workflows", name))
         workflows.append((name, source if line is None else f"{source}:{line}", settings))
     tables = [defaults, *(settings for _, _, settings in workflows)]
     if not any(s.key in THRESHOLD_KEYS for settings in tables for s in settings):
