@@ -8,11 +8,11 @@ from typing import Final
 from agent_reliability_harness.model.report import Finding, RunReport, RunSummary, TraceReport
 from agent_reliability_harness.render._fidelity import console_lines
 from agent_reliability_harness.render._text import (
-    plain_number,
     plural,
     score_alone,
     source_text,
     terminal_safe,
+    totals_text,
 )
 
 __all__ = ["ConsoleWriter", "render_console"]
@@ -50,12 +50,7 @@ def _trace_lines(report: TraceReport, fail_under: float | None) -> list[str]:
     verdict = "PASS" if report.passed else "FAIL"
     who = terminal_safe(f"{report.agent_name} / {report.workflow}")
     lines = [f"{verdict}  {terminal_safe(report.trace_id)}  score {report.score:.2f}  ({who})"]
-    details = [
-        f"latency {plain_number(report.total_latency_ms)} ms",
-        f"cost ${report.total_cost_usd:.4f}",
-    ]
-    if report.total_tokens is not None:
-        details.append(f"tokens {report.total_tokens}")
+    details = totals_text(report)  # n/a for a measure the trace did not record
     if report.citation_coverage is not None:
         details.append(f"citation coverage {report.citation_coverage:.0%}")
     where = source_text(report.source_path, report.source_line)
