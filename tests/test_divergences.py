@@ -206,7 +206,17 @@ def test_d107_devices_and_inputs_over_the_size_limit(
     good = _write(tmp_path / "good.json", _trace(_say("s1"), trace_id="good"))
     big = _write(tmp_path / "big.json", _trace(_say("s1", "x" * 2000), trace_id="big"))
     devices = [name for name in ("/dev/null", "NUL") if os.path.exists(name)][:1]
-    run = arh("validate", "--policy", policy, *devices, big, good, "--max-input-size", "1K")
+    run = arh(
+        "validate",
+        "--show-passing",
+        "--policy",
+        policy,
+        *devices,
+        big,
+        good,
+        "--max-input-size",
+        "1K",
+    )
     assert run.status == 1
     assert "PASS  good" in run.out
     errors = run.err.splitlines()
@@ -486,7 +496,7 @@ def test_d32_console_escapes_control_characters(tmp_path: Path, arh: Callable[..
     policy = _write(tmp_path / "p.json", _policy())
     evil = "evil\x1b[31m\u202eid\ud800\u2028x"
     trace = _write(tmp_path / "t.json", _trace(_say("s1"), trace_id=evil))
-    run = arh("validate", "--policy", policy, trace)
+    run = arh("validate", "--show-passing", "--policy", policy, trace)
     assert "evil\\x1b[31m\\u202eid\\ud800\\u2028x" in run.out
     assert "\x1b" not in run.out
 
@@ -782,8 +792,11 @@ def test_d46_sarif_has_every_rule_relative_uris_and_unique_fingerprints(
 def test_d47_console_colour_only_when_asked(tmp_path: Path, arh: Callable[..., Run]) -> None:
     policy = _write(tmp_path / "p.json", _policy())
     trace = _write(tmp_path / "t.json", _trace(_say("s1")))
-    assert "\x1b[1;32mPASS" in arh("validate", "--policy", policy, trace, "--color", "always").out
-    assert "\x1b" not in arh("validate", "--policy", policy, trace).out
+    assert (
+        "\x1b[1;32mPASS"
+        in arh("validate", "--show-passing", "--policy", policy, trace, "--color", "always").out
+    )
+    assert "\x1b" not in arh("validate", "--show-passing", "--policy", policy, trace).out
 
 
 def test_d48_no_writer_crashes_on_lone_surrogates(tmp_path: Path, arh: Callable[..., Run]) -> None:
@@ -986,7 +999,7 @@ def test_d105_parts_of_a_transcript_that_could_not_be_read_are_reported(
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps(_policy(allow_unlisted_tools=True)), encoding="utf-8")
     out = tmp_path / "report.json"
-    run = arh("validate", "--policy", policy, transcript, "--json-out", out)
+    run = arh("validate", "--show-passing", "--policy", policy, transcript, "--json-out", out)
     assert run.status == 0, run.err  # a warning, not scored: the verdict of 0.2.x
     (report,) = json.loads(out.read_text(encoding="utf-8"))["reports"]
     assert (report["passed"], report["score"]) == (True, 100.0)
@@ -1022,7 +1035,9 @@ def test_d103_chat_transcripts_say_what_they_cannot_record(
         _policy(allow_unlisted_tools=True, error_handling={"require_retry_on_error": True}),
     )
     path = _write(tmp_path / "chat.json", messages)
-    run = arh("validate", "--policy", policy, path, "--json-out", tmp_path / "r.json")
+    run = arh(
+        "validate", "--show-passing", "--policy", policy, path, "--json-out", tmp_path / "r.json"
+    )
     # the call may have failed, and was not retried: 0.2.x passed the trace without a word; now it
     # still passes (same verdict and score) but the retry rule is reported as not applicable
     assert run.status == 0
@@ -1045,7 +1060,7 @@ def test_d103_chat_transcripts_say_what_they_cannot_record(
     converted = _convert(anthropic, "anthropic-messages")
     assert converted.metadata["adapter"]["missing"] == ["latency_ms", "cost_usd", "tokens"]
     path = _write(tmp_path / "claude.json", anthropic)
-    run = arh("validate", "--policy", policy, path)
+    run = arh("validate", "--show-passing", "--policy", policy, path)
     assert run.status == 1
     assert "ARH-FLW-001" in run.out
     assert "      n/a     ARH-" not in run.out  # no check listed as not applicable
@@ -1127,7 +1142,9 @@ def test_d102_checks_a_source_cannot_feed_are_reported(
         tmp_path / "p.json",
         _policy(allow_unlisted_tools=True, error_handling={"require_retry_on_error": True}),
     )
-    run = arh("validate", "--policy", policy, path, "--json-out", tmp_path / "r.json")
+    run = arh(
+        "validate", "--show-passing", "--policy", policy, path, "--json-out", tmp_path / "r.json"
+    )
     # the call may have failed, but a Responses log cannot say so: the retry rule is reported as
     # not applicable instead of passing in silence (0.2.x could not read the log at all, and
     # passed such checks on any trace that did not record failures)

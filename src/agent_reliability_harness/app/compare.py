@@ -15,6 +15,7 @@ from agent_reliability_harness.app.inputs import policy as read_policy
 from agent_reliability_harness.app.output import error, report_error, say, write_report
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.io import utf8_name
+from agent_reliability_harness.io.load import StepLines
 from agent_reliability_harness.model.report import TraceReport
 from agent_reliability_harness.model.trace import Trace
 from agent_reliability_harness.regression import compare_reports, evaluate_gate
@@ -130,8 +131,17 @@ def compare(args: Namespace) -> bool:
         ungated_regressions(result) if args.ungated else None,
         fail_under,
     )
-    if not args.quiet:
-        say(render_compare_console(result, gate, extra=_console_extra(comparison)), sys.stdout)
+    if not args.quiet:  # --quiet silences the console report in every --output-format
+        github = args.output_format == "github"  # annotations point at the lines of steps
+        text = render_compare_console(
+            result,
+            gate,
+            extra=_console_extra(comparison),
+            show_passing=args.show_passing,
+            output_format=args.output_format,
+            step_lines=StepLines(args.max_input_size) if github else None,
+        )
+        say(text, sys.stdout)
         note = exit_status_note(gate.passed, input_errors)
         if note is not None:
             say(f"{note} (on standard error)\n", sys.stdout)

@@ -442,8 +442,7 @@ def _get_not_recorded(data: Mapping[str, Any], pointer: str) -> tuple[str, ...]:
         if type(key) is not str or key not in NOT_RECORDED_KEYS or value.index(key) != index:
             shown = excerpt(key) if type(key) is str else json_type(key)
             raise InputError(
-                "must be 'total_latency_ms' or 'total_cost_usd', each listed once, got "
-                + shown,
+                "must be 'total_latency_ms' or 'total_cost_usd', each listed once, got " + shown,
                 pointer=join_pointer(where, index),
             )
     return tuple(k for k in NOT_RECORDED_KEYS if k in value)
