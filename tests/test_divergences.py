@@ -799,6 +799,46 @@ def test_d47_console_colour_only_when_asked(tmp_path: Path, arh: Callable[..., R
     assert "\x1b" not in arh("validate", "--show-passing", "--policy", policy, trace).out
 
 
+def test_d120_the_console_lists_failing_traces_and_counts_passing_ones(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    policy = _write(tmp_path / "p.json", _policy(completion={"require_final_response": True}))
+    (tmp_path / "runs").mkdir()
+    _write(tmp_path / "runs" / "a.json", _trace(_say("s1"), trace_id="good"))
+    # a tool the policy does not allow (schema 0), and no final answer (completion 0): score 0
+    _write(tmp_path / "runs" / "b.json", _trace(_call("s1", "x"), trace_id="bad"))
+    run = arh("validate", "--policy", policy, tmp_path / "runs", "--color", "never")
+    assert run.status == 1
+    # 0.2.x printed a block for "good" as well
+    assert "good" not in run.out
+    assert run.out.startswith("FAIL  bad  score ")
+    assert run.out.endswith(
+        "\n1 passing trace not listed; --show-passing lists it\n"
+        "1 of 2 traces passed, 1 failed · average score 50.00 · policy p\n"
+    )
+    listed = arh("validate", "--policy", policy, tmp_path / "runs", "--show-passing")
+    assert "PASS  good  score 100.00" in listed.out
+    assert "not listed" not in listed.out
+
+
+def test_d121_totals_that_no_step_records_are_not_zero(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    policy = _write(tmp_path / "p.json", _policy())
+    # latency recorded as a real 0, no cost anywhere, no tokens anywhere
+    _write(tmp_path / "t.json", _trace(_say("s1", latency_ms=0)))
+    out = tmp_path / "r.json"
+    run = arh(
+        "validate", "--policy", policy, tmp_path / "t.json", "--show-passing", "--json-out", out
+    )
+    # 0.2.x: latency=0ms  cost=$0.0000 (the cost was never measured)
+    assert "      latency 0 ms · cost n/a · tokens n/a · " in run.out
+    (report,) = json.loads(out.read_text(encoding="utf-8"))["reports"]
+    assert (report["total_latency_ms"], report["total_cost_usd"]) == (0.0, 0.0)
+    assert report["not_recorded"] == ["total_cost_usd"]
+    assert "total_tokens" not in report
+
+
 def test_d48_no_writer_crashes_on_lone_surrogates(tmp_path: Path, arh: Callable[..., Run]) -> None:
     outputs = _formats(tmp_path, arh, _HOSTILE)
     assert all(outputs.values())
