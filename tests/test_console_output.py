@@ -142,6 +142,34 @@ def test_github_annotates_each_finding_at_its_line(arh: Arh, run_dir: Path) -> N
     assert len(run.out.splitlines()) == 5 + 2
 
 
+def test_a_trace_that_fails_on_its_score_alone_says_so_in_every_format(
+    arh: Arh, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)  # the paths as the reports show them, relative
+    # POLICY-SPEC.md works this trace out: one uncited grounded answer (a warning), score
+    # 66.666..., below --fail-under 66.67; its second step starts on line 15 of the file
+    examples = ROOT / "docs" / "examples"
+    trace = "docs/examples/traces/uncited_answer.json"
+    why = "66.667 is below the pass threshold of 66.67 (--fail-under)"
+
+    def run(fmt: str) -> list[str]:
+        done = arh("validate", "--policy", examples / "policy_docs_assistant.json", trace,
+                   "--fail-under", "66.67", "--output-format", fmt)  # fmt: skip
+        assert done.status == 1
+        return done.out.splitlines()[:-1]
+
+    uncited = "model_response requires grounding but has no citations"
+    assert run("concise") == [
+        f"{trace}:docs-0002:s2: ARH-GRD-001 warning {uncited}",
+        f"{trace}:docs-0002: fails on its score alone: {why}",
+    ]
+    title = "ARH-GRD-001 (trace docs-0002%2C step s2)"
+    assert run("github") == [
+        f"::warning file={trace},line=15,title={title}::{uncited}",
+        f"::error file={trace},title=trace docs-0002 fails on its score alone::{why}",
+    ]
+
+
 def test_quiet_silences_every_output_format(arh: Arh) -> None:
     policy = ROOT / "samples" / "policy_trajectory.json"
     for fmt in ("full", "concise", "github"):

@@ -120,12 +120,12 @@ class _Unlisted:
         self.with_findings += bool(report.findings)
         self.not_applicable += bool(report.not_applicable)
 
-    def lines(self, what: str = "passing") -> list[str]:
+    def lines(self) -> list[str]:
         """``4,980 passing traces not listed (12 of them with findings, 3 with checks not
         applicable); --show-passing lists them``, or nothing when none was left out."""
         if not self.traces:
             return []
-        line = f"{plural(self.traces, what + ' trace', grouped=True)} not listed"
+        line = f"{plural(self.traces, 'passing trace', grouped=True)} not listed"
         notes = []
         if self.with_findings:
             notes.append(f"{self.with_findings:,} of them with findings")
@@ -254,7 +254,7 @@ class GithubWriter(ConsoleWriter):
                     "error",
                     f"{why} (--fail-under)",
                     file=report.source_path,
-                    line=report.source_line,
+                    line=None if report.source_path is None else report.source_line,
                     title=f"trace {report.trace_id} fails on its score alone",
                 )
             )
@@ -266,11 +266,14 @@ def github_annotation(
 ) -> str:
     """The annotation of one finding of a trace: its file, the line of its step (from
     ``steps``, the line of each step in the file) or of its JSON Lines record, and a title that
-    names the rule, the trace and the step; ``change`` (``new ``) goes before the trace."""
+    names the rule, the trace and the step; ``change`` (``new in ``) goes before the trace.
+    A trace read from standard input has no file, and its annotation no line either."""
     line = report.source_line
     index = finding.step_index
     if line is None and steps is not None and index is not None and index < len(steps):
         line = steps[index]
+    if report.source_path is None:
+        line = None
     where = f"{change}trace {report.trace_id}"
     if finding.step_id is not None:
         where += f", step {finding.step_id}"
