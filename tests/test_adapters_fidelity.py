@@ -537,7 +537,15 @@ def test_validate_an_openai_chat_transcript(tmp_path: Path, arh: Callable[..., R
     transcript.write_text(json.dumps(_openai_chat(usage=True)), encoding="utf-8")
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps(POLICY), encoding="utf-8")
-    run = arh("validate", "--policy", policy, transcript, "--json-out", tmp_path / "r.json")
+    run = arh(
+        "validate",
+        "--show-passing",
+        "--policy",
+        policy,
+        transcript,
+        "--json-out",
+        tmp_path / "r.json",
+    )
     assert run.status == 0, run.err
     report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     # usage is given (so the token budget applies); latency, cost and failures are not

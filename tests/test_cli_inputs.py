@@ -111,7 +111,7 @@ def test_invalid_utf8_column_counts_characters(
 
 def test_utf8_bom_is_accepted(arh: Callable[..., Run], policy: Path, tmp_path: Path) -> None:
     good = write(tmp_path / "bom.json", b"\xef\xbb\xbf" + json.dumps(trace("bom")).encode())
-    run = arh("validate", "--policy", policy, good)
+    run = arh("validate", "--show-passing", "--policy", policy, good)
     assert run.status == 0, run.err
     assert run.err == ""
     assert "PASS  bom" in run.out
@@ -124,7 +124,7 @@ def test_a_bom_is_read_only_at_the_start_of_a_jsonl_file(
     bom = "\ufeff"
     text = bom + json.dumps(trace("m1")) + "\n" + bom + json.dumps(trace("m2")) + "\n"
     path = write(tmp_path / "joined.jsonl", text)
-    run = arh("validate", "--policy", policy, path)
+    run = arh("validate", "--show-passing", "--policy", policy, path)
     assert run.status == 1
     assert "PASS  m1" in run.out
     assert "m2" not in run.out
@@ -499,7 +499,7 @@ def test_jsonl_bad_line_in_the_middle(
     text = "\n".join([json.dumps(trace("first")), bad_record, json.dumps(trace("third"))]) + "\n"
     stream = write(tmp_path / "runs.jsonl", text)
     out = tmp_path / "report.json"
-    run = arh("validate", "--policy", policy, stream, "--json-out", out)
+    run = arh("validate", "--show-passing", "--policy", policy, stream, "--json-out", out)
     assert run.status == 1
     assert_one_error(run, stream, f"{stream.as_posix()}:2:14: invalid JSON")
     assert "PASS  first" in run.out
@@ -540,7 +540,12 @@ def test_jsonl_blank_lines_are_skipped(
 def test_stdin_with_one_document(arh: Callable[..., Run], policy: Path) -> None:
     # a pretty-printed document spans many lines; it is still one document
     run = arh(
-        "validate", "--policy", policy, "-", stdin=json.dumps(trace("piped"), indent=2).encode()
+        "validate",
+        "--show-passing",
+        "--policy",
+        policy,
+        "-",
+        stdin=json.dumps(trace("piped"), indent=2).encode(),
     )
     assert run.status == 0, run.err
     assert "PASS  piped" in run.out
@@ -559,7 +564,7 @@ def test_stdin_with_json_lines(arh: Callable[..., Run], policy: Path, tmp_path: 
 
 def test_stdin_json_lines_with_a_bad_record(arh: Callable[..., Run], policy: Path) -> None:
     data = json.dumps(trace("p1")) + "\n{bad\n" + json.dumps(trace("p3")) + "\n"
-    run = arh("validate", "--policy", policy, "-", stdin=data.encode())
+    run = arh("validate", "--show-passing", "--policy", policy, "-", stdin=data.encode())
     assert run.status == 1
     # '{bad': the decoder wants a quoted name at column 2 of line 2
     assert_one_error(run, "<stdin>", "<stdin>:2:2: invalid JSON")
@@ -784,7 +789,7 @@ def test_json_out_below_a_file(
     good = write(tmp_path / "good.json", trace())
     blocker = write(tmp_path / "not-a-dir", "x")
     target = blocker.joinpath(*below)
-    run = arh("validate", "--policy", policy, good, "--json-out", target)
+    run = arh("validate", "--show-passing", "--policy", policy, good, "--json-out", target)
     assert run.status == 1
     assert "PASS  t1" in run.out  # the console report came first
     line = assert_one_error(run, None, f"cannot write {target}")
@@ -821,7 +826,7 @@ def test_one_bad_file_among_good_ones(
     bad = write(tmp_path / "in" / "b.json", '{"trace_id": ')
     write(tmp_path / "in" / "c.json", trace("c"))
     out = tmp_path / "report.json"
-    run = arh("validate", "--policy", policy, tmp_path / "in", "--json-out", out)
+    run = arh("validate", "--show-passing", "--policy", policy, tmp_path / "in", "--json-out", out)
     assert run.status == 1
     assert_one_error(run, bad, "invalid JSON")
     assert "PASS  a" in run.out
@@ -856,7 +861,7 @@ def test_a_reader_that_stops_early_does_not_lose_the_report_files(
     # the reader takes one line and closes the pipe, long before the console report ends
     with subprocess.Popen(
         [sys.executable, "-m", "agent_reliability_harness", "validate", "--policy", str(policy),
-         str(tmp_path / "in"), "--json-out", str(out)],
+         str(tmp_path / "in"), "--json-out", str(out), "--show-passing"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     ) as process:  # fmt: skip
         assert process.stdout is not None
@@ -988,7 +993,7 @@ def test_a_directory_entry_that_is_not_a_regular_file_is_refused_not_read(
     os.mkfifo(tmp_path / "in" / "pipe.json")  # reading it would wait for a writer forever
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "in" / "zero.json").symlink_to(tmp_path / "fifo")  # through a link
-    run = arh("validate", "--policy", policy, tmp_path / "in")
+    run = arh("validate", "--show-passing", "--policy", policy, tmp_path / "in")
     assert run.status == 1
     assert "PASS  a" in run.out
     for name in ("pipe.json", "zero.json"):

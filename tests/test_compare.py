@@ -105,7 +105,7 @@ def test_a_fix_passes_and_lists_the_resolved_finding(arh: Arh, tmp_path: Path) -
     fixed = load_json(PASS)
     fixed["trace_id"] = "rebook-1002"
     candidate = _write(tmp_path / "fixed.json", fixed)
-    run, data = _compare(arh, base, "--policy", POLICY, candidate)
+    run, data = _compare(arh, base, "--policy", POLICY, candidate, "--show-passing")
     assert run.status == 0
     (trace,) = data["traces"]
     assert trace["status_change"] == "fail->pass"
@@ -853,8 +853,9 @@ def test_rule_ids_from_report_files_are_escaped_on_the_console(arh: Arh, tmp_pat
     # By hand (docs/reports.md, Escaping): ESC is \x1b, U+202E \u202e, the newline \n, and the
     # first ":" of each "::" \x3a.
     shown = "R\\x1b[31mRED\\u202e\\n\\x3a:error title=x\\x3a:from-baseline-rule-id  s1  m"
-    resolved, _ = _compare(arh, hostile, "--policy", POLICY, PASS)  # a finding gone
-    new, _ = _compare(arh, base, "--candidate", hostile)  # a finding added
+    # a finding gone, a finding added (of traces that pass: listed with --show-passing)
+    resolved, _ = _compare(arh, hostile, "--policy", POLICY, PASS, "--show-passing")
+    new, _ = _compare(arh, base, "--candidate", hostile, "--show-passing")
     for run, sign in ((resolved, "-"), (new, "+")):
         assert f"      {sign} warning {shown}\n" in run.out
         assert "\x1b" not in run.out

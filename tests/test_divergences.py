@@ -207,7 +207,17 @@ def test_d107_devices_and_inputs_over_the_size_limit(
     good = _write(tmp_path / "good.json", _trace(_say("s1"), trace_id="good"))
     big = _write(tmp_path / "big.json", _trace(_say("s1", "x" * 2000), trace_id="big"))
     devices = [name for name in ("/dev/null", "NUL") if os.path.exists(name)][:1]
-    run = arh("validate", "--policy", policy, *devices, big, good, "--max-input-size", "1K")
+    run = arh(
+        "validate",
+        "--show-passing",
+        "--policy",
+        policy,
+        *devices,
+        big,
+        good,
+        "--max-input-size",
+        "1K",
+    )
     assert run.status == 1
     assert "PASS  good" in run.out
     errors = run.err.splitlines()
@@ -487,7 +497,7 @@ def test_d32_console_escapes_control_characters(tmp_path: Path, arh: Callable[..
     policy = _write(tmp_path / "p.json", _policy())
     evil = "evil\x1b[31m\u202eid\ud800\u2028x"
     trace = _write(tmp_path / "t.json", _trace(_say("s1"), trace_id=evil))
-    run = arh("validate", "--policy", policy, trace)
+    run = arh("validate", "--show-passing", "--policy", policy, trace)
     assert "evil\\x1b[31m\\u202eid\\ud800\\u2028x" in run.out
     assert "\x1b" not in run.out
 
@@ -793,8 +803,51 @@ def test_d46_sarif_has_every_rule_relative_uris_and_unique_fingerprints(
 def test_d47_console_colour_only_when_asked(tmp_path: Path, arh: Callable[..., Run]) -> None:
     policy = _write(tmp_path / "p.json", _policy())
     trace = _write(tmp_path / "t.json", _trace(_say("s1")))
-    assert "\x1b[1;32mPASS" in arh("validate", "--policy", policy, trace, "--color", "always").out
-    assert "\x1b" not in arh("validate", "--policy", policy, trace).out
+    assert (
+        "\x1b[1;32mPASS"
+        in arh("validate", "--show-passing", "--policy", policy, trace, "--color", "always").out
+    )
+    assert "\x1b" not in arh("validate", "--show-passing", "--policy", policy, trace).out
+
+
+def test_d120_the_console_lists_failing_traces_and_counts_passing_ones(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    policy = _write(tmp_path / "p.json", _policy(completion={"require_final_response": True}))
+    (tmp_path / "runs").mkdir()
+    _write(tmp_path / "runs" / "a.json", _trace(_say("s1"), trace_id="good"))
+    # a tool the policy does not allow (schema 0), and no final answer (completion 0): score 0
+    _write(tmp_path / "runs" / "b.json", _trace(_call("s1", "x"), trace_id="bad"))
+    run = arh("validate", "--policy", policy, tmp_path / "runs", "--color", "never")
+    assert run.status == 1
+    # 0.2.x printed a block for "good" as well
+    assert "good" not in run.out
+    assert run.out.startswith("FAIL  bad  score ")
+    assert run.out.endswith(
+        "\n1 passing trace not listed; --show-passing lists it\n"
+        "1 of 2 traces passed, 1 failed · average score 50.00 · policy p\n"
+    )
+    listed = arh("validate", "--policy", policy, tmp_path / "runs", "--show-passing")
+    assert "PASS  good  score 100.00" in listed.out
+    assert "not listed" not in listed.out
+
+
+def test_d121_totals_that_no_step_records_are_not_zero(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    policy = _write(tmp_path / "p.json", _policy())
+    # latency recorded as a real 0, no cost anywhere, no tokens anywhere
+    _write(tmp_path / "t.json", _trace(_say("s1", latency_ms=0)))
+    out = tmp_path / "r.json"
+    run = arh(
+        "validate", "--policy", policy, tmp_path / "t.json", "--show-passing", "--json-out", out
+    )
+    # 0.2.x: latency=0ms  cost=$0.0000 (the cost was never measured)
+    assert "      latency 0 ms · cost n/a · tokens n/a · " in run.out
+    (report,) = json.loads(out.read_text(encoding="utf-8"))["reports"]
+    assert (report["total_latency_ms"], report["total_cost_usd"]) == (0.0, 0.0)
+    assert report["not_recorded"] == ["total_cost_usd"]
+    assert "total_tokens" not in report
 
 
 def test_d48_no_writer_crashes_on_lone_surrogates(tmp_path: Path, arh: Callable[..., Run]) -> None:
@@ -1012,7 +1065,7 @@ def test_d105_parts_of_a_transcript_that_could_not_be_read_are_reported(
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps(_policy(allow_unlisted_tools=True)), encoding="utf-8")
     out = tmp_path / "report.json"
-    run = arh("validate", "--policy", policy, transcript, "--json-out", out)
+    run = arh("validate", "--show-passing", "--policy", policy, transcript, "--json-out", out)
     assert run.status == 0, run.err  # a warning, not scored: the verdict of 0.2.x
     (report,) = json.loads(out.read_text(encoding="utf-8"))["reports"]
     assert (report["passed"], report["score"]) == (True, 100.0)
@@ -1048,7 +1101,9 @@ def test_d103_chat_transcripts_say_what_they_cannot_record(
         _policy(allow_unlisted_tools=True, error_handling={"require_retry_on_error": True}),
     )
     path = _write(tmp_path / "chat.json", messages)
-    run = arh("validate", "--policy", policy, path, "--json-out", tmp_path / "r.json")
+    run = arh(
+        "validate", "--show-passing", "--policy", policy, path, "--json-out", tmp_path / "r.json"
+    )
     # the call may have failed, and was not retried: 0.2.x passed the trace without a word; now it
     # still passes (same verdict and score) but the retry rule is reported as not applicable
     assert run.status == 0
@@ -1071,10 +1126,10 @@ def test_d103_chat_transcripts_say_what_they_cannot_record(
     converted = _convert(anthropic, "anthropic-messages")
     assert converted.metadata["adapter"]["missing"] == ["latency_ms", "cost_usd", "tokens"]
     path = _write(tmp_path / "claude.json", anthropic)
-    run = arh("validate", "--policy", policy, path)
+    run = arh("validate", "--show-passing", "--policy", policy, path)
     assert run.status == 1
     assert "ARH-FLW-001" in run.out
-    assert "n/a " not in run.out
+    assert "      n/a     ARH-" not in run.out  # no check listed as not applicable
 
 
 # -- more ingest formats (D100-D102) -----------------------------------------------------------
@@ -1153,7 +1208,9 @@ def test_d102_checks_a_source_cannot_feed_are_reported(
         tmp_path / "p.json",
         _policy(allow_unlisted_tools=True, error_handling={"require_retry_on_error": True}),
     )
-    run = arh("validate", "--policy", policy, path, "--json-out", tmp_path / "r.json")
+    run = arh(
+        "validate", "--show-passing", "--policy", policy, path, "--json-out", tmp_path / "r.json"
+    )
     # the call may have failed, but a Responses log cannot say so: the retry rule is reported as
     # not applicable instead of passing in silence (0.2.x could not read the log at all, and
     # passed such checks on any trace that did not record failures)
@@ -1383,7 +1440,7 @@ def test_d111_the_renderers_return_text_and_take_reports_in_every_form() -> None
     assert compared["gate"]["passed"] is True
 
 
-def test_d120_settings_from_a_configuration_file(
+def test_d122_settings_from_a_configuration_file(
     tmp_path: Path, arh: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / ".git").mkdir()  # the root of a repository: the search stops here

@@ -1428,7 +1428,8 @@ def test_json_lines_on_standard_input_show_their_line(
     # (docs/reports.md); one document on standard input has no line and shows no source
     target = tmp_path / "stdin.html"
     run = arh("validate", "--policy", SAMPLES / "policy_trajectory.json", "-", "--html-out", target,
-              stdin=(SAMPLES / "traces" / "more_runs.jsonl").read_bytes())  # fmt: skip
+              "--show-passing", stdin=(SAMPLES / "traces" / "more_runs.jsonl").read_bytes(),
+              )  # fmt: skip
     details = [line for line in run.out.splitlines() if line.startswith("      latency")]
     assert [line.rsplit(" \u00b7 ", 1)[1] for line in details] == ["<stdin>:1", "<stdin>:2"]
     shown = sections(parse(target.read_text(encoding="utf-8")))
@@ -1436,7 +1437,8 @@ def test_json_lines_on_standard_input_show_their_line(
         meta = next(p for p in shown[trace_id].iter("p") if "meta" in p.classes())
         assert list(meta.iter("code"))[-1].text() == where
     run = arh("validate", "--policy", SAMPLES / "policy_trajectory.json", "-", "--html-out", target,
-              stdin=(SAMPLES / "traces" / "rebook_pass.json").read_bytes())  # fmt: skip
+              "--show-passing", stdin=(SAMPLES / "traces" / "rebook_pass.json").read_bytes(),
+              )  # fmt: skip
     assert run.out.splitlines()[1].endswith("citation coverage 100%")
     meta = next(
         p for p in parse(target.read_text(encoding="utf-8")).iter("p") if "meta" in p.classes()

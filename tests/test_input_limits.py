@@ -81,11 +81,12 @@ DEVICE = "a device, not a file (a device such as /dev/zero never ends)"
 @pytest.mark.parametrize(
     ("command", "expected", "checked"),
     [
-        (["validate", "--policy", "{policy}", "/dev/zero", "{good}"], "/dev/zero", "PASS  good"),
-        (["validate", "--policy", "{policy}", "/dev/urandom", "{good}", "--jobs", "2"],
-         "/dev/urandom", "PASS  good"),
-        (["validate", "--policy", "{policy}", "--messages-at", "/m", "/dev/zero", "{chat}"],
-         "/dev/zero", "PASS  chat"),
+        (["validate", "--policy", "{policy}", "/dev/zero", "{good}", "--show-passing"],
+         "/dev/zero", "PASS  good"),
+        (["validate", "--policy", "{policy}", "/dev/urandom", "{good}", "--jobs", "2",
+          "--show-passing"], "/dev/urandom", "PASS  good"),
+        (["validate", "--policy", "{policy}", "--messages-at", "/m", "/dev/zero", "{chat}",
+          "--show-passing"], "/dev/zero", "PASS  chat"),
         (["convert", "/dev/zero", "{good}"], "/dev/zero", '"trace_id": "good"'),
         (["compare", "--baseline", "{report}", "--policy", "{policy}", "/dev/zero", "{good}"],
          "/dev/zero", "compared 1 trace"),
@@ -256,7 +257,8 @@ def test_standard_input_is_capped_as_a_file_is(arh: Arh, policy: Path) -> None:
         "error: <stdin>: the input is larger than --max-input-size (100)\n",
     )
     lines = b"".join(json.dumps(trace(f"t{n}", "x" * 40 * n)).encode() + b"\n" for n in range(4))
-    run = arh("validate", "--policy", policy, "-", "--max-input-size", "200", stdin=lines)
+    run = arh("validate", "--policy", policy, "-", "--max-input-size", "200", "--show-passing",
+              stdin=lines)  # fmt: skip
     assert run.status == 1
     assert run.err == (
         "error: <stdin>:3: the line is longer than --max-input-size (200)\n"
@@ -343,7 +345,7 @@ def test_a_named_pipe_is_read_up_to_the_limit(arh: Arh, policy: Path, tmp_path: 
     os.mkfifo(tmp_path / "big.json")
     writer = _feed(tmp_path / "big.json", b"[" + b"0," * MiB + b"0]")
     good = write(tmp_path / "good.json", trace("good"))
-    run = arh("validate", "--policy", policy, tmp_path / "big.json", good,
+    run = arh("validate", "--show-passing", "--policy", policy, tmp_path / "big.json", good,
               "--max-input-size", "1M")  # fmt: skip
     writer.join(timeout=30)
     assert run.status == 1

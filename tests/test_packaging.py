@@ -246,6 +246,7 @@ def test_wheel_installs_and_runs_in_a_clean_venv(
         "--policy",
         "samples/policy_trajectory.json",
         "samples/traces/rebook_pass.json",
+        "--show-passing",
         cwd=work,
     )
     assert done.returncode == 0, done.stdout + done.stderr

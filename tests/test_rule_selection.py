@@ -208,7 +208,15 @@ def test_the_command_line_switches_a_rule_off(arh: Callable[..., Run], tmp_path:
     assert arh("validate", "--policy", POLICY, DOUBLE).status == 1
     report = tmp_path / "report.json"
     run = arh(
-        "validate", "--policy", POLICY, DOUBLE, "--ignore", "arh-flw-003", "--json-out", report
+        "validate",
+        "--show-passing",
+        "--policy",
+        POLICY,
+        DOUBLE,
+        "--ignore",
+        "arh-flw-003",
+        "--json-out",
+        report,
     )
     assert run.status == 0
     assert "ARH-FLW-003" not in run.out.split("\n\n")[0]  # not in the trace's block
@@ -225,7 +233,15 @@ def test_the_command_line_changes_a_severity(arh: Callable[..., Run], tmp_path: 
     policy.write_text(json.dumps({**data, "rules": {"ARH-FLW-003": "off"}}), encoding="utf-8")
     assert arh("validate", "--policy", policy, DOUBLE).status == 0
     # the command line wins over the policy: the rule is on again, as a warning
-    run = arh("validate", "--policy", policy, DOUBLE, "--severity", "ARH-FLW-003=warning")
+    run = arh(
+        "validate",
+        "--show-passing",
+        "--policy",
+        policy,
+        DOUBLE,
+        "--severity",
+        "ARH-FLW-003=warning",
+    )
     assert run.status == 0
     assert "warning ARH-FLW-003" in run.out
     assert "rules switched off or changed: ARH-FLW-003 warning\n" in run.out

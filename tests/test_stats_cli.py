@@ -371,9 +371,10 @@ def test_stats_of_one_report_with_every_run(arh: Arh, tmp_path: Path) -> None:
     assert lines[4] == "  pass^k    k=1 0.950 · k=2 0.900 · k=3 0.850 · k=4 0.800 · k=5 0.750"
     assert lines[6] == "  tasks     6 stable-pass · 0 stable-fail · 2 flaky: refund-03, refund-06"
     assert lines[7] == "  rules     ARH-CMP-001 in 2 of 40 runs (5.0%)"
-    assert (
-        lines[8]
-        == "  run 1     8 traces · 8 succeeded · latency p50 100 ms p95 100 ms · cost $0.0080"
+    # the traces record latency and cost but no tokens: n/a, not left out
+    assert lines[8] == (
+        "  run 1     8 traces · 8 succeeded · latency p50 100 ms p95 100 ms · cost $0.0080 · "
+        "tokens n/a"
     )
 
 

@@ -357,6 +357,25 @@ def _build_parser(command: str | None) -> _Parser:
     return parser
 
 
+_OUTPUT_FORMATS: Final = ("full", "concise", "github")  # render.console.OUTPUT_FORMATS
+
+
+def _console_options(parser: argparse.ArgumentParser, listed: str) -> None:
+    """How the console report shows the run: its format, and whether it lists what passed."""
+    parser.add_argument(
+        "--output-format",
+        choices=_OUTPUT_FORMATS,
+        default="full",
+        help="console report format: full (default), concise (one line per finding, as "
+        "linters print them) or github (GitHub Actions annotations)",
+    )
+    parser.add_argument(
+        "--show-passing",
+        action="store_true",
+        help=f"list {listed} too (by default one line counts them)",
+    )
+
+
 def _validate_arguments(validate: _Parser) -> None:
     validate.add_argument(
         "traces",
@@ -398,6 +417,7 @@ def _validate_arguments(validate: _Parser) -> None:
     validate.add_argument(
         "-q", "--quiet", action="store_true", help="do not print the console report"
     )
+    _console_options(validate, "the passing traces")
     validate.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
     _selection_options(validate)
     validate.add_argument(
@@ -481,6 +501,7 @@ def _compare_arguments(compare: _Parser) -> None:
     compare.add_argument(
         "-q", "--quiet", action="store_true", help="do not print the console report"
     )
+    _console_options(compare, "the changed traces that pass in the candidate")
     compare.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
     _selection_options(compare)
     _max_input_option(compare)

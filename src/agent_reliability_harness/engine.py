@@ -8,7 +8,12 @@ from agent_reliability_harness._decode import find_cycle, find_non_string_key
 from agent_reliability_harness.errors import TOO_DEEP, ArhError, InputError, UsageError
 from agent_reliability_harness.model.fidelity import not_applicable
 from agent_reliability_harness.model.policy import Policy
-from agent_reliability_harness.model.report import CategoryResult, Finding, TraceReport
+from agent_reliability_harness.model.report import (
+    NOT_RECORDED_KEYS,
+    CategoryResult,
+    Finding,
+    TraceReport,
+)
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.rules import RULE_SETS, RuleSet, fidelity_plan
 from agent_reliability_harness.rules._facts import TraceFacts
@@ -154,7 +159,14 @@ class Validator:
             categories=tuple(results),
             source_line=source_line,
             not_applicable=not_applicable(facts.missing, self._fidelity),
+            not_recorded=_not_recorded(facts),
         )
+
+
+def _not_recorded(facts: TraceFacts) -> tuple[str, ...]:
+    """The totals no step of the trace recorded (their 0.0 is not a measurement)."""
+    recorded = (facts.has_latency, facts.has_cost)
+    return tuple(key for key, has in zip(NOT_RECORDED_KEYS, recorded, strict=True) if not has)
 
 
 def _find_trace_cycle(trace: object) -> InputError | None:

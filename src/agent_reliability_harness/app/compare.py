@@ -137,8 +137,17 @@ def compare(args: Namespace) -> bool:
         # step (by position) a finding is, so only traces validated now have them
         step_lines=StepLines(limit) if args.candidate is None else None,
     )
-    if not quiet:
-        say(render_compare_console(result, gate, extra=_console_extra(comparison)), sys.stdout)
+    if not quiet:  # --quiet silences the console report in every --output-format
+        github = args.output_format == "github"  # annotations point at the lines of steps
+        text = render_compare_console(
+            result,
+            gate,
+            extra=_console_extra(comparison),
+            show_passing=args.show_passing,
+            output_format=args.output_format,
+            step_lines=StepLines(args.max_input_size) if github else None,
+        )
+        say(text, sys.stdout)
         note = exit_status_note(gate.passed, input_errors)
         if note is not None:
             say(f"{note} (on standard error)\n", sys.stdout)

@@ -107,6 +107,8 @@ KEYS: Final = {
         Key("allow-risky-patterns", "boolean", validating=True),
         Key("jobs", "integer or string"),
         Key("color", "string"),
+        Key("output-format", "string"),
+        Key("show-passing", "boolean"),
         Key("max-input-size", "integer or string"),
         Key("fail-on", "string"),
         Key("max-score-drop", "number"),

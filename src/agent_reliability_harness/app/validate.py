@@ -20,7 +20,7 @@ from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.io import Spool
 from agent_reliability_harness.io.load import StepLines
 from agent_reliability_harness.model.report import SummaryBuilder
-from agent_reliability_harness.render.console import ConsoleWriter
+from agent_reliability_harness.render.console import console_writer
 from agent_reliability_harness.render.outputs import ReportWriter, WriterOptions
 from agent_reliability_harness.runner import iter_reports, sorted_errors
 
@@ -36,11 +36,16 @@ def validate(args: Namespace) -> bool:
     quiet = args.quiet or report_to_stdout(args, "validate")
     # Reports are written as the traces are checked: the console report goes out trace by
     # trace, the files' bodies are spooled and their heads (which hold the totals) come last.
-    console = (
-        None
-        if quiet
-        else ConsoleWriter(color=use_color(args.color, sys.stdout), fail_under=args.fail_under)
-    )
+    console = None
+    if not quiet:  # --quiet silences the console report in every --output-format
+        github = args.output_format == "github"  # annotations point at the lines of steps
+        console = console_writer(
+            args.output_format,
+            color=use_color(args.color, sys.stdout),
+            fail_under=args.fail_under,
+            show_passing=args.show_passing,
+            step_lines=StepLines(args.max_input_size) if github else None,
+        )
     options = WriterOptions(args.fail_under, StepLines(args.max_input_size))
     outputs: list[tuple[str, ReportWriter, Spool, str]] = [
         (path, output.writer(options), Spool(), output.what)

@@ -24,6 +24,7 @@ from agent_reliability_harness.model.fidelity import NotApplicable
 Severity = Literal["error", "warning", "info"]
 
 __all__ = [
+    "NOT_RECORDED_KEYS",
     "SEVERITIES",
     "SEVERITY_RANK",
     "CategoryResult",
@@ -41,6 +42,10 @@ __all__ = [
 SEVERITIES: Final = ("error", "warning", "info")
 SEVERITY_RANK: Final[Mapping[str, int]] = {"error": 0, "warning": 1, "info": 2}
 REPORT_SCHEMA_VERSION: Final = "1"
+# The totals a trace report always writes (0.2.x readers need them) that can lack a measure: when
+# no step of the trace records the field, the total is written as 0 and its key is listed under
+# ``not_recorded``, so that a real zero and an absent measure stay apart.
+NOT_RECORDED_KEYS: Final = ("total_latency_ms", "total_cost_usd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +148,9 @@ class TraceReport:
     outcome: bool | float | None = None
     # checks of the policy that need a field the trace's source did not provide (model/fidelity)
     not_applicable: tuple[NotApplicable, ...] = ()
+    # the totals that no step recorded (keys of NOT_RECORDED_KEYS, in that order): their values
+    # are 0.0 placeholders, not measurements
+    not_recorded: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: object, *, pointer: str = "") -> TraceReport:
@@ -153,6 +161,16 @@ class TraceReport:
     def errors(self) -> int:
         """How many error-severity findings the trace has."""
         return sum(1 for f in self.findings if f.severity == "error")
+
+    @property
+    def recorded_latency_ms(self) -> float | None:
+        """The total latency, or None when no step of the trace recorded one."""
+        return None if "total_latency_ms" in self.not_recorded else self.total_latency_ms
+
+    @property
+    def recorded_cost_usd(self) -> float | None:
+        """The total cost, or None when no step of the trace recorded one."""
+        return None if "total_cost_usd" in self.not_recorded else self.total_cost_usd
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form: the 0.2.x keys in their order, then the additions of this version."""
@@ -184,6 +202,8 @@ class TraceReport:
             out["outcome"] = self.outcome
         if self.not_applicable:
             out["not_applicable"] = [check.to_dict() for check in self.not_applicable]
+        if self.not_recorded:
+            out["not_recorded"] = list(self.not_recorded)
         return out
 
 
@@ -443,6 +463,25 @@ def _get_outcome(data: Mapping[str, Any], pointer: str) -> bool | float | None:
     return value if type(value) is int else number  # 1 stays 1, as validation wrote it
 
 
+def _get_not_recorded(data: Mapping[str, Any], pointer: str) -> tuple[str, ...]:
+    """``not_recorded``: absent (as in reports of 0.2.x, whose zero totals may be measured or
+    not) or an array of distinct keys of :data:`NOT_RECORDED_KEYS`."""
+    value = data.get("not_recorded")
+    if value is None:
+        return ()
+    where = join_pointer(pointer, "not_recorded")
+    if type(value) is not list:
+        raise InputError(f"must be an array, got {json_type(value)}", pointer=where)
+    for index, key in enumerate(value):
+        if type(key) is not str or key not in NOT_RECORDED_KEYS or value.index(key) != index:
+            shown = excerpt(key) if type(key) is str else json_type(key)
+            raise InputError(
+                "must be 'total_latency_ms' or 'total_cost_usd', each listed once, got " + shown,
+                pointer=join_pointer(where, index),
+            )
+    return tuple(k for k in NOT_RECORDED_KEYS if k in value)
+
+
 def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
     if type(data) is not dict:
         raise InputError(
@@ -484,6 +523,7 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
         score_is_exact=exact is not None,
         task=_get_opt_task(data, pointer),
         outcome=_get_outcome(data, pointer),
+        not_recorded=_get_not_recorded(data, pointer),
     )
 
 

@@ -12,10 +12,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT_CHARS",
+    "NOT_AVAILABLE",
     "below_threshold",
+    "cost_text",
     "escape_char",
     "exit_status_note",
     "gate_verdict",
+    "latency_text",
     "plain_number",
     "plural",
     "run_headline",
@@ -24,6 +27,8 @@ __all__ = [
     "source_text",
     "terminal_safe",
     "threshold_text",
+    "tokens_text",
+    "totals_text",
     "visible",
 ]
 
@@ -94,6 +99,34 @@ def plain_number(value: float, places: int = 3) -> str:
     ``8160``, ``12.5``, ``1234567``."""
     text = f"{value:.{places}f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
+
+
+NOT_AVAILABLE: Final = "n/a"  # a measure the trace did not record, never shown as a zero
+
+
+def latency_text(value: float | None) -> str:
+    """A total latency, ``8160 ms`` or ``12.5 ms``, or ``n/a`` when it was not recorded."""
+    return NOT_AVAILABLE if value is None else f"{plain_number(value)} ms"
+
+
+def cost_text(value: float | None) -> str:
+    """A total cost in USD with 4 decimals, ``$0.0136``, or ``n/a`` when it was not recorded."""
+    return NOT_AVAILABLE if value is None else f"${value:.4f}"
+
+
+def tokens_text(value: int | None, *, grouped: bool = False) -> str:
+    """A token count (``1,234`` with ``grouped``), or ``n/a`` when it was not recorded."""
+    return NOT_AVAILABLE if value is None else f"{value:{',' if grouped else ''}}"
+
+
+def totals_text(report: TraceReport, *, grouped: bool = False) -> list[str]:
+    """What a trace measured, as the console and HTML reports show it: ``latency 8160 ms``,
+    ``cost $0.0136``, ``tokens 8156``, each ``n/a`` when no step recorded it."""
+    return [
+        f"latency {latency_text(report.recorded_latency_ms)}",
+        f"cost {cost_text(report.recorded_cost_usd)}",
+        f"tokens {tokens_text(report.total_tokens, grouped=grouped)}",
+    ]
 
 
 def threshold_text(value: float) -> str:

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._version import __version__
-from agent_reliability_harness.model.report import Finding
+from agent_reliability_harness.model.report import Finding, TraceReport
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
 from agent_reliability_harness.regression.gate import GateResult
 from agent_reliability_harness.render._markdown import (
@@ -27,6 +27,12 @@ from agent_reliability_harness.render._text import (
     plural,
     terminal_safe,
 )
+from agent_reliability_harness.render.console import (
+    concise_line,
+    github_annotation,
+    trace_location,
+)
+from agent_reliability_harness.render.github import annotation
 
 __all__ = [
     "COMPARE_RENDERERS",
@@ -123,11 +129,71 @@ def ungated_regressions(result: CompareResult) -> str | None:
     )
 
 
+def _listed(delta: TraceDelta, show_passing: bool) -> bool:
+    """Whether the console lists a trace: it changed (or its score moved), and, unless
+    ``show_passing``, it fails in the candidate or is gone from it."""
+    if not delta.notable:
+        return False
+    return show_passing or delta.candidate is None or not delta.candidate.passed
+
+
+def _delta_lines(delta: TraceDelta) -> list[str]:
+    label = _LABELS[delta.status_change] if delta.changed else "SCORE"
+    verdict = "" if delta.candidate is None else ("PASS  " if delta.candidate.passed else "FAIL  ")
+    lines = ["", f"{label:<11} {terminal_safe(delta.trace_id)}  {verdict}score {_score(delta)}"]
+    for finding in delta.new_findings:
+        lines += _finding_line("+", finding)
+    for finding in delta.resolved_findings:
+        lines += _finding_line("-", finding)
+    return lines
+
+
+def _concise_lines(delta: TraceDelta) -> list[str]:
+    """A line for a change of verdict, and one per new finding, as ``--output-format concise``
+    of arh validate prints findings (resolved findings are counted in the summary)."""
+    report = delta.candidate or delta.baseline
+    assert report is not None
+    where = trace_location(report)
+    lines = []
+    if delta.status_change != "unchanged":
+        candidate = delta.candidate  # an added trace's verdict (the other labels say theirs)
+        verdict = ""
+        if delta.status_change == "added" and candidate is not None:
+            verdict = "PASS " if candidate.passed else "FAIL "
+        label = _LABELS[delta.status_change]
+        lines.append(terminal_safe(f"{where}: {label} {verdict}score {_score(delta)}"))
+    return lines + [concise_line(where, finding) for finding in delta.new_findings]
+
+
+def _github_lines(
+    delta: TraceDelta, step_lines: Callable[[TraceReport], Sequence[int] | None] | None
+) -> list[str]:
+    """An annotation per new finding, at the candidate trace's file and step."""
+    report = delta.candidate
+    if report is None or not delta.new_findings:
+        return []
+    steps = None if step_lines is None else step_lines(report)
+    return [github_annotation(report, f, steps, change="new in ") for f in delta.new_findings]
+
+
 def render_compare_console(
-    result: CompareResult, gate: GateResult, *, extra: Sequence[str] = ()
+    result: CompareResult,
+    gate: GateResult,
+    *,
+    extra: Sequence[str] = (),
+    show_passing: bool = True,
+    output_format: str = "full",
+    step_lines: Callable[[TraceReport], Sequence[int] | None] | None = None,
 ) -> str:
     """The comparison for a terminal: summary, the traces that changed, ``extra`` lines (the
-    statistics), then the gate."""
+    statistics), then the gate.
+
+    Without ``show_passing``, the changed traces that pass in the candidate are left out (one
+    line counts them), so that regressions stand out in a large run. ``output_format`` says how
+    each trace is shown: ``full`` (a block with its new and resolved findings), ``concise`` (a
+    line for a change of verdict and one per new finding) or ``github`` (a GitHub Actions
+    annotation per new finding, at the line of its step where ``step_lines`` knows it, and per
+    reason of a failed gate)."""
     s = result.summary()
     dot = " \u00b7 "
     lines = [
@@ -153,27 +219,36 @@ def render_compare_console(
             ]
         ),
     ]
+    unlisted = fixed = 0
+    shown: list[str] = []
     for delta in result.traces:
-        if not delta.notable:
+        if not _listed(delta, show_passing):
+            if delta.notable:
+                unlisted += 1
+                fixed += delta.status_change == "fail->pass"
             continue
-        label = _LABELS[delta.status_change] if delta.changed else "SCORE"
-        verdict = (
-            "" if delta.candidate is None else ("PASS  " if delta.candidate.passed else "FAIL  ")
-        )
-        lines += [
-            "",
-            f"{label:<11} {terminal_safe(delta.trace_id)}  {verdict}score {_score(delta)}",
-        ]
-        for finding in delta.new_findings:
-            lines += _finding_line("+", finding)
-        for finding in delta.resolved_findings:
-            lines += _finding_line("-", finding)
+        if output_format == "concise":
+            shown += _concise_lines(delta)
+        elif output_format == "github":
+            shown += _github_lines(delta, step_lines)
+        else:
+            lines += _delta_lines(delta)
+    if shown:
+        lines += ["", *shown]
+    if unlisted:
+        note = f" ({fixed:,} of them from fail to pass)" if fixed else ""
+        them = "it" if unlisted == 1 else "them"
+        passing = plural(unlisted, "passing trace", grouped=True)
+        lines += ["", f"{passing} with changes not listed{note}; --show-passing lists {them}"]
     if result.warnings:
         lines.append("")
         lines += [f"warning: {terminal_safe(w)}" for w in result.warnings]
     lines += extra
     lines += ["", f"GATE: {'PASS' if gate.passed else 'FAIL'} (fail-on {gate.fail_on})"]
-    lines += [f"  - {terminal_safe(reason)}" for reason in gate.reasons]
+    if output_format == "github":
+        lines += [annotation("error", reason, title="arh compare gate") for reason in gate.reasons]
+    else:
+        lines += [f"  - {terminal_safe(reason)}" for reason in gate.reasons]
     return "\n".join(lines) + "\n"
 
 

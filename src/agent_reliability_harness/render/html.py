@@ -53,6 +53,7 @@ from agent_reliability_harness.render._text import (
     plural,
     run_headline,
     source_text,
+    totals_text,
 )
 from agent_reliability_harness.render.stats import (
     CHECK_COLUMNS,
@@ -198,10 +199,6 @@ def _name(value: str) -> str:
 
 def _code(value: str) -> str:
     return f"<code>{_name(value)}</code>"
-
-
-def _money(value: float, places: int = 4) -> str:
-    return f"${value:.{places}f}"
 
 
 def _plural(count: int, word: str) -> str:
@@ -757,12 +754,7 @@ def _meta(report: TraceReport, *, score: bool = True) -> str:
         parts.append(f"task {_code(report.task)}")
     if report.outcome is not None:
         parts.append(f"outcome {_code(json.dumps(report.outcome))}")
-    parts += [
-        f"latency {plain_number(report.total_latency_ms)} ms",
-        f"cost {_money(report.total_cost_usd)}",
-    ]
-    if report.total_tokens is not None:
-        parts.append(f"tokens {report.total_tokens:,}")
+    parts += totals_text(report, grouped=True)  # n/a for a measure the trace did not record
     if report.citation_coverage is not None:
         parts.append(f"citation coverage {report.citation_coverage:.0%}")
     where = source_text(report.source_path, report.source_line)

@@ -23,7 +23,14 @@ from agent_reliability_harness.regression.trials import (
     WorkflowComparison,
 )
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
-from agent_reliability_harness.render._text import plain_number, plural, terminal_safe
+from agent_reliability_harness.render._text import (
+    NOT_AVAILABLE,
+    cost_text,
+    latency_text,
+    plural,
+    terminal_safe,
+    tokens_text,
+)
 
 __all__ = [
     "CHECK_COLUMNS",
@@ -106,15 +113,15 @@ def _run_line(summary: Summary) -> list[str]:
     lines = []
     for run in summary.per_run:
         parts = [plural(run.traces, "trace"), f"{run.successes} succeeded"]
+        # n/a for what no trace of the run recorded
         if run.latency_p50_ms is not None and run.latency_p95_ms is not None:
             parts.append(
-                f"latency p50 {plain_number(run.latency_p50_ms)} ms "
-                f"p95 {plain_number(run.latency_p95_ms)} ms"
+                f"latency p50 {latency_text(run.latency_p50_ms)} "
+                f"p95 {latency_text(run.latency_p95_ms)}"
             )
-        if run.cost_usd is not None:
-            parts.append(f"cost ${run.cost_usd:.4f}")
-        if run.tokens is not None:
-            parts.append(f"tokens {run.tokens}")
+        else:
+            parts.append(f"latency {NOT_AVAILABLE}")
+        parts += [f"cost {cost_text(run.cost_usd)}", f"tokens {tokens_text(run.tokens)}"]
         lines += _wrap(f"run {run.run}", parts)
     return lines
 
