@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Final
 
 from agent_reliability_harness._decode import find_cycle, find_non_string_key
@@ -118,6 +119,8 @@ class Validator:
                 raise  # a bug in a rule, not a problem of the input
             raise problem from None
         findings.sort(key=Finding.sort_key)
+        if facts.step_ids is not None:
+            findings[:] = _with_step_keys(findings, facts.step_keys, trace.steps)
         score = overall_score(results)
         grounding = results[self._grounding]
         coverage = (
@@ -141,7 +144,24 @@ class Validator:
             categories=tuple(results),
             source_line=source_line,
             not_applicable=not_applicable(facts.missing, self._fidelity),
+            step_ids=facts.step_ids,
         )
+
+
+def _with_step_keys(
+    findings: list[Finding], keys: list[str], steps: tuple[Step, ...]
+) -> list[Finding]:
+    """The findings with the stable key of their anchor step (``model.step_keys``), for a trace
+    whose step ids change from one recording to the next; findings at the trace keep none."""
+    return [
+        replace(f, step_key=keys[f.step_index])
+        if f.step_index is not None
+        and f.step_id is not None
+        and 0 <= f.step_index < len(steps)
+        and steps[f.step_index].step_id == f.step_id
+        else f
+        for f in findings
+    ]
 
 
 def _find_trace_cycle(trace: object) -> InputError | None:
