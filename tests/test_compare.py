@@ -558,17 +558,21 @@ def test_compare_any_step_on_reruns_of_a_transcript(arh: Arh, tmp_path: Path) ->
     reruns = ROOT / "docs" / "examples" / "regression" / "reruns"
     policy = ROOT / "docs" / "examples" / "adapters" / "policy_refund.json"
     baseline = tmp_path / "monday.json"
-    run = arh("validate", "--policy", policy, reruns / "monday.json", "--json-out", baseline)
+    run = arh(
+        "validate", "--policy", policy, reruns / "monday" / "refund_ord9.json",
+        "--json-out", baseline,
+    )  # fmt: skip
     assert run.status == 1  # the refund of 142.5 is over the maximum of 100: ARH-SCH-009
-    # a baseline written before reports recorded step keys: matched by step id, which the
+    # a baseline written before reports recorded step references: matched by step id, which the
     # new recording changed, unless --any-step
     old = load_json(baseline)
     for entry in old["reports"]:
         del entry["step_ids"]
         for finding in entry["findings"]:
-            del finding["step_key"]
+            del finding["step_ref"]
     _write(baseline, old)
-    args = ("compare", "--baseline", baseline, "--policy", policy, reruns / "tuesday.json")
+    tuesday = reruns / "tuesday" / "refund_ord9.json"
+    args = ("compare", "--baseline", baseline, "--policy", policy, tuesday)
     exact = arh(*args, "--json-out", tmp_path / "exact.json")
     loose = arh(*args, "--any-step", "--json-out", tmp_path / "loose.json")
     assert (exact.status, loose.status) == (1, 0)
@@ -580,8 +584,12 @@ def test_compare_any_step_on_reruns_of_a_transcript(arh: Arh, tmp_path: Path) ->
     assert loose_delta["new_findings"] == loose_delta["resolved_findings"] == []
     # and the comparison says why, and what to do
     assert any(
-        w.startswith("1 trace converted from transcripts has stable step keys in the candidate")
-        and w.endswith("write the baseline report again with this version of arh, or pass --any-step")
+        w.startswith(
+            "1 trace converted from transcripts has stable step references in the candidate"
+        )
+        and w.endswith(
+            "write the baseline report again with this version of arh, or pass --any-step"
+        )
         for w in exact_data["warnings"]
     ), exact_data["warnings"]
 

@@ -2,10 +2,11 @@
 
 A new recording of the same runs gives every tool call a new provider id, so a converted
 trace's step ids change while its steps do not. Converted traces record that
-(``metadata.adapter.step_ids``), reports give their findings stable step keys (the n-th call of
-a tool), and compare matches them by key. The expected findings below follow from the policy by
-hand: docs/examples/adapters/policy_refund.json allows ``lookup_order`` and ``issue_refund``
-(amount 0 to 100, a side effect), requires ``lookup_order`` and orders it first.
+(``metadata.adapter.step_ids``), reports give their findings stable step references (the n-th
+call of a tool), and compare matches them by reference. The expected findings below follow from
+the policy by hand: docs/examples/adapters/policy_refund.json allows ``lookup_order`` and
+``issue_refund`` (amount 0 to 100, a side effect), requires ``lookup_order`` and orders it
+first.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from agent_reliability_harness import Finding, Policy, RunReport, Trace
 from agent_reliability_harness.adapters import RecordOptions, to_trace
 from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.errors import InputError
-from agent_reliability_harness.model.step_keys import declared_step_ids, step_keys
+from agent_reliability_harness.model.step_refs import declared_step_ids, step_refs
 from agent_reliability_harness.regression.compare import diff_findings
 
 from conftest import (
@@ -39,13 +40,14 @@ from conftest import (
 Arh = Callable[..., Run]
 
 POLICY = ROOT / "docs" / "examples" / "adapters" / "policy_refund.json"
+RERUNS = ROOT / "docs" / "examples" / "regression" / "reruns"
 ADAPTER_FIXTURES = ROOT / "tests" / "fixtures" / "adapters"
 # (file name in the run folder, transcript): two OpenAI chat and two Anthropic transcripts
 TRANSCRIPTS = {
     # openai-refund-001: looks the order up, refunds 42.5, answers; no finding
     "openai_refund.json": ADAPTER_FIXTURES / "openai-chat" / "refund.json",
     # refund-ORD-9: refunds 142.5, over the maximum of 100: ARH-SCH-009 at the refund call
-    "openai_over.json": ROOT / "docs" / "examples" / "regression" / "reruns" / "monday.json",
+    "openai_over.json": RERUNS / "monday" / "refund_ord9.json",
     # anthropic-error-001: calls fetch_page, which the policy does not allow (ARH-SCH-001 at
     # that call), and never lookup_order (ARH-SEQ-001, at the whole trace)
     "anthropic_error.json": ADAPTER_FIXTURES / "anthropic-messages" / "tool_error.json",
@@ -58,7 +60,7 @@ TRANSCRIPTS = {
     / "exported"
     / "anthropic_refund.json",
 }
-# (trace, rule, stable step key) of every finding at a step, worked out from the policy as above
+# (trace, rule, step reference) of every finding at a step, worked out from the policy as above
 FINDINGS_AT_STEPS = [
     ("anthropic-error-001", "ARH-SCH-001", "tool_call:fetch_page#1"),
     ("refund-ORD-9", "ARH-SCH-009", "tool_call:issue_refund#1"),
@@ -133,7 +135,7 @@ def _compare(arh: Arh, baseline: Path, *args: str | Path) -> tuple[Run, dict[str
 
 def _at_steps(report: dict[str, Any]) -> list[tuple[str, str, str]]:
     return sorted(
-        (r["trace_id"], f["rule_id"], f["step_key"])
+        (r["trace_id"], f["rule_id"], f["step_ref"])
         for r in report["reports"]
         for f in r["findings"]
         if f["step_id"] is not None
@@ -171,7 +173,7 @@ def test_the_same_runs_recorded_again_compare_as_pass(arh: Arh, tmp_path: Path) 
     }
 
 
-# what is injected into the new recording -> (file, trace, rule, step key, status change)
+# what is injected into the new recording -> (file, trace, rule, step reference, status change)
 INJECTED = {
     # the refund repeated after it succeeded: a duplicate side effect at the second refund
     "duplicate_refund": (
@@ -197,7 +199,7 @@ INJECTED = {
 def test_a_regression_in_the_new_recording_is_exactly_one_new_finding(
     arh: Arh, tmp_path: Path, inject: str
 ) -> None:
-    name, trace_id, rule_id, step_key, status_change = INJECTED[inject]
+    name, trace_id, rule_id, step_ref, status_change = INJECTED[inject]
     _record(tmp_path / "monday")
     docs = _record(tmp_path / "tuesday", "x7")
     doc = copy.deepcopy(docs[name])
@@ -231,7 +233,7 @@ def test_a_regression_in_the_new_recording_is_exactly_one_new_finding(
     (delta,) = [t for t in data["traces"] if t["new_findings"] or t["resolved_findings"]]
     assert delta["status_change"] == status_change
     (found,) = delta["new_findings"]
-    assert (found["trace_id"], found["rule_id"], found["step_key"]) == (trace_id, rule_id, step_key)
+    assert (found["trace_id"], found["rule_id"], found["step_ref"]) == (trace_id, rule_id, step_ref)
     reasons = data["gate"]["reasons"]
     assert reasons[0] == f"1 new error finding: {trace_id}:{rule_id}"
     assert len(reasons) == (2 if status_change == "pass->fail" else 1)
@@ -250,7 +252,7 @@ def test_a_native_trace_whose_author_renamed_a_step_behaves_as_in_0_2(
     _write(tmp_path / "after" / "trace.json", renamed)
     arh("validate", "--policy", policy, tmp_path / "before", "--json-out", tmp_path / "b.json")
     text = (tmp_path / "b.json").read_text(encoding="utf-8")
-    assert '"step_key"' not in text  # the report layout of 0.2.x
+    assert '"step_ref"' not in text  # the report layout of 0.2.x
     assert '"step_ids"' not in text
     run, data = _compare(arh, tmp_path / "b.json", "--policy", policy, tmp_path / "after")
     # the fingerprint holds the step id, as in 0.2.x: one new and one resolved finding
@@ -262,7 +264,7 @@ def test_a_native_trace_whose_author_renamed_a_step_behaves_as_in_0_2(
     assert [(f["rule_id"], f["step_id"]) for f in delta["resolved_findings"]] == [
         ("ARH-FLW-003", "s5b")
     ]
-    assert all("step_key" not in f for f in delta["new_findings"] + delta["resolved_findings"])
+    assert all("step_ref" not in f for f in delta["new_findings"] + delta["resolved_findings"])
     # an exporter that makes step ids afresh for each run can say so, as adapters do
     for folder, doc in (("before", original), ("after", renamed)):
         _write(
@@ -286,7 +288,7 @@ def _as_0_2(report: dict[str, Any]) -> dict[str, Any]:
             entry.pop(key, None)
         for finding in entry["findings"]:
             finding.pop("subject", None)
-            finding.pop("step_key", None)
+            finding.pop("step_ref", None)
     return old
 
 
@@ -300,20 +302,21 @@ def test_a_0_2_baseline_of_transcripts_still_compares(arh: Arh, tmp_path: Path) 
     run, data = _compare(arh, old, "--policy", POLICY, tmp_path / "monday")
     assert run.status == 0, run.out
     assert data["summary"]["new_findings"] == data["summary"]["resolved_findings"] == 0
-    # a new recording: a 0.2.x baseline has no step keys, so its findings are matched by step id
-    # as before (three new, three resolved), and the comparison says why and what to do
+    # a new recording: a 0.2.x baseline has no step references, so its findings are matched by
+    # step id as before (three new, three resolved), and the comparison says why and what to do
     run, data = _compare(arh, old, "--policy", POLICY, tmp_path / "tuesday")
     assert run.status == 1
     assert data["summary"]["new_findings"] == data["summary"]["resolved_findings"] == 3
     assert (
-        "4 traces converted from transcripts have stable step keys in the candidate report only, "
-        "so their findings are matched by step id, which changes from one recording to the next: "
-        "write the baseline report again with this version of arh, or pass --any-step"
+        "4 traces converted from transcripts have stable step references in the candidate "
+        "report only, so their findings are matched by step id, which changes from one "
+        "recording to the next: write the baseline report again with this version of arh, or "
+        "pass --any-step"
     ) in data["warnings"]
     run, data = _compare(arh, old, "--policy", POLICY, tmp_path / "tuesday", "--any-step")
     assert run.status == 0, run.out
     assert data["summary"]["new_findings"] == data["summary"]["resolved_findings"] == 0
-    assert not any("step keys" in w for w in data["warnings"])
+    assert not any("step references" in w for w in data["warnings"])
 
 
 def test_reports_and_comparisons_of_keyed_traces_match_their_schemas(
@@ -327,7 +330,7 @@ def test_reports_and_comparisons_of_keyed_traces_match_their_schemas(
     doc["messages"][2]["tool_calls"][0]["function"]["name"] = "delete_order"  # not allowed
     _write(tmp_path / "tuesday" / "openai_refund.json", doc)
     _, data = _compare(arh, tmp_path / "monday.json", "--policy", POLICY, tmp_path / "tuesday")
-    assert any(f.get("step_key") for t in data["traces"] for f in t["new_findings"])
+    assert any(f.get("step_ref") for t in data["traces"] for f in t["new_findings"])
     assert list(schema_validator("compare").iter_errors(data)) == []
 
 
@@ -364,7 +367,7 @@ def _trace(steps: list[dict[str, Any]], metadata: Any = None) -> Trace:
     return Trace.from_dict(doc)
 
 
-def test_step_keys_count_calls_per_tool_and_other_steps_per_type() -> None:
+def test_step_refs_count_calls_per_tool_and_other_steps_per_type() -> None:
     kinds = [
         ("tool_call", "lookup"),
         ("model_response", None),
@@ -379,7 +382,7 @@ def test_step_keys_count_calls_per_tool_and_other_steps_per_type() -> None:
         {"step_id": f"s{i}", "type": kind} | ({"tool_name": name} if name else {})
         for i, (kind, name) in enumerate(kinds)
     ]
-    assert step_keys(_trace(steps).steps) == [
+    assert step_refs(_trace(steps).steps) == [
         "tool_call:lookup#1",
         "model_response#1",
         "tool_call:refund#1",
@@ -405,18 +408,18 @@ def test_step_keys_count_calls_per_tool_and_other_steps_per_type() -> None:
         ({"adapter": "provider"}, None),
     ],
 )
-def test_only_the_documented_origins_give_step_keys(metadata: Any, declared: str | None) -> None:
+def test_only_the_documented_origins_give_step_refs(metadata: Any, declared: str | None) -> None:
     trace = _trace([{"step_id": "s1", "type": "tool_call", "tool_name": "x"}], metadata)
     assert declared_step_ids(trace) == declared
     policy = Policy.from_dict({"policy_id": "p", "allowed_tools": {}})  # x is not allowed
     report = Validator(policy).validate(trace)
     (finding,) = report.findings
     assert report.step_ids == declared
-    assert finding.step_key == (None if declared is None else "tool_call:x#1")
+    assert finding.step_ref == (None if declared is None else "tool_call:x#1")
 
 
-def test_the_report_reader_keeps_step_keys_and_refuses_an_unknown_origin() -> None:
-    finding = Finding("ARH-SCH-001", "error", "schema", "m", "call_1", step_key="tool_call:x#1")
+def test_the_report_reader_keeps_step_refs_and_refuses_an_unknown_origin() -> None:
+    finding = Finding("ARH-SCH-001", "error", "schema", "m", "call_1", step_ref="tool_call:x#1")
     entry = {
         "trace_id": "t", "passed": False, "score": 50.0, "step_ids": "mixed",
         "findings": [finding.to_dict()],
@@ -429,18 +432,18 @@ def test_the_report_reader_keeps_step_keys_and_refuses_an_unknown_origin() -> No
     assert "must be one of: provider, generated, mixed" in caught.value.message
 
 
-def test_matching_by_key_ignores_the_step_ids() -> None:
+def test_matching_by_ref_ignores_the_step_ids() -> None:
     def found(step_id: str, key: str | None, rule: str = "ARH-FLW-003") -> Finding:
-        return Finding(rule, "error", "flow", "m", step_id, subject="t", step_key=key)
+        return Finding(rule, "error", "flow", "m", step_id, subject="t", step_ref=key)
 
     base = [found("a1", "tool_call:t#2"), found("a2", "tool_call:t#3")]
     cand = [found("b1", "tool_call:t#2"), found("b2", "tool_call:t#4")]
-    new, gone = diff_findings(base, cand, by_key=True)
+    new, gone = diff_findings(base, cand, by_ref=True)
     assert ([f.step_id for f in new], [f.step_id for f in gone]) == (["b2"], ["a2"])
     new, gone = diff_findings(base, cand)  # by step id: nothing matches
     assert (len(new), len(gone)) == (2, 2)
     # findings without a key (a report that has none for them) are matched by their step ids
-    new, gone = diff_findings([found("a1", None)], [found("a1", None)], by_key=True)
+    new, gone = diff_findings([found("a1", None)], [found("a1", None)], by_ref=True)
     assert (new, gone) == ((), ())
 
 
@@ -463,7 +466,7 @@ def _cycle_transcript(tag: str) -> dict[str, Any]:
     return {"trace_id": "loop-1", "messages": messages}
 
 
-def test_a_cycle_names_its_first_step_by_key_in_a_converted_trace() -> None:
+def test_a_cycle_names_its_first_step_by_ref_in_a_converted_trace() -> None:
     policy = Policy.from_dict(
         {
             "schema_version": "1.1",
@@ -479,10 +482,10 @@ def test_a_cycle_names_its_first_step_by_key_in_a_converted_trace() -> None:
         (finding,) = validator.validate(trace).findings
         assert finding.rule_id == "ARH-LOP-002"
         # the message still names the step by its id, the subject (part of the fingerprint) by
-        # its key: the cycle starts at the first search_kb call, and the third round's
+        # its reference: the cycle starts at the first search_kb call, and the third round's
         # open_article call completes repetition 3
         assert f"from step 'call_{tag}_0_search_kb'" in finding.message
-        assert finding.step_key == "tool_call:open_article#3"
+        assert finding.step_ref == "tool_call:open_article#3"
         subjects.append(finding.subject)
     assert subjects == ["cycle search_kb -> open_article from tool_call:search_kb#1"] * 2
 

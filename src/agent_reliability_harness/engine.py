@@ -120,7 +120,7 @@ class Validator:
             raise problem from None
         findings.sort(key=Finding.sort_key)
         if facts.step_ids is not None:
-            findings[:] = _with_step_keys(findings, facts.step_keys, trace.steps)
+            findings[:] = _with_step_refs(findings, facts.step_refs, trace.steps)
         score = overall_score(results)
         grounding = results[self._grounding]
         coverage = (
@@ -148,13 +148,13 @@ class Validator:
         )
 
 
-def _with_step_keys(
-    findings: list[Finding], keys: list[str], steps: tuple[Step, ...]
+def _with_step_refs(
+    findings: list[Finding], refs: list[str], steps: tuple[Step, ...]
 ) -> list[Finding]:
-    """The findings with the stable key of their anchor step (``model.step_keys``), for a trace
-    whose step ids change from one recording to the next; findings at the trace keep none."""
+    """The findings with the stable reference of their anchor step (``model.step_refs``), for a
+    trace whose step ids change from one recording to the next; findings at the trace have none."""
     return [
-        replace(f, step_key=keys[f.step_index])
+        replace(f, step_ref=refs[f.step_index])
         if f.step_index is not None
         and f.step_id is not None
         and 0 <= f.step_index < len(steps)

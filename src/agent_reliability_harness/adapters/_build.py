@@ -231,7 +231,7 @@ class Builder:
 
     def step_ids(self) -> str:
         """Where the step ids came from, for ``metadata.adapter.step_ids``
-        (``model.step_keys.STEP_ID_ORIGINS``)."""
+        (``model.step_refs.STEP_ID_ORIGINS``)."""
         from_source = sum(1 for step in self.steps if step["step_id"] in self._from_source)
         if from_source == 0:
             return "generated"

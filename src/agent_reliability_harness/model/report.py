@@ -20,7 +20,7 @@ from agent_reliability_harness._decode import (
 )
 from agent_reliability_harness.errors import InputError, excerpt, join_pointer
 from agent_reliability_harness.model.fidelity import NotApplicable
-from agent_reliability_harness.model.step_keys import STEP_ID_ORIGINS
+from agent_reliability_harness.model.step_refs import STEP_ID_ORIGINS
 
 Severity = Literal["error", "warning", "info"]
 
@@ -49,8 +49,8 @@ class Finding:
     ``subject`` says what inside the anchor the finding is about (an argument, a tool, a pair of
     tools, a text location) so that two findings of one rule at one step stay distinguishable.
     ``step_index`` is the position of the anchor step; it orders findings but is not serialised.
-    ``step_key`` names the anchor step in every recording of a trace whose step ids change from
-    one recording to the next (``model.step_keys``); None for a trace with step ids of its own.
+    ``step_ref`` names the anchor step in every recording of a trace whose step ids change from
+    one recording to the next (``model.step_refs``); None for a trace with step ids of its own.
     """
 
     rule_id: str
@@ -63,7 +63,7 @@ class Finding:
     remediation: str | None = None
     subject: str | None = None
     step_index: int | None = field(default=None, compare=False)
-    step_key: str | None = None
+    step_ref: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form; key order and the optional keys follow the 0.2.x report layout."""
@@ -82,8 +82,8 @@ class Finding:
             out["remediation"] = self.remediation
         if self.subject is not None:
             out["subject"] = self.subject
-        if self.step_key is not None:
-            out["step_key"] = self.step_key
+        if self.step_ref is not None:
+            out["step_ref"] = self.step_ref
         return out
 
     @classmethod
@@ -147,9 +147,9 @@ class TraceReport:
     outcome: bool | float | None = None
     # checks of the policy that need a field the trace's source did not provide (model/fidelity)
     not_applicable: tuple[NotApplicable, ...] = ()
-    # where the trace's step ids came from, for a converted trace (model/step_keys): its
-    # findings then carry step keys, by which `arh compare` matches them; None for step ids of
-    # the trace's own
+    # where the trace's step ids came from, for a converted trace (model/step_refs): its
+    # findings then carry step references, by which `arh compare` matches them; None for step
+    # ids of the trace's own
     step_ids: str | None = None
 
     @classmethod
@@ -403,7 +403,7 @@ def _finding_from_dict(data: object, pointer: str) -> Finding:
         opt_str(data, "observed", pointer),
         opt_str(data, "remediation", pointer),
         opt_str(data, "subject", pointer),
-        step_key=opt_str(data, "step_key", pointer),
+        step_ref=opt_str(data, "step_ref", pointer),
     )
 
 
@@ -468,7 +468,7 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
 
 
 def _get_step_ids(data: Mapping[str, Any], pointer: str) -> str | None:
-    """``step_ids``: absent, or one of the origins validation writes (model/step_keys)."""
+    """``step_ids``: absent, or one of the origins validation writes (model/step_refs)."""
     origin = opt_str(data, "step_ids", pointer)
     if origin is not None and origin not in STEP_ID_ORIGINS:
         raise InputError(

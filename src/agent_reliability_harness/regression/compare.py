@@ -9,9 +9,9 @@ three passes, each only over what the previous left unmatched:
 3. equal (trace_id, category, step) when one side has no rule_id (a report of arh 0.1.x):
    two findings that both carry rule ids never match here.
 
-The step is the finding's ``step_id``, or its ``step_key`` when the trace's reports on both
+The step is the finding's ``step_id``, or its ``step_ref`` when the trace's reports on both
 sides record that its step ids were made by an adapter (``TraceReport.step_ids``): those change
-from one recording to the next, the keys do not (``model.step_keys``).
+from one recording to the next, the references do not (``model.step_refs``).
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ def _step_id(finding: Finding) -> str:
     return finding.step_id or ""
 
 
-def _step_key(finding: Finding) -> str:
-    """The finding's stable step key; its step id in a report that has none for it."""
-    return finding.step_key or finding.step_id or ""
+def _step_ref(finding: Finding) -> str:
+    """The finding's stable step reference; its step id in a report that has none for it."""
+    return finding.step_ref or finding.step_id or ""
 
 
 def _match(
@@ -82,7 +82,7 @@ def diff_findings(
     candidate: Iterable[Finding],
     *,
     any_step: bool = False,
-    by_key: bool = False,
+    by_ref: bool = False,
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
     """Split two findings lists into (new in candidate, resolved from baseline).
 
@@ -91,9 +91,9 @@ def diff_findings(
     one has none (0.1.x reports). With ``any_step``, the findings still unmatched are then
     matched in the same three rounds without their steps. In every round a finding takes one of
     its own severity first, so a new error beside an old warning of one fingerprint is the new
-    one, whatever the order of the findings in the files. ``by_key``: a finding's step is its
-    stable step key (a trace whose step ids were made by an adapter), else its step id."""
-    step = _step_key if by_key else _step_id
+    one, whatever the order of the findings in the files. ``by_ref``: a finding's step is its
+    stable step reference (a trace whose step ids were made by an adapter), else its step id."""
+    step = _step_ref if by_ref else _step_id
 
     def order(f: Finding) -> tuple[str, str, str, str, str, str]:
         return (f.rule_id, f.category, step(f), f.subject or "", f.message, f.severity)
@@ -213,8 +213,8 @@ def _ref(trace_id: str, finding: Finding) -> dict[str, Any]:
     }
     if finding.subject is not None:
         out["subject"] = finding.subject
-    if finding.step_key is not None:
-        out["step_key"] = finding.step_key
+    if finding.step_ref is not None:
+        out["step_ref"] = finding.step_ref
     return out
 
 
@@ -360,7 +360,7 @@ def compare_reports(
     sides = Side.of(baseline), Side.of(candidate)
     warnings = _drift(*sides)
     if not any_step:
-        warnings += _keys_on_one_side(deltas)
+        warnings += _refs_on_one_side(deltas)
     if base and cand and base.keys().isdisjoint(cand.keys()):
         # nothing is compared: every trace is added or removed, which is almost always a run
         # whose trace ids change (or the wrong report)
@@ -381,18 +381,18 @@ def trace_delta(
     any_step: bool = False,
 ) -> TraceDelta:
     """How one trace changed between a baseline and a candidate (either may lack it). Its
-    findings are matched by stable step key when both reports record that the trace's step ids
-    were made by an adapter (see :func:`diff_findings`)."""
+    findings are matched by stable step reference when both reports record that the trace's
+    step ids were made by an adapter (see :func:`diff_findings`)."""
     new, resolved = diff_findings(
         _findings(baseline),
         _findings(candidate),
         any_step=any_step,
-        by_key=_by_key(baseline, candidate),
+        by_ref=_by_ref(baseline, candidate),
     )
     return TraceDelta(trace_id, _status(baseline, candidate), baseline, candidate, new, resolved)
 
 
-def _by_key(baseline: TraceReport | None, candidate: TraceReport | None) -> bool:
+def _by_ref(baseline: TraceReport | None, candidate: TraceReport | None) -> bool:
     return (
         baseline is not None
         and candidate is not None
@@ -401,10 +401,10 @@ def _by_key(baseline: TraceReport | None, candidate: TraceReport | None) -> bool
     )
 
 
-def _keys_on_one_side(deltas: Iterable[TraceDelta]) -> tuple[str, ...]:
+def _refs_on_one_side(deltas: Iterable[TraceDelta]) -> tuple[str, ...]:
     """The warnings for traces whose step ids one report records as made by an adapter and the
-    other does not (a report written before reports recorded step keys): their findings are
-    matched by step id, which changes from one recording to the next."""
+    other does not (a report written before reports recorded step references): their findings
+    are matched by step id, which changes from one recording to the next."""
     only = {"candidate": 0, "baseline": 0}
     for delta in deltas:
         base, cand = delta.baseline, delta.candidate
@@ -415,16 +415,16 @@ def _keys_on_one_side(deltas: Iterable[TraceDelta]) -> tuple[str, ...]:
         ):
             only["candidate" if base.step_ids is None else "baseline"] += 1
     warnings = []
-    for keyed, count in only.items():
+    for side, count in only.items():
         if count:
-            other = "baseline" if keyed == "candidate" else "candidate"
+            other = "baseline" if side == "candidate" else "candidate"
             many = count != 1
             warnings.append(
                 f"{count:,} trace{'s' if many else ''} converted from transcripts "
-                f"{'have' if many else 'has'} stable step keys in the {keyed} report only, so "
-                f"{'their' if many else 'its'} findings are matched by step id, which changes "
-                f"from one recording to the next: write the {other} report again with this "
-                "version of arh, or pass --any-step"
+                f"{'have' if many else 'has'} stable step references in the {side} report "
+                f"only, so {'their' if many else 'its'} findings are matched by step id, which "
+                f"changes from one recording to the next: write the {other} report again with "
+                "this version of arh, or pass --any-step"
             )
     return tuple(warnings)
 

@@ -11,7 +11,7 @@ from typing import Any, Final
 from agent_reliability_harness._decode import fits_in_text
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.fidelity import missing_fields
-from agent_reliability_harness.model.step_keys import declared_step_ids, step_keys
+from agent_reliability_harness.model.step_refs import declared_step_ids, step_refs
 from agent_reliability_harness.model.trace import Step, Trace
 
 __all__ = [
@@ -74,13 +74,13 @@ class TraceFacts:
     of its tool_call steps in order; its keys are in order of each tool's first call.
     ``agent_steps`` lists the positions of the steps that are not ``user_message``: user turns
     are kept in the trace but no rule reads them, and they add nothing to the totals.
-    ``step_ids`` is where a converted trace's step ids came from (``model.step_keys``), or None.
+    ``step_ids`` is where a converted trace's step ids came from (``model.step_refs``), or None.
     """
 
     __slots__ = (
         "_argument_keys",
         "_missing",
-        "_step_keys",
+        "_step_refs",
         "agent_steps",
         "calls_by_tool",
         "cost_total",
@@ -147,7 +147,7 @@ class TraceFacts:
         self._argument_keys: dict[int, str] = {}
         self._missing: frozenset[str] | None = None
         self.step_ids = declared_step_ids(trace)
-        self._step_keys: list[str] | None = None
+        self._step_refs: list[str] | None = None
 
     @property
     def missing(self) -> frozenset[str]:
@@ -168,16 +168,16 @@ class TraceFacts:
         return self.steps[index].step_id
 
     @property
-    def step_keys(self) -> list[str]:
-        """The stable key of each step (``model.step_keys``), made once."""
-        if self._step_keys is None:
-            self._step_keys = step_keys(self.steps)
-        return self._step_keys
+    def step_refs(self) -> list[str]:
+        """The stable reference of each step (``model.step_refs``), made once."""
+        if self._step_refs is None:
+            self._step_refs = step_refs(self.steps)
+        return self._step_refs
 
     def step_name(self, index: int) -> str:
-        """What names the step at ``index`` in a finding's subject: its id, or its stable key
-        in a trace whose step ids change from one recording to the next."""
-        return self.steps[index].step_id if self.step_ids is None else self.step_keys[index]
+        """What names the step at ``index`` in a finding's subject: its id, or its stable
+        reference in a trace whose step ids change from one recording to the next."""
+        return self.steps[index].step_id if self.step_ids is None else self.step_refs[index]
 
 
 def _total(values: list[float], key: str) -> float:

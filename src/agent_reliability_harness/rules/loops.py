@@ -227,8 +227,8 @@ def cycle_finding(
     """ARH-LOP-002 for the calls of ``cycle`` (tool names) repeating from step ``first_id``, with
     ``run`` calls after the first round matching the call a cycle earlier; anchored at the call
     that completes repetition ``repeats`` + 1 (``step_id``, at position ``at``). The subject
-    names the first step by ``first_name`` (its stable key in a converted trace, whose step ids
-    change between recordings), else by its id."""
+    names the first step by ``first_name`` (its stable reference in a converted trace, whose
+    step ids change between recordings), else by its id."""
     period = len(cycle)
     total = (run + period) // period
     shown = " -> ".join(cycle)
