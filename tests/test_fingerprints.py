@@ -41,6 +41,7 @@ Arh = Callable[..., Run]
 
 POLICY = ROOT / "docs" / "examples" / "adapters" / "policy_refund.json"
 RERUNS = ROOT / "docs" / "examples" / "regression" / "reruns"
+DAYS = ("monday", "tuesday", "wednesday")
 ADAPTER_FIXTURES = ROOT / "tests" / "fixtures" / "adapters"
 # (file name in the run folder, transcript): two OpenAI chat and two Anthropic transcripts
 TRANSCRIPTS = {
@@ -355,6 +356,72 @@ def test_sarif_fingerprints_survive_a_new_recording(arh: Arh, tmp_path: Path) ->
     monday = fingerprints("monday")
     assert len(monday) == 4  # the three findings at steps, and ARH-SEQ-001 at a whole trace
     assert monday == fingerprints("tuesday")
+
+
+def test_the_compare_page_shows_a_resolved_finding_at_its_step_of_the_new_recording(
+    arh: Arh, tmp_path: Path
+) -> None:
+    _record(tmp_path / "monday")
+    docs = _record(tmp_path / "tuesday", "x7")
+    # refund-ORD-9 recorded again, refunding 92.5 instead of 142.5: its ARH-SCH-009 is resolved
+    fixed = json.loads(json.dumps(docs["openai_over.json"]).replace("142.5", "92.5"))
+    _write(tmp_path / "tuesday" / "openai_over.json", fixed)
+    _validate(arh, tmp_path / "monday", tmp_path / "monday.json")
+    page = tmp_path / "compare.html"
+    arh("compare", "--baseline", tmp_path / "monday.json", "--policy", POLICY,
+        tmp_path / "tuesday", "--html-out", page, "--quiet")  # fmt: skip
+    text = page.read_text(encoding="utf-8")
+    # the baseline's step call_Qm42 is call_x71 in this recording (the second call id of the
+    # transcript, renamed in order): the resolved finding is in that step's entry of the timeline
+    step = text.index(
+        '<code>issue_refund</code> <span class="muted">step</span> <code>call_x71</code>'
+    )
+    resolved = text.index('<li class="finding error resolved">')
+    assert step < resolved < text.index('<li class="step"', step)
+    assert "no such step in the trace" not in text
+
+
+def _ids_blanked(transcript: Any) -> Any:
+    """The transcript with every tool-call id replaced by the same placeholder."""
+    ids = set(_call_ids(transcript))
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: "<id>" if k in _ID_KEYS and isinstance(v, str) and v in ids else walk(v)
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        return value
+
+    return walk(transcript)
+
+
+def test_the_documented_recordings_differ_as_the_docs_say() -> None:
+    # docs/regression-testing.md: Tuesday is Monday recorded again (only the call ids differ);
+    # Wednesday too, except that refund-ORD-12 repeats its refund before its answer
+    for name in ("refund_ord9.json", "refund_ord12.json"):
+        monday, tuesday, wednesday = (load_json(RERUNS / day / name) for day in DAYS)
+        ids = [set(_call_ids(doc)) for doc in (monday, tuesday, wednesday)]
+        assert ids[0].isdisjoint(ids[1]), name
+        assert ids[0].isdisjoint(ids[2]), name
+        assert _ids_blanked(tuesday) == _ids_blanked(monday), name
+        if name == "refund_ord9.json":
+            assert _ids_blanked(wednesday) == _ids_blanked(monday)
+        else:
+            messages = _ids_blanked(wednesday)["messages"]
+            assert messages[5:7] == [
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Let me make sure the refund went through."},
+                    {"type": "tool_use", "id": "<id>", "name": "issue_refund",
+                     "input": {"order_id": "ORD-12", "amount": 64.0}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "<id>", "content": "refund issued"},
+                ]},
+            ]  # fmt: skip
+            assert messages[:5] + messages[7:] == _ids_blanked(monday)["messages"]
 
 
 # -- the pieces --------------------------------------------------------------------------------
