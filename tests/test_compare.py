@@ -919,19 +919,23 @@ def test_comparison_markdown_cuts_a_big_section_and_still_details_the_next_trace
 
 
 def _greedy_diff(
-    baseline: list[Finding], candidate: list[Finding], any_step: bool
+    baseline: list[Finding], candidate: list[Finding], any_step: bool, by_ref: bool = False
 ) -> tuple[list[Finding], list[Finding]]:
     """The matching as diff_findings' docstring states it, spelt out pair by pair: in each
     pass, every finding left in the (sorted) candidate takes the first finding left in the
-    baseline that the pass allows, first among those of its own severity, then among all."""
+    baseline that the pass allows, first among those of its own severity, then among all. A
+    finding's step is its step id, or with ``by_ref`` its step reference when it has one."""
+
+    def step(f: Finding) -> str:
+        return (f.step_ref if by_ref else None) or f.step_id or ""
 
     def order(f: Finding) -> tuple[str, ...]:
-        return (f.rule_id, f.category, f.step_id or "", f.subject or "", f.message, f.severity)
+        return (f.rule_id, f.category, step(f), f.subject or "", f.message, f.severity)
 
     new, gone = sorted(candidate, key=order), sorted(baseline, key=order)
 
     def same_step(a: Finding, b: Finding) -> bool:
-        return (a.category, a.step_id or "") == (b.category, b.step_id or "")
+        return (a.category, step(a)) == (b.category, step(b))
 
     passes = [
         lambda a, b: (
@@ -983,20 +987,21 @@ _FINDINGS = st.lists(
         st.sampled_from(["m1", "m2"]),
         st.sampled_from([None, "s1", "s2"]),
         subject=st.sampled_from([None, "a", "b"]),
+        step_ref=st.sampled_from([None, "tool_call:x#1", "tool_call:x#2"]),
     ),
     max_size=12,
 )
 
 
 @settings(max_examples=400, deadline=None)
-@given(_FINDINGS, _FINDINGS, st.booleans())
+@given(_FINDINGS, _FINDINGS, st.booleans(), st.booleans())
 def test_matching_is_the_greedy_multiset_matching(
-    baseline: list[Finding], candidate: list[Finding], any_step: bool
+    baseline: list[Finding], candidate: list[Finding], any_step: bool, by_ref: bool
 ) -> None:
     # the queues per key that make matching linear (it was quadratic in the findings that
-    # share a step) give what matching pair by pair gives
-    new, gone = diff_findings(baseline, candidate, any_step=any_step)
-    expected_new, expected_gone = _greedy_diff(baseline, candidate, any_step)
+    # share a step) give what matching pair by pair gives, by step id or by step reference
+    new, gone = diff_findings(baseline, candidate, any_step=any_step, by_ref=by_ref)
+    expected_new, expected_gone = _greedy_diff(baseline, candidate, any_step, by_ref)
     assert list(new) == expected_new
     assert list(gone) == expected_gone
 
