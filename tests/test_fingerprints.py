@@ -54,12 +54,7 @@ TRANSCRIPTS = {
     "anthropic_error.json": ADAPTER_FIXTURES / "anthropic-messages" / "tool_error.json",
     # refund-claude-18: refunds again after a refund succeeded: ARH-FLW-003 at the third
     # issue_refund call (the first failed, the second is its retry)
-    "anthropic_double.json": ROOT
-    / "docs"
-    / "examples"
-    / "adapters"
-    / "exported"
-    / "anthropic_refund.json",
+    "anthropic_double.json": POLICY.parent / "exported" / "anthropic_refund.json",
 }
 # (trace, rule, step reference) of every finding at a step, worked out from the policy as above
 FINDINGS_AT_STEPS = [
@@ -184,8 +179,8 @@ INJECTED = {
         "tool_call:issue_refund#2",
         "pass->fail",
     ),
-    # a tool the policy does not allow, called before everything else: no other step's key
-    # moves (keys count calls per tool), so the FLW-003 of the baseline still matches
+    # a tool the policy does not allow, called before everything else: no other step's
+    # reference moves (they count calls per tool), so the baseline's FLW-003 still matches
     "fetch_first": (
         "anthropic_double.json",
         "refund-claude-18",
@@ -279,7 +274,7 @@ def test_a_native_trace_whose_author_renamed_a_step_behaves_as_in_0_2(
 
 
 def _as_0_2(report: dict[str, Any]) -> dict[str, Any]:
-    """The report in the layout of arh 0.2.x (facts, section 4): none of the keys it lacked."""
+    """The report in the layout of arh 0.2.x: without the keys that version did not write."""
     old = copy.deepcopy(report)
     for key in ("harness", "policy", "input_errors"):
         old.pop(key)
@@ -320,7 +315,7 @@ def test_a_0_2_baseline_of_transcripts_still_compares(arh: Arh, tmp_path: Path) 
     assert not any("step references" in w for w in data["warnings"])
 
 
-def test_reports_and_comparisons_of_keyed_traces_match_their_schemas(
+def test_reports_and_comparisons_of_converted_traces_match_their_schemas(
     arh: Arh, tmp_path: Path
 ) -> None:
     _record(tmp_path / "monday")
@@ -335,7 +330,7 @@ def test_reports_and_comparisons_of_keyed_traces_match_their_schemas(
     assert list(schema_validator("compare").iter_errors(data)) == []
 
 
-def test_keyed_reports_are_the_same_with_jobs(arh: Arh, tmp_path: Path) -> None:
+def test_step_references_are_the_same_with_jobs(arh: Arh, tmp_path: Path) -> None:
     _record(tmp_path / "monday")
     _validate(arh, tmp_path / "monday", tmp_path / "one.json")
     _validate(arh, tmp_path / "monday", tmp_path / "two.json", "--jobs", "2")
