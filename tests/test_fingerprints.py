@@ -330,6 +330,16 @@ def test_reports_and_comparisons_of_converted_traces_match_their_schemas(
     assert list(schema_validator("compare").iter_errors(data)) == []
 
 
+def test_a_trace_saved_by_arh_convert_keeps_its_step_references(arh: Arh, tmp_path: Path) -> None:
+    # the converted trace says where its step ids came from, so a canonical trace written by
+    # `arh convert` is compared as the transcript is
+    _record(tmp_path / "monday")
+    run = arh("convert", tmp_path / "monday", "-o", tmp_path / "converted.jsonl")
+    assert run.status == 0, run.err
+    report = _validate(arh, tmp_path / "converted.jsonl", tmp_path / "converted.json")
+    assert _at_steps(report) == sorted(FINDINGS_AT_STEPS)
+
+
 def test_step_references_are_the_same_with_jobs(arh: Arh, tmp_path: Path) -> None:
     _record(tmp_path / "monday")
     _validate(arh, tmp_path / "monday", tmp_path / "one.json")
