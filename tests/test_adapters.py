@@ -1020,12 +1020,13 @@ def test_convert_to_a_json_lines_name_writes_json_lines_even_for_one_trace(
     run = arh("convert", tmp_path / "log.json", "--messages-at", "/traj", "-o", out)
     assert (run.status, run.out) == (0, f"1 canonical trace (JSON Lines) written to {out}\n")
     text = out.read_text(encoding="utf-8")
-    # one line, compact: the trace of one user turn, by hand
+    # one line, compact: the trace of one user turn, by hand (its id is made from its
+    # position, so its step ids are "generated")
     assert text == (
         '{"schema_version":"1.1","trace_id":"log#0","agent_name":"openai-chat-agent",'
         '"workflow":"openai-chat-import","source":"openai-chat","steps":[{"step_id":"m0-user",'
         '"type":"user_message","text":"hi"}],"metadata":{"adapter":{"missing":["latency_ms",'
-        '"cost_usd","tokens"]}}}\n'
+        '"cost_usd","tokens"],"step_ids":"generated"}}}\n'
     )
     # and validate reads it back as one trace, not as lines of an indented document
     policy = tmp_path / "policy.json"

@@ -559,17 +559,40 @@ def test_compare_any_step_on_reruns_of_a_transcript(arh: Arh, tmp_path: Path) ->
     reruns = ROOT / "docs" / "examples" / "regression" / "reruns"
     policy = ROOT / "docs" / "examples" / "adapters" / "policy_refund.json"
     baseline = tmp_path / "monday.json"
-    run = arh("validate", "--policy", policy, reruns / "monday.json", "--json-out", baseline)
+    run = arh(
+        "validate", "--policy", policy, reruns / "monday" / "refund_ord9.json",
+        "--json-out", baseline,
+    )  # fmt: skip
     assert run.status == 1  # the refund of 142.5 is over the maximum of 100: ARH-SCH-009
-    args = ("compare", "--baseline", baseline, "--policy", policy, reruns / "tuesday.json")
+    # a baseline written before reports recorded step references: matched by step id, which the
+    # new recording changed, unless --any-step
+    old = load_json(baseline)
+    for entry in old["reports"]:
+        del entry["step_ids"]
+        for finding in entry["findings"]:
+            del finding["step_ref"]
+    _write(baseline, old)
+    tuesday = reruns / "tuesday" / "refund_ord9.json"
+    args = ("compare", "--baseline", baseline, "--policy", policy, tuesday)
     exact = arh(*args, "--json-out", tmp_path / "exact.json")
     loose = arh(*args, "--any-step", "--json-out", tmp_path / "loose.json")
     assert (exact.status, loose.status) == (1, 0)
-    (exact_delta,) = json.loads((tmp_path / "exact.json").read_text("utf-8"))["traces"]
+    exact_data = json.loads((tmp_path / "exact.json").read_text("utf-8"))
+    (exact_delta,) = exact_data["traces"]
     (loose_delta,) = json.loads((tmp_path / "loose.json").read_text("utf-8"))["traces"]
     assert [f["step_id"] for f in exact_delta["new_findings"]] == ["call_x7Tc"]
     assert [f["step_id"] for f in exact_delta["resolved_findings"]] == ["call_Qm42"]
     assert loose_delta["new_findings"] == loose_delta["resolved_findings"] == []
+    # and the comparison says why, and what to do
+    assert any(
+        w.startswith(
+            "1 trace converted from transcripts has stable step references in the candidate"
+        )
+        and w.endswith(
+            "write the baseline report again with this version of arh, or pass --any-step"
+        )
+        for w in exact_data["warnings"]
+    ), exact_data["warnings"]
 
 
 def test_reason_line_counts_what_it_lists() -> None:
@@ -898,19 +921,23 @@ def test_comparison_markdown_cuts_a_big_section_and_still_details_the_next_trace
 
 
 def _greedy_diff(
-    baseline: list[Finding], candidate: list[Finding], any_step: bool
+    baseline: list[Finding], candidate: list[Finding], any_step: bool, by_ref: bool = False
 ) -> tuple[list[Finding], list[Finding]]:
     """The matching as diff_findings' docstring states it, spelt out pair by pair: in each
     pass, every finding left in the (sorted) candidate takes the first finding left in the
-    baseline that the pass allows, first among those of its own severity, then among all."""
+    baseline that the pass allows, first among those of its own severity, then among all. A
+    finding's step is its step id, or with ``by_ref`` its step reference when it has one."""
+
+    def step(f: Finding) -> str:
+        return (f.step_ref if by_ref else None) or f.step_id or ""
 
     def order(f: Finding) -> tuple[str, ...]:
-        return (f.rule_id, f.category, f.step_id or "", f.subject or "", f.message, f.severity)
+        return (f.rule_id, f.category, step(f), f.subject or "", f.message, f.severity)
 
     new, gone = sorted(candidate, key=order), sorted(baseline, key=order)
 
     def same_step(a: Finding, b: Finding) -> bool:
-        return (a.category, a.step_id or "") == (b.category, b.step_id or "")
+        return (a.category, step(a)) == (b.category, step(b))
 
     passes = [
         lambda a, b: (
@@ -962,20 +989,21 @@ _FINDINGS = st.lists(
         st.sampled_from(["m1", "m2"]),
         st.sampled_from([None, "s1", "s2"]),
         subject=st.sampled_from([None, "a", "b"]),
+        step_ref=st.sampled_from([None, "tool_call:x#1", "tool_call:x#2"]),
     ),
     max_size=12,
 )
 
 
 @settings(max_examples=400, deadline=None)
-@given(_FINDINGS, _FINDINGS, st.booleans())
+@given(_FINDINGS, _FINDINGS, st.booleans(), st.booleans())
 def test_matching_is_the_greedy_multiset_matching(
-    baseline: list[Finding], candidate: list[Finding], any_step: bool
+    baseline: list[Finding], candidate: list[Finding], any_step: bool, by_ref: bool
 ) -> None:
     # the queues per key that make matching linear (it was quadratic in the findings that
-    # share a step) give what matching pair by pair gives
-    new, gone = diff_findings(baseline, candidate, any_step=any_step)
-    expected_new, expected_gone = _greedy_diff(baseline, candidate, any_step)
+    # share a step) give what matching pair by pair gives, by step id or by step reference
+    new, gone = diff_findings(baseline, candidate, any_step=any_step, by_ref=by_ref)
+    expected_new, expected_gone = _greedy_diff(baseline, candidate, any_step, by_ref)
     assert list(new) == expected_new
     assert list(gone) == expected_gone
 
@@ -1112,13 +1140,12 @@ def test_comparison_markdown_lists_no_unchanged_trace_as_changed(arh: Arh, tmp_p
         "resolved": "findings changed",
         "score": "score only",
     }
-    # the reruns of docs/regression-testing.md: one finding at another call id, verdict and
-    # score the same
+    # the reruns of docs/regression-testing.md against a baseline without step references (one
+    # written before them): one finding at another call id, verdict and score the same
     policy = ROOT / "docs" / "examples" / "adapters" / "policy_refund.json"
     reruns = ROOT / "docs" / "examples" / "regression" / "reruns"
-    monday, md = tmp_path / "monday.json", tmp_path / "compare.md"
-    arh("validate", "--policy", policy, reruns / "monday.json", "--json-out", monday, "--quiet")
-    run = arh("compare", "--baseline", monday, "--policy", policy, reruns / "tuesday.json",
-              "--md-out", md, "--quiet")  # fmt: skip
+    md = tmp_path / "compare.md"
+    run = arh("compare", "--baseline", reruns / "monday-old.json", "--policy", policy,
+              reruns / "tuesday", "--md-out", md, "--quiet")  # fmt: skip
     assert run.status == 1
     assert _changed_rows(md.read_text(encoding="utf-8")) == {"refund-ORD-9": "findings changed"}

@@ -720,6 +720,42 @@ def test_d40_subjects_keep_different_findings_apart() -> None:
         )
 
 
+def test_d108_transcripts_recorded_again_are_matched_by_step_reference(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    def recording(ids: tuple[str, str]) -> dict[str, Any]:
+        calls = [
+            {"id": ids[0], "function": {"name": "pay", "arguments": '{"amount": 5}'}},
+            {"id": ids[1], "function": {"name": "pay", "arguments": '{"amount": 5}'}},
+        ]
+        messages = [
+            {"role": "assistant", "content": None, "tool_calls": calls[:1]},
+            {"role": "tool", "tool_call_id": ids[0], "content": "paid"},
+            {"role": "assistant", "content": None, "tool_calls": calls[1:]},
+            {"role": "tool", "tool_call_id": ids[1], "content": "paid"},
+            {"role": "assistant", "content": "Paid."},
+        ]
+        return {"trace_id": "pay-1", "messages": messages}
+
+    policy = _write(
+        tmp_path / "p.json",
+        _policy(
+            allowed_tools={"pay": {"optional_arguments": {"amount": "int"}, "side_effect": True}}
+        ),
+    )
+    # the second payment repeats the first: ARH-FLW-003 at it, in both recordings
+    monday = _write(tmp_path / "monday.json", recording(("call_a1", "call_a2")))
+    tuesday = _write(tmp_path / "tuesday.json", recording(("call_b1", "call_b2")))
+    arh("validate", "--policy", policy, monday, "--json-out", tmp_path / "base.json")
+    base = json.loads((tmp_path / "base.json").read_text(encoding="utf-8"))
+    (finding,) = base["reports"][0]["findings"]
+    assert (finding["step_id"], finding["step_ref"]) == ("call_a2", "tool_call:pay#2")
+    # 0.2.x matched by step id: call_a2 resolved, call_b2 new, and the gate failed
+    run = arh("compare", "--baseline", tmp_path / "base.json", "--policy", policy, tuesday)
+    assert run.status == 0, run.out
+    assert "new findings 0 (0 errors) · resolved 0" in run.out
+
+
 def test_d41_bad_candidate_inputs_fail_the_run(tmp_path: Path, arh: Callable[..., Run]) -> None:
     base = _reports(tmp_path, arh, _trace(_say("s1")))
     policy = _write(tmp_path / "p.json", _policy())
@@ -1092,9 +1128,12 @@ def test_d103_chat_transcripts_say_what_they_cannot_record(
         {"role": "assistant", "content": "Paid."},
     ]
     trace = _convert(messages, "openai-chat")
-    # 0.2.x: metadata.adapter held notes only (and this transcript has none)
+    # 0.2.x: metadata.adapter held notes only (and this transcript has none); step_ids is D108
     assert trace.metadata == {
-        "adapter": {"missing": ["latency_ms", "cost_usd", "tokens", "tool_status"]}
+        "adapter": {
+            "missing": ["latency_ms", "cost_usd", "tokens", "tool_status"],
+            "step_ids": "mixed",
+        }
     }
     policy = _write(
         tmp_path / "p.json",

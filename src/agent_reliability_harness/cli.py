@@ -489,8 +489,9 @@ def _compare_arguments(compare: _Parser) -> None:
     compare.add_argument(
         "--any-step",
         action="store_true",
-        help="match findings whatever their step ids, by rule and subject (for transcripts "
-        "whose step ids are provider call ids or positions, which change from run to run)",
+        help="also match findings whatever their steps, by rule and subject (for baselines "
+        "without step references, and runs whose steps move; transcripts recorded again are "
+        "matched by step reference without it)",
     )
     _report_options(compare, "compare")
     _output(

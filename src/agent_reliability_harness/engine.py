@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Final
 
 from agent_reliability_harness._decode import find_cycle, find_non_string_key
@@ -136,6 +137,8 @@ class Validator:
                 raise  # a bug in a rule, not a problem of the input
             raise problem from None
         findings.sort(key=Finding.sort_key)
+        if facts.step_ids is not None:
+            findings[:] = _with_step_refs(findings, facts.step_refs, trace.steps)
         score = overall_score(results)
         grounding = results[self._grounding]
         coverage = (
@@ -160,6 +163,7 @@ class Validator:
             source_line=source_line,
             not_applicable=not_applicable(facts.missing, self._fidelity),
             not_recorded=_not_recorded(facts),
+            step_ids=facts.step_ids,
         )
 
 
@@ -167,6 +171,22 @@ def _not_recorded(facts: TraceFacts) -> tuple[str, ...]:
     """The totals no step of the trace recorded (their 0.0 is not a measurement)."""
     recorded = (facts.has_latency, facts.has_cost)
     return tuple(key for key, has in zip(NOT_RECORDED_KEYS, recorded, strict=True) if not has)
+
+
+def _with_step_refs(
+    findings: list[Finding], refs: list[str], steps: tuple[Step, ...]
+) -> list[Finding]:
+    """The findings with the stable reference of their anchor step (``model.step_refs``), for a
+    trace whose step ids change from one recording to the next; findings at the trace have none."""
+    return [
+        replace(f, step_ref=refs[f.step_index])
+        if f.step_index is not None
+        and f.step_id is not None
+        and 0 <= f.step_index < len(steps)
+        and steps[f.step_index].step_id == f.step_id
+        else f
+        for f in findings
+    ]
 
 
 def _find_trace_cycle(trace: object) -> InputError | None:

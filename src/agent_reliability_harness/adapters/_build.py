@@ -216,6 +216,8 @@ class Builder:
         self._answered: set[str] = set()
         self._status_known: set[str] = set()
         self._with_id: set[str] = set()
+        # the step ids that are, or are made from, ids of the source (metadata.adapter.step_ids)
+        self._from_source: set[str] = set()
 
     # -- positions and ids ---------------------------------------------------------------------
 
@@ -223,11 +225,13 @@ class Builder:
         """The pointer of message ``index`` (and of ``keys`` inside it) within the record."""
         return join_pointer(self.transcript.base, index, *keys)
 
-    def step_id(self, generated: str, preferred: str | None = None) -> str:
+    def step_id(self, generated: str, preferred: str | None = None, *, source: bool = False) -> str:
         """``preferred`` (a provider's id) if no step has it yet, else ``generated`` (made
-        unique with a ``-2``, ``-3``, ... suffix)."""
+        unique with a ``-2``, ``-3``, ... suffix); ``source``: ``generated`` is made from an id
+        of the source (a span id), not from a position."""
         if preferred is not None and preferred not in self._ids:
             self._ids.add(preferred)
+            self._from_source.add(preferred)
             return preferred
         candidate, number = generated, self._suffixes.get(generated, 2)
         if candidate in self._ids:  # the suffixes below ``number`` were taken already
@@ -235,7 +239,17 @@ class Builder:
                 number += 1
             self._suffixes[generated] = number + 1
         self._ids.add(candidate)
+        if source:
+            self._from_source.add(candidate)
         return candidate
+
+    def step_ids(self) -> str:
+        """Where the step ids came from, for ``metadata.adapter.step_ids``
+        (``model.step_refs.STEP_ID_ORIGINS``)."""
+        from_source = sum(1 for step in self.steps if step["step_id"] in self._from_source)
+        if from_source == 0:
+            return "generated"
+        return "provider" if from_source == len(self.steps) else "mixed"
 
     def call_id(self, value: Any, pointer: str) -> str | None:
         """A provider's tool-call id as text; missing, ``null`` and ``""`` are no id."""
@@ -314,12 +328,13 @@ class Builder:
         *,
         citations: list[dict[str, Any]] | None = None,
         metadata: dict[str, Any] | None = None,
+        source: bool = False,
     ) -> dict[str, Any] | None:
         """A model_response for non-blank ``text`` (None, and no step, for blank text)."""
         if text is None or not text.strip():
             return None
         step: dict[str, Any] = {
-            "step_id": self.step_id(generated),
+            "step_id": self.step_id(generated, source=source),
             "type": "model_response",
             "text": text,
         }
@@ -333,14 +348,13 @@ class Builder:
     def user_step(self, index: int, text: str | None) -> None:
         self.user_turn(f"m{index}-user", text)
 
-    def user_turn(self, generated: str, text: str | None) -> None:
+    def user_turn(self, generated: str, text: str | None, *, source: bool = False) -> None:
         """A user_message step for non-blank ``text``."""
         if text is None or not text.strip():
             return
         self._has_user = True
-        self.steps.append(
-            {"step_id": self.step_id(generated), "type": "user_message", "text": text}
-        )
+        step_id = self.step_id(generated, source=source)
+        self.steps.append({"step_id": step_id, "type": "user_message", "text": text})
 
     def call_step(
         self,
@@ -351,12 +365,13 @@ class Builder:
         pointer: str,
         *,
         name_pointer: str,
+        source: bool = False,
     ) -> dict[str, Any]:
         """A tool_call step, registered for pairing with its result."""
         if name is not None and type(name) is not str:
             self.invalid(name_pointer, f"a tool name must be a string, got {json_type(name)}")
             name = None
-        step_id = self.step_id(generated, provider_id)
+        step_id = self.step_id(generated, provider_id, source=source)
         if provider_id is not None and step_id != provider_id:
             if provider_id in self._calls_by_id:
                 self.notes.add(
@@ -740,7 +755,7 @@ class Builder:
                 parts.append(id_part(value, where))
             trace_id = "-".join(parts)
         notes = self.notes.to_list()
-        adapter: dict[str, Any] = {"missing": self.missing()}
+        adapter: dict[str, Any] = {"missing": self.missing(), "step_ids": self.step_ids()}
         if notes:
             adapter["notes"] = notes
         metadata["adapter"] = adapter

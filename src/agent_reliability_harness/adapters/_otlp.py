@@ -535,6 +535,7 @@ class SpanTrace:
             {},
             span.pointer,
             name_pointer=span.pointer,
+            source=bool(span.span_id),
         )
         if view.tool_name is None:
             self.note("invalid_field", "the tool span does not name its tool", span)
@@ -600,10 +601,11 @@ class SpanTrace:
             builder.reasoning()
         text = "\n".join(t for t in texts if t.strip()) or None
         first = len(builder.steps)
-        step = builder.text_step(span.span_id or f"s{index}-response", text)
+        named = bool(span.span_id)  # step ids made from the span id change with each export
+        step = builder.text_step(span.span_id or f"s{index}-response", text, source=named)
         if step is None and span.error is not None:
             step = {
-                "step_id": builder.step_id(span.span_id or f"s{index}-response"),
+                "step_id": builder.step_id(span.span_id or f"s{index}-response", source=named),
                 "type": "model_response",
             }
             builder.steps.append(step)
@@ -620,6 +622,7 @@ class SpanTrace:
                 {},
                 span.pointer,
                 name_pointer=span.pointer,
+                source=named,
             )
             call["arguments"] = self._arguments(raw, span, call["step_id"])
             self.builder.notes.tally(
@@ -656,7 +659,9 @@ class SpanTrace:
                 builder.system(span.pointer)
             if message.role == "user" and message.texts:
                 text = "\n".join(message.texts)
-                builder.user_turn(f"{span.span_id or f's{index}'}-user{m}", text)
+                builder.user_turn(
+                    f"{span.span_id or f's{index}'}-user{m}", text, source=bool(span.span_id)
+                )
             for call_id, name, output in message.results:
                 self._result_from_message(span, call_id, name, output)
 

@@ -20,6 +20,7 @@ from agent_reliability_harness._decode import (
 )
 from agent_reliability_harness.errors import InputError, UsageError, excerpt, join_pointer
 from agent_reliability_harness.model.fidelity import NotApplicable
+from agent_reliability_harness.model.step_refs import STEP_ID_ORIGINS
 
 Severity = Literal["error", "warning", "info"]
 
@@ -55,6 +56,8 @@ class Finding:
     ``subject`` says what inside the anchor the finding is about (an argument, a tool, a pair of
     tools, a text location) so that two findings of one rule at one step stay distinguishable.
     ``step_index`` is the position of the anchor step; it orders findings but is not serialised.
+    ``step_ref`` names the anchor step in every recording of a trace whose step ids change from
+    one recording to the next (``model.step_refs``); None for a trace with step ids of its own.
     """
 
     rule_id: str
@@ -67,6 +70,7 @@ class Finding:
     remediation: str | None = None
     subject: str | None = None
     step_index: int | None = field(default=None, compare=False)
+    step_ref: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form; key order and the optional keys follow the 0.2.x report layout."""
@@ -85,6 +89,8 @@ class Finding:
             out["remediation"] = self.remediation
         if self.subject is not None:
             out["subject"] = self.subject
+        if self.step_ref is not None:
+            out["step_ref"] = self.step_ref
         return out
 
     @classmethod
@@ -151,6 +157,10 @@ class TraceReport:
     # the totals that no step recorded (keys of NOT_RECORDED_KEYS, in that order): their values
     # are 0.0 placeholders, not measurements
     not_recorded: tuple[str, ...] = ()
+    # where the trace's step ids came from, for a converted trace (model/step_refs): its
+    # findings then carry step references, by which `arh compare` matches them; None for step
+    # ids of the trace's own
+    step_ids: str | None = None
 
     @classmethod
     def from_dict(cls, data: object, *, pointer: str = "") -> TraceReport:
@@ -204,6 +214,8 @@ class TraceReport:
             out["not_applicable"] = [check.to_dict() for check in self.not_applicable]
         if self.not_recorded:
             out["not_recorded"] = list(self.not_recorded)
+        if self.step_ids is not None:
+            out["step_ids"] = self.step_ids
         return out
 
 
@@ -445,6 +457,7 @@ def _finding_from_dict(data: object, pointer: str) -> Finding:
         opt_str(data, "observed", pointer),
         opt_str(data, "remediation", pointer),
         opt_str(data, "subject", pointer),
+        step_ref=opt_str(data, "step_ref", pointer),
     )
 
 
@@ -524,7 +537,19 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
         task=_get_opt_task(data, pointer),
         outcome=_get_outcome(data, pointer),
         not_recorded=_get_not_recorded(data, pointer),
+        step_ids=_get_step_ids(data, pointer),
     )
+
+
+def _get_step_ids(data: Mapping[str, Any], pointer: str) -> str | None:
+    """``step_ids``: absent, or one of the origins validation writes (model/step_refs)."""
+    origin = opt_str(data, "step_ids", pointer)
+    if origin is not None and origin not in STEP_ID_ORIGINS:
+        raise InputError(
+            f"must be one of: {', '.join(STEP_ID_ORIGINS)}; got {excerpt(origin)}",
+            pointer=join_pointer(pointer, "step_ids"),
+        )
+    return origin
 
 
 def _input_errors_from_dict(data: object) -> tuple[InputError, ...]:

@@ -1,13 +1,17 @@
 """Comparing a candidate run with a baseline: what changed per trace, and which findings are new.
 
 Findings are matched by fingerprint, never by message (messages hold measured values). The
-fingerprint is (trace_id, rule_id, category, step_id, subject); matching is multiset matching in
+fingerprint is (trace_id, rule_id, category, step, subject); matching is multiset matching in
 three passes, each only over what the previous left unmatched:
 
 1. equal fingerprints;
 2. equal fingerprints but for the subject, when one side has none (a report of arh 0.2.x);
-3. equal (trace_id, category, step_id) when one side has no rule_id (a report of arh 0.1.x):
+3. equal (trace_id, category, step) when one side has no rule_id (a report of arh 0.1.x):
    two findings that both carry rule ids never match here.
+
+The step is the finding's ``step_id``, or its ``step_ref`` when the trace's reports on both
+sides record that its step ids were made by an adapter (``TraceReport.step_ids``): those change
+from one recording to the next, the references do not (``model.step_refs``).
 """
 
 from __future__ import annotations
@@ -34,15 +38,13 @@ __all__ = ["CompareResult", "TraceDelta", "compare_reports", "trace_delta"]
 _ROUND_DELTA: Final = 6
 
 
-def _sort_key(finding: Finding) -> tuple[str, str, str, str, str, str]:
-    return (
-        finding.rule_id,
-        finding.category,
-        finding.step_id or "",
-        finding.subject or "",
-        finding.message,
-        finding.severity,
-    )
+def _step_id(finding: Finding) -> str:
+    return finding.step_id or ""
+
+
+def _step_ref(finding: Finding) -> str:
+    """The finding's stable step reference; its step id in a report that has none for it."""
+    return finding.step_ref or finding.step_id or ""
 
 
 def _match(
@@ -82,7 +84,11 @@ def _match(
 
 
 def diff_findings(
-    baseline: Iterable[Finding], candidate: Iterable[Finding], *, any_step: bool = False
+    baseline: Iterable[Finding],
+    candidate: Iterable[Finding],
+    *,
+    any_step: bool = False,
+    by_ref: bool = False,
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
     """Split two findings lists into (new in candidate, resolved from baseline).
 
@@ -91,13 +97,19 @@ def diff_findings(
     one has none (0.1.x reports). With ``any_step``, the findings still unmatched are then
     matched in the same three rounds without their steps. In every round a finding takes one of
     its own severity first, so a new error beside an old warning of one fingerprint is the new
-    one, whatever the order of the findings in the files."""
-    new = sorted(candidate, key=_sort_key)
-    gone = sorted(baseline, key=_sort_key)
+    one, whatever the order of the findings in the files. ``by_ref``: a finding's step is its
+    stable step reference (a trace whose step ids were made by an adapter), else its step id."""
+    step = _step_ref if by_ref else _step_id
+
+    def order(f: Finding) -> tuple[str, str, str, str, str, str]:
+        return (f.rule_id, f.category, step(f), f.subject or "", f.message, f.severity)
+
+    new = sorted(candidate, key=order)
+    gone = sorted(baseline, key=order)
     rounds: list[tuple[Callable[[Finding], Hashable], Callable[[Finding], bool] | None]] = [
-        (lambda f: (f.rule_id, f.category, f.step_id or "", f.subject or ""), None),
-        (lambda f: (f.rule_id, f.category, f.step_id or ""), lambda f: f.subject is None),
-        (lambda f: (f.category, f.step_id or ""), lambda f: not f.rule_id),
+        (lambda f: (f.rule_id, f.category, step(f), f.subject or ""), None),
+        (lambda f: (f.rule_id, f.category, step(f)), lambda f: f.subject is None),
+        (lambda f: (f.category, step(f)), lambda f: not f.rule_id),
     ]
     if any_step:
         rounds += [
@@ -207,6 +219,8 @@ def _ref(trace_id: str, finding: Finding) -> dict[str, Any]:
     }
     if finding.subject is not None:
         out["subject"] = finding.subject
+    if finding.step_ref is not None:
+        out["step_ref"] = finding.step_ref
     return out
 
 
@@ -379,6 +393,8 @@ def compare_reports(
     )
     sides = Side.of(baseline), Side.of(candidate)
     warnings = _drift(*sides) + _selection_drift(baseline.rules, candidate.rules)
+    if not any_step:
+        warnings += _refs_on_one_side(deltas)
     if base and cand and base.keys().isdisjoint(cand.keys()):
         # nothing is compared: every trace is added or removed, which is almost always a run
         # whose trace ids change (or the wrong report)
@@ -398,9 +414,53 @@ def trace_delta(
     *,
     any_step: bool = False,
 ) -> TraceDelta:
-    """How one trace changed between a baseline and a candidate (either may lack it)."""
-    new, resolved = diff_findings(_findings(baseline), _findings(candidate), any_step=any_step)
+    """How one trace changed between a baseline and a candidate (either may lack it). Its
+    findings are matched by stable step reference when both reports record that the trace's
+    step ids were made by an adapter (see :func:`diff_findings`)."""
+    new, resolved = diff_findings(
+        _findings(baseline),
+        _findings(candidate),
+        any_step=any_step,
+        by_ref=_by_ref(baseline, candidate),
+    )
     return TraceDelta(trace_id, _status(baseline, candidate), baseline, candidate, new, resolved)
+
+
+def _by_ref(baseline: TraceReport | None, candidate: TraceReport | None) -> bool:
+    return (
+        baseline is not None
+        and candidate is not None
+        and baseline.step_ids is not None
+        and candidate.step_ids is not None
+    )
+
+
+def _refs_on_one_side(deltas: Iterable[TraceDelta]) -> tuple[str, ...]:
+    """The warnings for traces whose step ids one report records as made by an adapter and the
+    other does not (a report written before reports recorded step references): their findings
+    are matched by step id, which changes from one recording to the next."""
+    only = {"candidate": 0, "baseline": 0}
+    for delta in deltas:
+        base, cand = delta.baseline, delta.candidate
+        if (
+            base is not None
+            and cand is not None
+            and (base.step_ids is None) != (cand.step_ids is None)
+        ):
+            only["candidate" if base.step_ids is None else "baseline"] += 1
+    warnings = []
+    for side, count in only.items():
+        if count:
+            other = "baseline" if side == "candidate" else "candidate"
+            many = count != 1
+            warnings.append(
+                f"{count:,} trace{'s' if many else ''} converted from transcripts "
+                f"{'have' if many else 'has'} stable step references in the {side} report "
+                f"only, so {'their' if many else 'its'} findings are matched by step id, which "
+                f"changes from one recording to the next: write the {other} report again with "
+                "this version of arh, or pass --any-step"
+            )
+    return tuple(warnings)
 
 
 def _findings(report: TraceReport | None) -> Iterable[Finding]:

@@ -40,6 +40,7 @@ from agent_reliability_harness.model.report import (
     TraceReport,
     as_run_report,
 )
+from agent_reliability_harness.model.step_refs import declared_step_ids, step_refs
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta, trace_delta
 from agent_reliability_harness.regression.gate import GateResult
@@ -909,10 +910,17 @@ def _hidden_note(hidden: Sequence[tuple[Finding, Mark]], delta: TraceDelta | Non
     )
 
 
-def _step_of(finding: Finding, steps: Sequence[Step], first: Mapping[str, int]) -> int | None:
+def _step_of(
+    finding: Finding, steps: Sequence[Step], first: Mapping[str, int], refs: Mapping[str, int]
+) -> int | None:
+    """The position of the finding's step in ``steps``: by its position, by its step reference
+    in a trace whose step ids change between recordings (a resolved finding of a baseline
+    recorded with other ids, at the same step of this recording), else by its step id."""
     index = finding.step_index
     if index is not None and 0 <= index < len(steps) and steps[index].step_id == finding.step_id:
         return index
+    if finding.step_ref is not None and finding.step_ref in refs:
+        return refs[finding.step_ref]
     return None if finding.step_id is None else first.get(finding.step_id)
 
 
@@ -964,12 +972,15 @@ def html_trace_section(
     first: dict[str, int] = {}
     for position, step in enumerate(steps):
         first.setdefault(step.step_id, position)
+    refs: dict[str, int] = {}
+    if trace is not None and declared_step_ids(trace) is not None:
+        refs = {ref: position for position, ref in enumerate(step_refs(steps))}
     shown_steps = min(len(steps), MAX_STEPS)
     at: dict[int, list[tuple[Finding, Mark]]] = {}
     top: list[str] = []
     whole_trace = True  # every finding at the top is about the whole trace
     for finding, mark in entries:
-        index = _step_of(finding, steps, first) if trace is not None else None
+        index = _step_of(finding, steps, first, refs) if trace is not None else None
         if index is not None and index < shown_steps:
             at.setdefault(index, []).append((finding, mark))
             continue

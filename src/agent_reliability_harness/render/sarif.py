@@ -5,9 +5,11 @@ finding is one result with a physical location (the trace file, relative to the 
 and the line of the step when it is known; none for a trace read from standard input) and a
 logical one (trace / step). Results are identified across runs by ``partialFingerprints``: a hash
 of the finding's fingerprint (trace, rule, category, step, subject) plus an occurrence number, so
-they are unique within a run and stable between runs. GitHub's upload limits are respected: at
-most 25,000 results per run. Text from inputs is shown with visible escapes (``\\x1b``), and
-cannot form an embedded link in a message; fingerprints hash the values as they are.
+they are unique within a run and stable between runs (the step is the finding's stable step
+reference in a trace whose step ids an adapter made, which change from one recording to the
+next). GitHub's upload limits are respected: at most 25,000 results per run. Text from inputs
+is shown with visible escapes (``\\x1b``), and cannot form an embedded link in a message;
+fingerprints hash the values as they are.
 
 The comparison (:func:`render_compare_sarif`) is the same run of results, each with its
 ``baselineState``: the candidate's findings ``new`` or ``unchanged``, and the baseline's resolved
@@ -160,7 +162,7 @@ def _fingerprint(report: TraceReport, finding: Finding, seen: dict[str, int]) ->
             report.trace_id,
             finding.rule_id,
             finding.category,
-            finding.step_id or "",
+            finding.step_ref or finding.step_id or "",
             finding.subject or "",
         )
     )

@@ -11,6 +11,7 @@ from typing import Any, Final
 from agent_reliability_harness._decode import fits_in_text
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.fidelity import missing_fields
+from agent_reliability_harness.model.step_refs import declared_step_ids, step_refs
 from agent_reliability_harness.model.trace import Step, Trace
 
 __all__ = [
@@ -75,12 +76,14 @@ class TraceFacts:
     are kept in the trace but no rule reads them, and they add nothing to the totals.
     ``status_read``: the policy's ``tool_failures`` read whether the trace's calls failed, so
     ``tool_status`` is not missing whatever the source could record.
+    ``step_ids`` is where a converted trace's step ids came from (``model.step_refs``), or None.
     """
 
     __slots__ = (
         "_argument_keys",
         "_missing",
         "_status_read",
+        "_step_refs",
         "agent_steps",
         "calls_by_tool",
         "cost_total",
@@ -89,6 +92,7 @@ class TraceFacts:
         "has_latency",
         "latency_total",
         "named_calls",
+        "step_ids",
         "steps",
         "tokens_total",
         "tool_calls",
@@ -146,6 +150,8 @@ class TraceFacts:
         self.tokens_total = tokens
         self._argument_keys: dict[int, str] = {}
         self._missing: frozenset[str] | None = None
+        self.step_ids = declared_step_ids(trace)
+        self._step_refs: list[str] | None = None
 
     @property
     def missing(self) -> frozenset[str]:
@@ -167,6 +173,18 @@ class TraceFacts:
 
     def step_id(self, index: int) -> str:
         return self.steps[index].step_id
+
+    @property
+    def step_refs(self) -> list[str]:
+        """The stable reference of each step (``model.step_refs``), made once."""
+        if self._step_refs is None:
+            self._step_refs = step_refs(self.steps)
+        return self._step_refs
+
+    def step_name(self, index: int) -> str:
+        """What names the step at ``index`` in a finding's subject: its id, or its stable
+        reference in a trace whose step ids change from one recording to the next."""
+        return self.steps[index].step_id if self.step_ids is None else self.step_refs[index]
 
 
 def _total(values: list[float], key: str) -> float:

@@ -207,6 +207,7 @@ def _cycles(
                             first_id=facts.step_id(facts.named_calls[start]),
                             at=over,
                             step_id=facts.step_id(over),
+                            first_name=facts.step_name(facts.named_calls[start]),
                         )
                     )
             run = 0
@@ -214,11 +215,20 @@ def _cycles(
 
 
 def cycle_finding(
-    *, repeats: int, run: int, cycle: list[str], first_id: str, at: int, step_id: str
+    *,
+    repeats: int,
+    run: int,
+    cycle: list[str],
+    first_id: str,
+    at: int,
+    step_id: str,
+    first_name: str | None = None,
 ) -> Finding:
     """ARH-LOP-002 for the calls of ``cycle`` (tool names) repeating from step ``first_id``, with
     ``run`` calls after the first round matching the call a cycle earlier; anchored at the call
-    that completes repetition ``repeats`` + 1 (``step_id``, at position ``at``)."""
+    that completes repetition ``repeats`` + 1 (``step_id``, at position ``at``). The subject
+    names the first step by ``first_name`` (its stable reference in a converted trace, whose
+    step ids change between recordings), else by its id."""
     period = len(cycle)
     total = (run + period) // period
     shown = " -> ".join(cycle)
@@ -227,7 +237,7 @@ def cycle_finding(
         f"max_cycle_repeats {repeats}",
         at=at,
         step_id=step_id,
-        subject=f"cycle {shown} from {first_id}",
+        subject=f"cycle {shown} from {first_id if first_name is None else first_name}",
         expected=f"<= {repeats} repetitions of a cycle",
         observed=f"{total} repetitions ({run + period} calls)",
     )
