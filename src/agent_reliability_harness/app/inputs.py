@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from agent_reliability_harness.app.output import error, say
 from agent_reliability_harness.errors import InputError
-from agent_reliability_harness.io import utf8_name
+from agent_reliability_harness.io import expand_inputs, utf8_name
 from agent_reliability_harness.io.load import load_gate_file, load_policy, load_report, real_path
 from agent_reliability_harness.model.policy import RuleSelection
 from agent_reliability_harness.render._text import terminal_safe
@@ -22,8 +22,11 @@ if TYPE_CHECKING:
     from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.report import RunReport
     from agent_reliability_harness.regression.stat_gates import GatePlan
+    from agent_reliability_harness.runner import UnmatchedPointerError
 
-__all__ = ["gate_plan", "policy", "read_reports"]
+__all__ = ["gate_plan", "no_traces", "policy", "read_reports", "unmatched"]
+
+_SHOWN_INPUTS = 3  # the most input paths an error names (a glob can give thousands)
 
 
 def policy(args: Namespace) -> Policy | None:
@@ -93,3 +96,32 @@ def gate_plan(args: Namespace) -> tuple[GatePlan, str] | None:
         plan = replace(plan, file=file)
     outcome = args.outcome or (file.outcome if file is not None else None) or "verdict"
     return plan, outcome
+
+
+def no_traces(paths: Sequence[str], purpose: str) -> None:
+    """Say that the inputs ``paths`` held no trace ``purpose`` ("to check", ...) and what was
+    searched: a run of no traces is an input error, not a result."""
+    sources, _ = expand_inputs(paths)  # again: cheap, and only when nothing was found
+    files = sum(source.path is not None for source in sources)
+    named = [path for path in paths if path != "-"]
+    shown = ", ".join(named[:_SHOWN_INPUTS])
+    if len(named) > _SHOWN_INPUTS:
+        shown += f" and {len(named) - _SHOWN_INPUTS} more"
+    if not sources:
+        error(
+            f"no traces {purpose}: nothing to read in {shown} (directories are searched for "
+            ".json, .jsonl and .ndjson files)"
+        )
+        return
+    read = [f"{files} file{'s' * (files != 1)} from {shown}"] if files else []
+    if files < len(sources):
+        read.append("standard input")
+    error(
+        f"no traces {purpose}: read {' and '.join(read)}, and found no usable trace (the "
+        "errors above say why)"
+    )
+
+
+def unmatched(args: Namespace, exc: UnmatchedPointerError) -> None:
+    """Report a pointer option that matched nothing in any record: a usage error."""
+    say(f"arh {args.command}: error: {terminal_safe(str(exc))}\n", sys.stderr)
