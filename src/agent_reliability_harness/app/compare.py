@@ -79,10 +79,8 @@ def compare(args: Namespace) -> Status:
     keepers: dict[str, TraceKeeper] = {}  # by the path of the report that shows the traces
     fail_under = None  # the candidate's pass threshold, when it is validated now
     if candidates is not None:
-        if not any(run.reports for _, run in candidates):
-            error(
-                f"no candidate traces to compare: {', '.join(args.candidate)} hold no trace report"
-            )
+        if not any(run.reports for _, run in candidates):  # 0 of 0 traces: no result
+            error(f"no trace reports in {', '.join(args.candidate)}: no candidate to compare")
             return Status.INPUT
         candidate, more = merge_runs(candidates, "candidate")
         notes += more
@@ -115,7 +113,8 @@ def compare(args: Namespace) -> Status:
             unmatched(args, exc)
             return Status.USAGE
         if not candidate.reports:  # nothing to compare: no result, and no report written
-            no_traces(args.traces, "to compare")
+            if not args.quiet:
+                say(no_traces(args.traces, len(candidate.input_errors)), sys.stdout)
             return Status.INPUT
         candidates = [(utf8_name(args.candidate_json_out or "(validated now)"), candidate)]
         input_errors = len(candidate.input_errors)

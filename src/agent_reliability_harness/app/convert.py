@@ -6,7 +6,7 @@ import sys
 from argparse import Namespace
 
 from agent_reliability_harness.app import Status
-from agent_reliability_harness.app.inputs import no_traces, unmatched
+from agent_reliability_harness.app.inputs import unmatched
 from agent_reliability_harness.app.output import report_error, say, write_report
 from agent_reliability_harness.errors import InputError, excerpt
 from agent_reliability_harness.io import is_jsonl_name
@@ -72,10 +72,7 @@ def convert(args: Namespace) -> Status:
                 what = f"{len(texts)} canonical trace{'s' * (len(texts) != 1)} (JSON Lines)"
             if write_report(args.output, text, what, quiet=False):
                 return Status.INPUT
-    else:
-        if args.output is not None:  # a file left as it was must not pass for this run's output
-            shown = terminal_safe(args.output)
-            say(f"warning: nothing was converted, so {shown} was not written\n", sys.stderr)
-        if not converted:
-            no_traces(args.traces, "to convert")
+    elif args.output is not None:  # a file left as it was must not pass for this run's output
+        shown = terminal_safe(args.output)
+        say(f"warning: nothing was converted, so {shown} was not written\n", sys.stderr)
     return Status.INPUT if errors or not texts else Status.OK

@@ -98,28 +98,26 @@ def gate_plan(args: Namespace) -> tuple[GatePlan, str] | None:
     return plan, outcome
 
 
-def no_traces(paths: Sequence[str], purpose: str) -> None:
-    """Say that the inputs ``paths`` held no trace ``purpose`` ("to check", ...) and what was
-    searched: a run of no traces is an input error, not a result."""
+def no_traces(paths: Sequence[str], errors: int) -> str:
+    """The console's last line for a run whose inputs ``paths`` held no trace, in place of a
+    verdict (a run of no traces is an input error): what was searched, and the input errors."""
     sources, _ = expand_inputs(paths)  # again: cheap, and only when nothing was found
     files = sum(source.path is not None for source in sources)
-    named = [path for path in paths if path != "-"]
+    named = [terminal_safe(path) for path in paths if path != "-"]
     shown = ", ".join(named[:_SHOWN_INPUTS])
     if len(named) > _SHOWN_INPUTS:
         shown += f" and {len(named) - _SHOWN_INPUTS} more"
-    if not sources:
-        error(
-            f"no traces {purpose}: nothing to read in {shown} (directories are searched for "
-            ".json, .jsonl and .ndjson files)"
+    if sources:
+        read = [f"{files} file{'s' * (files != 1)} from {shown}"] if files else []
+        if files < len(sources):
+            read.append("standard input")
+        searched = f"read {' and '.join(read)}, and found no usable trace"
+    else:
+        searched = (
+            f"nothing to read in {shown} (directories are searched for .json, .jsonl and "
+            ".ndjson files)"
         )
-        return
-    read = [f"{files} file{'s' * (files != 1)} from {shown}"] if files else []
-    if files < len(sources):
-        read.append("standard input")
-    error(
-        f"no traces {purpose}: read {' and '.join(read)}, and found no usable trace (the "
-        "errors above say why)"
-    )
+    return f"no traces checked: {searched} \u00b7 {errors} input error{'s' * (errors != 1)}\n"
 
 
 def unmatched(args: Namespace, exc: UnmatchedPointerError) -> None:

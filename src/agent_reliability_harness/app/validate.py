@@ -87,10 +87,9 @@ def validate(args: Namespace) -> Status:
         summary = totals.build(
             sorted_errors(errors), policy.policy_id, sha256, __version__, policy.rules.choices()
         )
-        if not summary.total:  # "0 of 0 traces passed" is no verdict
-            no_traces(args.traces, "to check")
-        elif console is not None:
-            say(console.tail(summary), sys.stdout)
+        if console is not None:  # (a run of no traces has no verdict: "0 of 0 passed")
+            tail = console.tail(summary) if summary.total else no_traces(args.traces, len(errors))
+            say(tail, sys.stdout)
         for path, writer, spool, what in outputs:
             if spool.problem is not None:
                 error(f"cannot write {path}: {spool.problem}")
