@@ -192,7 +192,7 @@ def test_d14_duplicate_trace_ids_are_input_errors(tmp_path: Path, arh: Callable[
     _write(tmp_path / "b.json", _trace(_say("s1")))
     _write(tmp_path / "a.json", _trace(_say("s1")))
     run = arh("validate", "--policy", policy, tmp_path / "b.json", tmp_path / "a.json", "--quiet")
-    assert run.status == 1
+    assert run.status == 3  # an input error (D108)
     assert run.err == (
         f"error: {(tmp_path / 'b.json').as_posix()}: /trace_id: duplicate trace_id 't': already "
         f"read from {(tmp_path / 'a.json').as_posix()}\n"
@@ -207,7 +207,7 @@ def test_d107_devices_and_inputs_over_the_size_limit(
     big = _write(tmp_path / "big.json", _trace(_say("s1", "x" * 2000), trace_id="big"))
     devices = [name for name in ("/dev/null", "NUL") if os.path.exists(name)][:1]
     run = arh("validate", "--policy", policy, *devices, big, good, "--max-input-size", "1K")
-    assert run.status == 1
+    assert run.status == 3  # input errors (D108)
     assert "PASS  good" in run.out
     errors = run.err.splitlines()
     assert f"error: {big.as_posix()}: the input is larger than --max-input-size (1K)" in errors
@@ -239,7 +239,7 @@ def test_d16_one_bad_file_does_not_stop_the_others(tmp_path: Path, arh: Callable
     bad.write_text("{", encoding="utf-8")
     report = tmp_path / "report.json"
     run = arh("validate", "--policy", policy, bad, good, "--json-out", report, "--quiet")
-    assert run.status == 1
+    assert run.status == 3  # an input error (D108)
     data = json.loads(report.read_text(encoding="utf-8"))
     assert [r["trace_id"] for r in data["reports"]] == ["t"]
     assert [e["source"] for e in data["input_errors"]] == [bad.as_posix()]
@@ -613,7 +613,7 @@ def test_d104_report_values_are_held_to_what_validation_writes(
         edited = _write(tmp_path / name, data)
         baseline, candidate = (edited, base) if side == "baseline" else (base, edited)
         run = arh("compare", "--baseline", baseline, "--candidate", candidate)
-        assert run.status == 1
+        assert run.status == 3  # an input error (D108)
         return run.err.removeprefix(f"error: invalid {side}: {edited}: ")
 
     assert refused("fatal.json", "candidate") == (
@@ -706,7 +706,7 @@ def test_d41_bad_candidate_inputs_fail_the_run(tmp_path: Path, arh: Callable[...
     bad = tmp_path / "bad.json"
     bad.write_text("[", encoding="utf-8")
     run = arh("compare", "--baseline", base, "--policy", policy, good, bad, "--fail-on", "never")
-    assert run.status == 1
+    assert run.status == 3  # an input error whatever the gate says (D108)
     assert "GATE: PASS" in run.out
 
 
