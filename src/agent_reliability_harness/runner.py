@@ -129,7 +129,8 @@ class UnmatchedPointerError(UsageError):
         at = miss.found or "the top level"
         message = (
             f"{option} {excerpt(miss.pointer, quote=False)} matches nothing in {count}. It is "
-            f"read in {read}; in the first one ({first.location()}), {at} {miss.there}"
+            f"read in {read}; in {'it' if records == 1 else 'the first one'} "
+            f"({first.location()}), {at} {miss.there}"
         )
         if miss.suggestion is not None:
             message += f". Did you mean {option} {excerpt(miss.suggestion, quote=False)}?"
