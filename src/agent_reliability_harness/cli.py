@@ -238,8 +238,9 @@ def _record_options(parser: argparse.ArgumentParser) -> None:
         "--messages-at",
         type=_pointer,
         metavar="POINTER",
-        help="JSON pointer to the message list inside each record (default: the record itself "
-        "if it is an array, else its messages, traj or history member)",
+        help="JSON pointer to the message list inside each input record, read as the record is "
+        "(default: the record itself if it is an array, else its messages, traj or history "
+        "member)",
     )
     parser.add_argument(
         "--trace-id-at",
@@ -247,8 +248,9 @@ def _record_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="POINTER",
-        help="JSON pointer to the trace id inside each record; repeat it to join several parts "
-        "with '-' (default: the record's trace_id, else the file's relative path)",
+        help="JSON pointer to the trace id inside each input record, read as the record is; "
+        "repeat it to join several parts with '-' (default: the record's trace_id, else the "
+        "file's relative path)",
     )
 
 
@@ -442,15 +444,17 @@ def _label_options(parser: argparse.ArgumentParser) -> None:
         "--task-key",
         type=_pointer,
         metavar="POINTER",
-        help="JSON pointer to the task id inside each trace, recorded in its report to group "
-        "runs of the same task (default: the trace id without a run suffix)",
+        help="JSON pointer to the task id inside each canonical trace (as arh convert prints "
+        "it: a transcript record's scalar fields are under /metadata/record), recorded in "
+        "its report to group runs of the same task (default: the trace id without a run suffix)",
     )
     parser.add_argument(
         "--outcome-at",
         type=_pointer,
         metavar="POINTER",
-        help="JSON pointer to a success label inside each trace (true/false or a number, 1 "
-        "meaning success), recorded in its report for --outcome label or both",
+        help="JSON pointer to a success label inside each canonical trace, as --task-key "
+        "(true/false or a number, 1 meaning success), recorded in its report for --outcome "
+        "label or both",
     )
 
 
@@ -796,9 +800,9 @@ def _exits(zero: str, one: str | None) -> str:
     failed = f", 1 {one}" if one else ""
     return (
         f"Exit status: 0 {zero}{failed}, 2 usage or configuration error (nothing was checked), "
-        "3 input error: an input could not be read or holds no trace, or a report could not be "
-        "written (the other inputs are still checked and reported). 2 wins over 3, and 3 over "
-        "1. See docs/exit-codes.md."
+        "3 input error (an input could not be read or holds no trace, or a report could not be "
+        "written; the other inputs are still checked and reported). 2 wins over 3, and 3 over 1 "
+        "(docs/exit-codes.md)."
     )
 
 
@@ -858,7 +862,7 @@ _COMMANDS: Final[dict[str, _Command]] = {
         _explain_arguments,
         _no_usage_problem,
         _explain,
-        "Exit status: 0 done, 2 usage error: an unknown rule (docs/exit-codes.md).",
+        "Exit status: 0 done, 2 usage error (an unknown rule; docs/exit-codes.md).",
     ),
 }
 
