@@ -215,6 +215,35 @@ def test_d107_devices_and_inputs_over_the_size_limit(
         assert errors[0].startswith(f"error: {device}: a device, not a file")
 
 
+def test_d108_exit_statuses_tell_a_failure_from_a_check_that_could_not_run(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    # 0.2.x exited 1 for a failing trace and for every error alike; 2 only for argparse's errors
+    policy = _write(tmp_path / "p.json", _policy())
+    good = _write(tmp_path / "good.json", _trace(_say("s1")))
+    failing = _write(tmp_path / "failing.json", _trace(_call("s1", "wipe"), _say("s2")))
+    broken = _write(tmp_path / "broken.json", "{")
+    report = tmp_path / "report.json"
+
+    def status(*argv: object) -> int:
+        return arh(*argv).status
+
+    # unchanged: a pass is 0, a failing trace 1 (a call of a tool the policy does not allow,
+    # ARH-SCH-001), a usage error 2
+    assert status("validate", "--policy", policy, good, "--json-out", report, "--quiet") == 0
+    assert status("validate", "--policy", policy, failing, "--quiet") == 1
+    assert status("validate", "--policy", policy, good, "--fail-under", "x") == 2
+    # a policy that cannot be used is a configuration error: 2 (0.2.x: 1)
+    assert status("validate", "--policy", tmp_path / "none.json", good) == 2
+    typo = _write(tmp_path / "typo.json", _policy(completion={"max_step": 3}))
+    assert status("validate", "--policy", typo, good) == 2
+    # an input that cannot be read is an input error: 3 (0.2.x: 1), also beside a failing trace
+    assert status("validate", "--policy", policy, good, broken, "--quiet") == 3
+    assert status("validate", "--policy", policy, failing, broken, "--quiet") == 3
+    assert status("compare", "--baseline", broken, "--candidate", report) == 3
+    assert status("compare", "--baseline", report, "--candidate", report) == 0
+
+
 def test_d15_directories_json_lines_and_stdin(tmp_path: Path, arh: Callable[..., Run]) -> None:
     policy = _write(tmp_path / "p.json", _policy())
     (tmp_path / "runs").mkdir()
@@ -1195,7 +1224,7 @@ def test_d61_action_baseline_mode_fails_on_unreadable_traces(tmp_path: Path) -> 
     # the gate itself passes (the readable traces did not regress), but 0.2.x's
     # `compare --candidate` would have exited 0 with an input error in the candidate report
     assert "GATE: PASS" in run.out
-    assert run.status == 1
+    assert (run.status, run.outputs["verdict"]) == (3, "error")  # an input error (D108)
     assert "error: broken.json:1:2: invalid JSON" in run.err
 
 
