@@ -103,7 +103,7 @@ def no_traces(paths: Sequence[str], errors: int) -> str:
     verdict (a run of no traces is an input error): what was searched, and the input errors."""
     sources, _ = expand_inputs(paths)  # again: cheap, and only when nothing was found
     files = sum(source.path is not None for source in sources)
-    named = [terminal_safe(path) for path in paths if path != "-"]
+    named = [terminal_safe(utf8_name(path)) for path in paths if path != "-"]
     shown = ", ".join(named[:_SHOWN_INPUTS])
     if len(named) > _SHOWN_INPUTS:
         shown += f" and {len(named) - _SHOWN_INPUTS} more"
