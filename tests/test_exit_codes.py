@@ -198,12 +198,18 @@ def test_compare_of_no_candidate_traces_is_an_input_error(arh: Arh, tmp_path: Pa
     arh("validate", "--policy", POLICY, PASSING, "--json-out", base, "--quiet")
     empty = tmp_path / "empty"
     empty.mkdir()
-    out = tmp_path / "compare.json"
-    run = arh("compare", "--baseline", base, "--policy", POLICY, empty, "--json-out", out)
+    out, candidate = tmp_path / "compare.json", tmp_path / "candidate.json"
+    run = arh("compare", "--baseline", base, "--policy", POLICY, empty, "--json-out", out,
+              "--candidate-json-out", candidate)  # fmt: skip
     assert run.status == 3  # was 0: every baseline trace "removed", and the gate passed
     assert "GATE" not in run.out
-    assert run.out.startswith("no traces checked: nothing to read in ")
-    assert not out.exists()
+    assert run.out.endswith(
+        f"no traces checked: nothing to read in {empty.as_posix()} (directories are searched for "
+        ".json, .jsonl and .ndjson files) \u00b7 1 input error\n"
+    )
+    assert not out.exists()  # no comparison
+    # the candidate's validation report is written, as arh validate writes it: its input errors
+    assert load_json(candidate)["summary"]["input_errors"] == 1
 
 
 # -- pointer options that match nothing --------------------------------------------------------

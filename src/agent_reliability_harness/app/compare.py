@@ -112,16 +112,16 @@ def compare(args: Namespace) -> Status:
         except UnmatchedPointerError as exc:
             unmatched(args, exc)
             return Status.USAGE
-        if not candidate.reports:  # nothing to compare: no result, and no report written
-            if not args.quiet:
-                say(no_traces(args.traces, len(candidate.input_errors)), sys.stdout)
-            return Status.INPUT
         candidates = [(utf8_name(args.candidate_json_out or "(validated now)"), candidate)]
         input_errors = len(candidate.input_errors)
-        if args.candidate_json_out:
+        if args.candidate_json_out:  # (written as arh validate writes it, input errors and all)
             unwritten += write_report(
                 args.candidate_json_out, render_json(candidate), "Candidate report", args.quiet
             )
+        if not candidate.reports:  # nothing to compare: no result, and no comparison written
+            if not args.quiet:
+                say(no_traces(args.traces, input_errors), sys.stdout)
+            return Status.INPUT
     result = compare_reports(baseline, candidate, any_step=args.any_step)
     if notes:
         result = replace(result, warnings=(*result.warnings, *notes))
