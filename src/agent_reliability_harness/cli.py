@@ -809,7 +809,7 @@ def _exits(zero: str, one: str | None) -> str:
 _COMMANDS: Final[dict[str, _Command]] = {
     "validate": _Command(
         "validate traces against a policy",
-        ("Validate traces against a policy and report findings, scores and verdicts."),
+        "Validate traces against a policy and report findings, scores and verdicts.",
         _validate_arguments,
         _validate_usage,
         _validate,
