@@ -38,15 +38,16 @@ summary() {
 
 stop() {
     # stop before arh has written any report: exit status $1, with every output action.yml
-    # declares (the reports' empty) and a one-line summary $2
-    output verdict fail
+    # declares (the reports' empty, the verdict 'error': nothing was checked) and a one-line
+    # summary $2
+    output verdict error
     output exit-code "$1"
     for name in json-report markdown-report junit-report sarif-report compare-report \
         compare-markdown-report; do
         output "$name" ""
     done
     summary "$2"
-    echo "arh verdict: fail (exit status $1)"
+    echo "arh verdict: error (exit status $1)"
     exit "$1"
 }
 
@@ -338,14 +339,19 @@ else
         arh compare "--json-out=$compare_report" "--md-out=$compare_markdown_report" "$@"
         status=$?
         compared=yes
-        # inputs that could not be read fail the step whatever the gate says, as when arh
-        # compare validates the traces itself
-        unread=$(input_errors "$json_report")
-        case $unread in '' | *[!0-9]*) unread=0 ;; esac
-        if [ "$status" -eq 0 ] && [ "$unread" -gt 0 ]; then
-            status=1
-            if [ "$unread" -eq 1 ]; then unread="1 candidate input error"; else unread="$unread candidate input errors"; fi
-            all_the_same="exit status 1 all the same: $unread"
+        # an input arh validate could not read or a report it could not write (status 3) is an
+        # input error whatever the gate says (0 or 1), as when arh compare validates the traces
+        # itself
+        if [ "$validate_status" -eq 3 ] && { [ "$status" -eq 0 ] || [ "$status" -eq 1 ]; }; then
+            status=3
+            unread=$(input_errors "$json_report")
+            case $unread in '' | *[!0-9]*) unread=0 ;; esac
+            case $unread in
+                0) unread="a report arh validate could not write" ;;
+                1) unread="1 candidate input error" ;;
+                *) unread="$unread candidate input errors" ;;
+            esac
+            all_the_same="exit status 3 whatever the gate says: $unread"
             echo "$all_the_same (arh validate's errors above)"
         fi
     fi
@@ -355,7 +361,13 @@ echo "::$token::"
 
 # -- Outputs and summary -------------------------------------------------------------------------
 
-if [ "$status" -eq 0 ]; then verdict=pass; else verdict=fail; fi
+# pass and fail are verdicts on the agent; any other status (2, 3) says that the check could not
+# run, or not on every input (docs/exit-codes.md)
+case $status in
+    0) verdict=pass ;;
+    1) verdict=fail ;;
+    *) verdict=error ;;
+esac
 
 # Paths are relative to where the step started (the workspace), or absolute, as arh was given them.
 output verdict "$verdict"
@@ -372,9 +384,9 @@ if [ -n "${GITHUB_STEP_SUMMARY-}" ]; then
         if [ -f "$compare_markdown_report" ]; then
             cat -- "$compare_markdown_report" >>"$GITHUB_STEP_SUMMARY"
             if [ -n "$all_the_same" ]; then
-                # the gate passed: say why the step fails, as arh compare's own report would
+                # say why the exit status is not the gate's, as arh compare's own report would
                 summary ""
-                summary "**E${all_the_same#e}** (the validation report below lists the inputs that could not be read)."
+                summary "**E${all_the_same#e}** (the job log and the validation report below say why)."
             fi
         else
             summary "arh compare exited with status $status before writing its report; the job log says why."

@@ -52,7 +52,7 @@ REPORTS = {  # output name -> file name in the output directory
 
 
 # the outputs and the summary of the script's own usage errors
-USAGE_ERROR_OUTPUTS = {"verdict": "fail", "exit-code": "2", **dict.fromkeys(REPORTS, "")}
+USAGE_ERROR_OUTPUTS = {"verdict": "error", "exit-code": "2", **dict.fromkeys(REPORTS, "")}
 USAGE_ERROR_SUMMARY = (
     "arh action: usage error (exit status 2) before arh ran; the job log says why.\n"
 )
@@ -245,8 +245,9 @@ def test_options_reach_arh(workspace: Path, arh: Callable[..., Run]) -> None:
         workspace,
         {"policy": POLICY, "traces": "samples/traces/rebook_pass.json", "format": "openai-chat"},
     )
-    # a canonical trace read as an OpenAI transcript is not one: arh's input error, exit 1
-    assert run.status == 1
+    # a canonical trace read as an OpenAI transcript is not one: arh's input error, exit 3, and
+    # the verdict says that the check could not run, not that the agent failed
+    assert (run.status, run.outputs["verdict"], run.outputs["exit-code"]) == (3, "error", "3")
     assert "samples/traces/rebook_pass.json" in run.err
 
 
@@ -269,7 +270,7 @@ def test_lines_globs_and_blank_lines(workspace: Path) -> None:
 @needs_bash
 def test_glob_without_match_is_reported_as_missing(workspace: Path) -> None:
     run = run_action(workspace, {"policy": POLICY, "traces": "samples/nothing-*.json"})
-    assert run.status == 1
+    assert run.status == 3
     assert "error: samples/nothing-*.json: no such file or directory" in run.err
 
 
@@ -297,7 +298,7 @@ def test_directory_with_spaces(workspace: Path) -> None:
 def test_standard_input_is_empty(workspace: Path) -> None:
     # '-' means standard input to arh; the action connects none, so it reads nothing, at once
     run = run_action(workspace, {"policy": POLICY, "traces": "-"})
-    assert run.status == 1
+    assert run.status == 3
     assert "error: <stdin>:1:1: invalid JSON: the document is empty" in run.err
 
 
@@ -322,7 +323,7 @@ def test_hostile_trace_inputs_are_file_names(workspace: Path) -> None:
         # a line that names nothing as a whole is split at blanks, as 0.2.x split the input
         for word in value.split():
             assert f"error: {word}: no such file or directory" in run.err, word
-    assert run.status == 1
+    assert (run.status, run.outputs["verdict"]) == (3, "error")
     # the one real trace was still validated and reported
     assert '"trace_id": "rebook-1001"' in _read(run, "json-report")
 
@@ -340,7 +341,8 @@ def test_hostile_option_inputs_are_values(workspace: Path, field: str) -> None:
         assert run.outputs["json-report"] == f"{value}/report.json"
         assert (workspace / value / "report.json").is_file()
         return
-    assert run.status in (1, 2)
+    # a policy or fail-under that arh cannot use (2), a baseline it cannot read (3)
+    assert (run.status, run.outputs["verdict"]) == (3 if field == "baseline" else 2, "error")
     assert value in run.err
 
 
@@ -483,11 +485,11 @@ def test_invalid_baseline_fails_with_the_reports_still_written(workspace: Path) 
         workspace,
         {"policy": POLICY, "traces": "samples/traces/rebook_pass.json", "baseline": "bad.json"},
     )
-    assert run.status == 1
+    assert (run.status, run.outputs["verdict"]) == (3, "error")  # an input error
     assert "error: invalid baseline: bad.json: /reports: must be an array, got number" in run.err
     assert run.outputs["compare-report"] == ""
     assert run.outputs["json-report"] == "arh-reports/report.json"
-    assert run.summary == COMPARE_WROTE_NOTHING.format(1) + _read(run, "markdown-report")
+    assert run.summary == COMPARE_WROTE_NOTHING.format(3) + _read(run, "markdown-report")
 
 
 @needs_bash
@@ -575,28 +577,47 @@ def test_unreadable_candidate_inputs_fail_whatever_the_gate_says(
     baseline = _baseline(workspace, arh)
     traces = "docs/examples/regression/baseline-runs/\nmissing.json"
     run = run_action(workspace, {"policy": POLICY, "traces": traces, "baseline": baseline})
-    # arh compare validating the same inputs: the gate passes, the exit status is 1
+    # arh compare validating the same inputs: the gate passes, the exit status is 3 (an input
+    # error) and the verdict 'error', not 'fail': the agent did not fail, the check is incomplete
     reference = _arh_in(
         workspace, arh, "compare", "--baseline", baseline, "--policy", POLICY,
         "docs/examples/regression/baseline-runs/", "missing.json",
     )  # fmt: skip
-    assert reference.status == 1
+    assert reference.status == 3
     assert "GATE: PASS" in reference.out
-    assert (run.status, run.outputs["verdict"], run.outputs["exit-code"]) == (1, "fail", "1")
+    assert (run.status, run.outputs["verdict"], run.outputs["exit-code"]) == (3, "error", "3")
     assert "error: missing.json: no such file or directory" in run.err
     assert "GATE: PASS" in run.out
-    assert "exit status 1 all the same: 1 candidate input error" in run.out
+    note = "exit status 3 whatever the gate says: 1 candidate input error"
+    assert note in run.out
     compare_md = _read(run, "compare-markdown-report")
     assert run.summary == (
         compare_md
-        + "\n**Exit status 1 all the same: 1 candidate input error** (the validation report"
-        " below lists the inputs that could not be read).\n\n" + _read(run, "markdown-report")
+        + f"\n**E{note[1:]}** (the job log and the validation report below say why).\n\n"
+        + _read(run, "markdown-report")
     )
-    # a failing gate needs no such line
+    # a failing gate too: an incomplete check (3) wins over a failure (1)
     candidate = "docs/examples/regression/candidate-runs/\nmissing.json"
     run = run_action(workspace, {"policy": POLICY, "traces": candidate, "baseline": baseline})
-    assert run.status == 1
-    assert "all the same" not in run.out + run.summary
+    assert (run.status, run.outputs["verdict"]) == (3, "error")
+    assert "GATE: FAIL" in run.out
+    assert f"**E{note[1:]}**" in run.summary
+
+
+@needs_bash
+def test_a_report_validate_could_not_write_is_an_input_error_whatever_the_gate_says(
+    workspace: Path, arh: Callable[..., Run]
+) -> None:
+    baseline = _baseline(workspace, arh)
+    (workspace / "arh-reports" / "report.md").mkdir(parents=True)  # not a file: not written
+    traces = "docs/examples/regression/baseline-runs/"
+    run = run_action(workspace, {"policy": POLICY, "traces": traces, "baseline": baseline})
+    assert (run.status, run.outputs["verdict"], run.outputs["exit-code"]) == (3, "error", "3")
+    assert "error: cannot write arh-reports/report.md" in run.err
+    assert "GATE: PASS" in run.out
+    note = "exit status 3 whatever the gate says: a report arh validate could not write"
+    assert f"{note} (arh validate's errors above)" in run.out
+    assert f"**E{note[1:]}**" in run.summary
 
 
 @needs_bash
@@ -662,12 +683,12 @@ def test_a_missing_baseline_says_in_the_summary_why_there_is_no_comparison(
 ) -> None:
     inputs = {"policy": POLICY, "traces": "samples/traces/", "baseline": "main/report.json"}
     run = run_action(workspace, inputs)
-    assert run.status == 1
+    assert run.status == 3
     assert "error: invalid baseline: main/report.json: " in run.err
     assert run.outputs["compare-markdown-report"] == ""
     # the candidate's reports are still written and published, after the line that says why
     # the comparison is missing
-    assert run.summary == COMPARE_WROTE_NOTHING.format(1) + _read(run, "markdown-report")
+    assert run.summary == COMPARE_WROTE_NOTHING.format(3) + _read(run, "markdown-report")
 
 
 @needs_bash
@@ -762,7 +783,8 @@ def test_working_directory_report_paths_are_relative_to_the_workspace(
         "working-directory": directory,
     }
     run = run_action(workspace.parent, inputs)
-    assert run.status == 1, run.err
+    # the gate fails (fail-on failures) and a glob matched nothing: the input error wins
+    assert run.status == 3, run.err
     for name, file in REPORTS.items():
         assert run.outputs[name] == f"work/out/{file}", name
     assert run.err == "error: work/samples/nothing-*.json: no such file or directory\n"
@@ -788,7 +810,7 @@ def test_working_directory_report_paths_are_relative_to_the_workspace(
         "work/samples/traces/rebook_prompt_injection.json", absolute,
         "work/samples/nothing-*.json", "--sarif-out", "ref.sarif", "--quiet",
     )  # fmt: skip
-    assert reference.status == 1
+    assert reference.status == 3
     assert sarif == (workspace.parent / "ref.sarif").read_text("utf-8")
 
 
@@ -859,11 +881,11 @@ def test_stale_reports_are_not_published(workspace: Path) -> None:
     assert run_action(workspace, inputs).status == 0
     inputs["policy"] = "missing.json"
     run = run_action(workspace, inputs)
-    assert run.status == 1
+    assert (run.status, run.outputs["verdict"]) == (2, "error")  # the policy: configuration
     assert all(run.outputs[name] == "" for name in REPORTS)
     assert not (workspace / "arh-reports" / "report.json").exists()
     assert run.summary == (
-        "arh exited with status 1 before writing a report; the job log says why.\n"
+        "arh exited with status 2 before writing a report; the job log says why.\n"
     )
 
 

@@ -135,7 +135,7 @@ def test_invalid_input_is_an_input_error(path: Path) -> None:
 
 def test_invalid_inputs_through_the_cli(arh: Callable[..., Run]) -> None:
     run = arh("convert", FIXTURES / "invalid")
-    assert run.status == 1
+    assert run.status == 3
     assert run.out == ""
     assert "Traceback" not in run.err
     lines = run.err.splitlines()
@@ -803,9 +803,15 @@ def test_an_index_of_thousands_of_digits_is_reported_by_convert(
     source = tmp_path / "run.json"
     source.write_text(json.dumps({"traj": [user("hi")]}), encoding="utf-8")
     run = arh("convert", source, "--messages-at", "/traj/" + "1" * 5000)
-    assert run.status == 1, run.err[:300]
+    # the pointer matches nothing in the only record: a usage error (it quotes the pointer by
+    # its beginning and its length)
+    assert run.status == 2, run.err[:300]
     assert "Traceback" not in run.err
-    assert f"{source}: /traj: no element '1111" in run.err
+    assert run.err == (
+        f"arh convert: error: --messages-at /traj/{'1' * 94}... (5006 characters) matches "
+        "nothing in the only record. It is read in each input record as it is, not in the trace "
+        f"converted from it; in it ({source}), /traj is an array of 1\n"
+    )
 
 
 def test_a_document_of_records_gives_one_result_per_record() -> None:
@@ -839,15 +845,20 @@ def test_an_empty_array_of_records_is_an_input_error(
     empty.write_text("[]", encoding="utf-8")
     run = arh("convert", empty, "--messages-at", "/traj")
     assert (run.status, run.out, run.err) == (
-        1,
+        3,
         "",
         f"error: {empty}: the array of records is empty\n",
     )
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps({"policy_id": "p", "allow_unlisted_tools": True}), "utf-8")
     run = arh("validate", "--policy", policy, empty, "--messages-at", "/traj")
-    assert run.status == 1
+    assert run.status == 3
     assert run.err == f"error: {empty}: the array of records is empty\n"
+    # no verdict ("0 of 0 traces passed"): what was searched
+    assert run.out == (
+        f"no traces checked: read 1 file from {empty}, and found no usable trace \u00b7 1 input "
+        "error\n"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1051,7 +1062,7 @@ def test_convert_reports_bad_inputs_and_still_writes_the_rest(
     (tmp_path / "c.json").write_text(json.dumps({"trace_id": "a", "messages": []}), "utf-8")
     out = tmp_path / "out.jsonl"
     run = arh("convert", tmp_path, "-o", out)
-    assert run.status == 1
+    assert run.status == 3
     name = tmp_path.as_posix()
     assert run.err.splitlines() == [
         (
@@ -1075,7 +1086,7 @@ def test_convert_of_nothing_says_its_output_file_was_not_written(
     out = tmp_path / "out.json"
     out.write_text('{"stale": true}', encoding="utf-8")
     run = arh("convert", tmp_path / "bad.json", "-o", out)
-    assert run.status == 1
+    assert run.status == 3
     assert run.err.splitlines()[-1] == (
         f"warning: nothing was converted, so {out.as_posix()} was not written"
     )

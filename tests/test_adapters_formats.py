@@ -150,7 +150,7 @@ def test_invalid_inputs_through_the_cli(arh: Callable[..., Run]) -> None:
         folder = FIXTURES / fmt / "invalid"
         for name in (fmt, "auto"):
             run = arh("convert", "--format", name, folder)
-            assert (run.status, run.out) == (1, ""), (fmt, name)
+            assert (run.status, run.out) == (3, ""), (fmt, name)
             assert "Traceback" not in run.err
             lines = run.err.splitlines()
             assert all(line.startswith("error: ") for line in lines)
@@ -598,7 +598,7 @@ def test_record_options_on_an_export_are_an_input_error_in_every_file_form(
     records = [export, {"task_id": 7, "traj": [{"role": "user", "content": "hi"}]}]
     (tmp_path / "c_records.json").write_text(json.dumps(records), encoding="utf-8")
     run = arh("convert", *option, tmp_path)
-    assert run.status == 1
+    assert run.status == 3
     name = tmp_path.as_posix()
     assert run.err.splitlines() == [
         f"error: {name}/a_export.json: {RECORD_OPTIONS_ON_EXPORTS}",
@@ -1482,7 +1482,7 @@ def test_convert_reports_an_unwritable_token_sum_and_writes_the_other_files(
     good = tmp_path / "good.json"
     good.write_text(json.dumps([{"role": "user", "content": "hi"}]), encoding="utf-8")
     run = arh("convert", bad, good)
-    assert run.status == 1
+    assert run.status == 3
     assert run.err == f"error: {bad}: /usageMetadata: {TOO_LONG}\n"
     assert json.loads(run.out)["trace_id"] == "good"
     policy = tmp_path / "policy.json"
@@ -1564,9 +1564,9 @@ def test_empty_exports_are_reported_not_passed_over(
     good = tmp_path / "good.json"
     good.write_text(json.dumps(otlp(tool("01", 0, "lookup"))), encoding="utf-8")
     run = arh("convert", empty)
-    assert (run.status, run.out, run.err) == (1, "", f"error: {empty}: {NO_SPANS}\n")
+    assert (run.status, run.out, run.err) == (3, "", f"error: {empty}: {NO_SPANS}\n")
     run = arh("convert", empty, null, lines, good)
-    assert run.status == 1
+    assert run.status == 3
     # files in sorted order: collector.jsonl, empty.json, good.json, null.json
     assert run.err.splitlines() == [
         f"error: {lines}: {NO_SPANS}",
@@ -1574,9 +1574,9 @@ def test_empty_exports_are_reported_not_passed_over(
         f"error: {null}: /resourceSpans: resourceSpans must be an array, got null",
     ]
     assert json.loads(run.out)["trace_id"] == "aa"
-    # a CI gate over nothing but empty exports fails instead of passing 0 of 0
+    # a CI gate over nothing but empty exports is an input error instead of passing 0 of 0
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps({"policy_id": "p", "allow_unlisted_tools": True}), "utf-8")
     run = arh("validate", "--policy", policy, empty, null)
-    assert run.status == 1
+    assert run.status == 3
     assert f"error: {empty}: {NO_SPANS}\n" in run.err

@@ -60,7 +60,7 @@ def test_every_bad_report_is_told(
         run = arh("stats", good, empty, array, bad)
     else:
         run = arh("compare", "--baseline", good, empty, "--candidate", array, bad)
-    assert run.status == 1
+    assert run.status == 3  # input errors
     assert run.out == ""
     lines = run.err.splitlines()
     assert len(lines) == 3, run.err
@@ -74,7 +74,7 @@ def test_a_bad_gate_file_does_not_hide_a_bad_report(arh: Arh, tmp_path: Path) ->
     empty, _, _ = _bad_reports(tmp_path)
     gates = tmp_path / "missing.toml"
     run = arh("stats", empty, "--gates", gates)
-    assert run.status == 1
+    assert run.status == 2  # the gate file, a configuration error, wins over the bad report (3)
     lines = run.err.splitlines()
     assert len(lines) == 2, run.err
     assert lines[0].startswith(f"error: invalid gate file: {gates}: cannot read")
@@ -102,7 +102,7 @@ def test_validate_writes_every_report_it_can(arh: Arh, tmp_path: Path) -> None:
         "validate", "--policy", POLICY, TRACE, "--quiet", "--json-out", json_dir,
         "--junit-out", junit_dir, *[a for o, n in outputs for a in (o, out / n)],
     )  # fmt: skip
-    assert run.status == 1
+    assert run.status == 3  # reports not written: the run's output is incomplete
     assert run.err == (
         f"error: cannot write {json_dir}: Is a directory\n"
         f"error: cannot write {junit_dir}: Is a directory\n"
@@ -128,7 +128,7 @@ def test_compare_writes_every_report_it_can(arh: Arh, tmp_path: Path) -> None:
         "--candidate-json-out", cand_dir, "--json-out", json_dir,
         *[a for o, n in outputs for a in (o, out / n)],
     )  # fmt: skip
-    assert run.status == 1
+    assert run.status == 3
     assert run.err == (
         f"error: cannot write {cand_dir}: Is a directory\n"
         f"error: cannot write {json_dir}: Is a directory\n"
@@ -143,7 +143,7 @@ def test_stats_writes_every_report_it_can(arh: Arh, tmp_path: Path) -> None:
     assert arh("stats", report, "--quiet", "--md-out", clean).status == 0
     json_dir = _unwritable(tmp_path, "json")
     run = arh("stats", report, "--json-out", json_dir, "--md-out", tmp_path / "s.md")
-    assert run.status == 1
+    assert run.status == 3
     assert run.err == f"error: cannot write {json_dir}: Is a directory\n"
     assert f"Statistics Markdown written to {tmp_path / 's.md'}" in run.out
     assert (tmp_path / "s.md").read_bytes() == clean.read_bytes()
@@ -250,26 +250,25 @@ def test_compare_reports_say_what_the_exit_status_says(arh: Arh, tmp_path: Path)
     # the candidate is the baseline's trace again (the gate passes) and a path that is missing
     run = arh("compare", "--baseline", base, "--policy", POLICY, TRACE, tmp_path / "nope.json",
               "--md-out", md, "--html-out", html)  # fmt: skip
-    assert run.status == 1
+    assert run.status == 3  # an input error, whatever the gate says
     assert "GATE: PASS" in run.out
-    assert "exit status 1 all the same: 1 candidate input error (on standard error)" in run.out
+    note = "exit status 3 whatever the gate says: 1 candidate input error"
+    assert f"{note} (on standard error)" in run.out
     lines = md.read_text(encoding="utf-8").splitlines()
     assert lines[0] == "## arh regression gate: PASS, 1 candidate input error"
-    assert lines[4] == (
-        "**Exit status 1 all the same: 1 candidate input error** (listed in the run's log)."
-    )
+    assert lines[4] == f"**E{note[1:]}** (listed in the run's log)."
     page = html.read_text(encoding="utf-8")
     assert "<h1>arh regression gate: PASS, 1 candidate input error</h1>" in page
     assert "<title>arh regression gate: PASS, 1 candidate input error</title>" in page
-    assert "Exit status 1 all the same: 1 candidate input error" in page
+    assert f"E{note[1:]}" in page
     # without the missing path, nothing of the kind
     run = arh("compare", "--baseline", base, "--policy", POLICY, TRACE, "--md-out", md,
               "--html-out", html)  # fmt: skip
     assert run.status == 0
     text = md.read_text(encoding="utf-8")
     assert text.startswith("## arh regression gate: PASS\n")
-    assert "all the same" not in text
-    assert "all the same" not in html.read_text(encoding="utf-8")
+    assert "whatever the gate says" not in text
+    assert "whatever the gate says" not in html.read_text(encoding="utf-8")
 
 
 def _empty_report(path: Path) -> Path:
@@ -284,26 +283,31 @@ def _empty_report(path: Path) -> Path:
 
 def test_statistical_gates_without_runs_fail_closed(arh: Arh, tmp_path: Path) -> None:
     none = _empty_report(tmp_path / "none.json")
+    one = _report(arh, tmp_path / "one.json")  # one run of one task (TRACE, which passes)
     gates = ["--gate", "pass rate >= 0.9", "--gate", "pass rate drop significant at 0.05"]
-    run = arh("compare", "--baseline", none, "--candidate", none, *gates)
+    # no run on the baseline's side: no task ran on both sides, so the paired test cannot decide
+    run = arh("compare", "--baseline", none, "--candidate", one, *gates)
     assert run.status == 1
+    assert "significance 0.05 INSUFFICIENT" in run.out
     assert run.out.endswith(
-        "STATISTICS · outcome verdict\n\nno runs on either side\n\n"
         "GATE: FAIL (fail-on never)\n"
-        "  - all workflows: insufficient data for min_pass_rate 0.9: no runs on either side "
-        "[--gate 'pass rate >= 0.9']\n"
-        "  - all workflows: insufficient data for significance 0.05: no runs on either side "
-        "[--gate 'pass rate drop significant at 0.05']\n"
+        "  - workflow 'rebooking': insufficient data for significance 0.05: no task ran on both "
+        "sides [--gate 'pass rate drop significant at 0.05']\n"
     )
+    # no run on the candidate's side: no result at all (0 of 0 traces), an input error
+    run = arh("compare", "--baseline", none, "--candidate", none, *gates)
+    assert run.status == 3
+    assert run.out == ""
+    assert run.err == f"error: no trace reports in {none}: no candidate to compare\n"
     # as arh stats, which has nothing to summarise
     run = arh("stats", none, "--gate", "pass rate >= 0.9")
-    assert run.status == 1
+    assert run.status == 3
     assert run.err == f"error: no trace reports in {none}: nothing to summarise\n"
     # letting insufficient data through lets it through, and says so
-    run = arh("compare", "--baseline", none, "--candidate", none, *gates,
+    run = arh("compare", "--baseline", none, "--candidate", one, *gates,
               "--allow-insufficient-data")  # fmt: skip
     assert run.status == 0
-    assert "note: all workflows: insufficient data for min_pass_rate 0.9" in run.out
+    assert "note: workflow 'rebooking': insufficient data for significance 0.05" in run.out
 
 
 def test_a_report_of_another_major_version_is_refused(arh: Arh, tmp_path: Path) -> None:
@@ -314,10 +318,10 @@ def test_a_report_of_another_major_version_is_refused(arh: Arh, tmp_path: Path) 
     )
     message = "/schema_version: report declares unsupported schema_version '2'; this build reads "
     run = arh("compare", "--baseline", good, "--candidate", newer)
-    assert run.status == 1
+    assert run.status == 3
     assert run.err == f"error: invalid candidate: {newer}: {message}major version 1\n"
     run = arh("stats", newer)
-    assert run.status == 1
+    assert run.status == 3
     assert run.err == f"error: invalid report: {newer}: {message}major version 1\n"
     # a minor version of 1 is read
     minor = tmp_path / "v1.1.json"

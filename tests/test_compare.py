@@ -426,7 +426,7 @@ def test_malformed_baselines_are_input_errors(
     base = tmp_path / "baseline.json"
     base.write_text(content, encoding="utf-8")
     run = arh("compare", "--baseline", base, "--policy", POLICY, PASS)
-    assert run.status == 1
+    assert run.status == 3  # an input error
     assert run.err.startswith(f"error: invalid baseline: {base.as_posix()}")
     assert message in run.err
     assert "Traceback" not in run.err
@@ -479,12 +479,12 @@ def test_input_errors_in_the_candidate_fail_the_run(arh: Arh, tmp_path: Path) ->
     broken = tmp_path / "broken.json"
     broken.write_text("{", encoding="utf-8")
     run = arh("compare", "--baseline", base, "--policy", POLICY, PASS, broken, "--fail-on", "never")
-    assert run.status == 1
+    assert run.status == 3
     assert f"error: {broken.as_posix()}:1:2: invalid JSON" in run.err
-    # the gate passed, and the console says why the status is 1 anyway
+    # the gate passed, and the console says why the status is 3 (an input error) anyway
     assert run.out.endswith(
-        "GATE: PASS (fail-on never)\nexit status 1 all the same: 1 candidate input error "
-        "(on standard error)\n"
+        "GATE: PASS (fail-on never)\nexit status 3 whatever the gate says: 1 candidate input "
+        "error (on standard error)\n"
     )
 
 
@@ -743,7 +743,7 @@ def test_huge_scores_in_saved_reports_are_input_errors(arh: Arh, tmp_path: Path)
         entry["score"] = entry["unrounded_score"] = 1.7e308
     huge = _write(tmp_path / "huge.json", data)
     run = arh("compare", "--baseline", base, "--candidate", huge)
-    assert run.status == 1
+    assert run.status == 3  # an input error
     assert run.err == (
         f"error: invalid candidate: {huge}: /reports/0/score: must be a number from 0 to 100, "
         "got 1.7e+308\n"
@@ -758,7 +758,7 @@ def test_huge_scores_in_saved_reports_are_input_errors(arh: Arh, tmp_path: Path)
         "compare", "--baseline", _write(tmp_path / "low.json", low),
         "--candidate", _write(tmp_path / "high.json", high), "--json-out", out,
     )  # fmt: skip
-    assert run.status == 1
+    assert run.status == 3
     assert "/reports/0/score: must be a number from 0 to 100, got -1e+308" in run.err
     assert not out.exists()
 

@@ -274,7 +274,7 @@ def test_isolated_and_config(arh: Arh, project: Path) -> None:
     _write(project / "pyproject.toml", '[tool.arh]\npolicy = "missing.json"\n')
     _write(project / "conf" / "team.toml", 'policy = "../policy.json"\nfail-under = 10\n')
     run = arh("validate", "runs/pass.json", "--quiet")
-    assert run.status == 1
+    assert run.status == 2  # a policy that cannot be used: a configuration error
     assert (
         run.err == "error: invalid policy: missing.json: cannot read: No such file or directory\n"
     )

@@ -193,7 +193,7 @@ def test_d14_duplicate_trace_ids_are_input_errors(tmp_path: Path, arh: Callable[
     _write(tmp_path / "b.json", _trace(_say("s1")))
     _write(tmp_path / "a.json", _trace(_say("s1")))
     run = arh("validate", "--policy", policy, tmp_path / "b.json", tmp_path / "a.json", "--quiet")
-    assert run.status == 1
+    assert run.status == 3  # an input error (D109)
     assert run.err == (
         f"error: {(tmp_path / 'b.json').as_posix()}: /trace_id: duplicate trace_id 't': already "
         f"read from {(tmp_path / 'a.json').as_posix()}\n"
@@ -218,12 +218,41 @@ def test_d107_devices_and_inputs_over_the_size_limit(
         "--max-input-size",
         "1K",
     )
-    assert run.status == 1
+    assert run.status == 3  # input errors (D109)
     assert "PASS  good" in run.out
     errors = run.err.splitlines()
     assert f"error: {big.as_posix()}: the input is larger than --max-input-size (1K)" in errors
     for device in devices:  # (it was read: "invalid JSON: the document is empty")
         assert errors[0].startswith(f"error: {device}: a device, not a file")
+
+
+def test_d109_exit_statuses_tell_a_failure_from_a_check_that_could_not_run(
+    tmp_path: Path, arh: Callable[..., Run]
+) -> None:
+    # 0.2.x exited 1 for a failing trace and for every error alike; 2 only for argparse's errors
+    policy = _write(tmp_path / "p.json", _policy())
+    good = _write(tmp_path / "good.json", _trace(_say("s1")))
+    failing = _write(tmp_path / "failing.json", _trace(_call("s1", "wipe"), _say("s2")))
+    broken = _write(tmp_path / "broken.json", "{")
+    report = tmp_path / "report.json"
+
+    def status(*argv: object) -> int:
+        return arh(*argv).status
+
+    # unchanged: a pass is 0, a failing trace 1 (a call of a tool the policy does not allow,
+    # ARH-SCH-001), a usage error 2
+    assert status("validate", "--policy", policy, good, "--json-out", report, "--quiet") == 0
+    assert status("validate", "--policy", policy, failing, "--quiet") == 1
+    assert status("validate", "--policy", policy, good, "--fail-under", "x") == 2
+    # a policy that cannot be used is a configuration error: 2 (0.2.x: 1)
+    assert status("validate", "--policy", tmp_path / "none.json", good) == 2
+    typo = _write(tmp_path / "typo.json", _policy(completion={"max_step": 3}))
+    assert status("validate", "--policy", typo, good) == 2
+    # an input that cannot be read is an input error: 3 (0.2.x: 1), also beside a failing trace
+    assert status("validate", "--policy", policy, good, broken, "--quiet") == 3
+    assert status("validate", "--policy", policy, failing, broken, "--quiet") == 3
+    assert status("compare", "--baseline", broken, "--candidate", report) == 3
+    assert status("compare", "--baseline", report, "--candidate", report) == 0
 
 
 def test_d15_directories_json_lines_and_stdin(tmp_path: Path, arh: Callable[..., Run]) -> None:
@@ -250,7 +279,7 @@ def test_d16_one_bad_file_does_not_stop_the_others(tmp_path: Path, arh: Callable
     bad.write_text("{", encoding="utf-8")
     report = tmp_path / "report.json"
     run = arh("validate", "--policy", policy, bad, good, "--json-out", report, "--quiet")
-    assert run.status == 1
+    assert run.status == 3  # an input error (D109)
     data = json.loads(report.read_text(encoding="utf-8"))
     assert [r["trace_id"] for r in data["reports"]] == ["t"]
     assert [e["source"] for e in data["input_errors"]] == [bad.as_posix()]
@@ -624,7 +653,7 @@ def test_d104_report_values_are_held_to_what_validation_writes(
         edited = _write(tmp_path / name, data)
         baseline, candidate = (edited, base) if side == "baseline" else (base, edited)
         run = arh("compare", "--baseline", baseline, "--candidate", candidate)
-        assert run.status == 1
+        assert run.status == 3  # an input error (D109)
         return run.err.removeprefix(f"error: invalid {side}: {edited}: ")
 
     assert refused("fatal.json", "candidate") == (
@@ -763,7 +792,7 @@ def test_d41_bad_candidate_inputs_fail_the_run(tmp_path: Path, arh: Callable[...
     bad = tmp_path / "bad.json"
     bad.write_text("[", encoding="utf-8")
     run = arh("compare", "--baseline", base, "--policy", policy, good, bad, "--fail-on", "never")
-    assert run.status == 1
+    assert run.status == 3  # an input error whatever the gate says (D109)
     assert "GATE: PASS" in run.out
 
 
@@ -1327,7 +1356,7 @@ def test_d61_action_baseline_mode_fails_on_unreadable_traces(tmp_path: Path) -> 
     # the gate itself passes (the readable traces did not regress), but 0.2.x's
     # `compare --candidate` would have exited 0 with an input error in the candidate report
     assert "GATE: PASS" in run.out
-    assert run.status == 1
+    assert (run.status, run.outputs["verdict"]) == (3, "error")  # an input error (D109)
     assert "error: broken.json:1:2: invalid JSON" in run.err
 
 

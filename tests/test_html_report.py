@@ -1416,7 +1416,7 @@ def test_cli_writes_the_pages(arh: Callable[..., Run], tmp_path: Path) -> None:
     blocked.write_text("")
     run = arh("validate", "--policy", SAMPLES / "policy_trajectory.json",
               SAMPLES / "traces" / "rebook_pass.json", "--html-out", blocked / "x")  # fmt: skip
-    assert run.status == 1
+    assert run.status == 3  # a report that cannot be written
     assert "error: cannot write" in run.err
 
 

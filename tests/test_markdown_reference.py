@@ -463,7 +463,7 @@ def render_compare_markdown(
         )
         + "."
     )
-    note = exit_status_note(gate.passed, input_errors)
+    note = exit_status_note(input_errors)
     if note is not None:
         out += ["", f"**{note[0].upper()}{note[1:]}** (listed in the run's log)."]
     if gate.reasons:

@@ -90,7 +90,7 @@ def test_the_cli_reports_the_pattern_without_a_traceback(
     trace = tmp_path / "trace.json"
     trace.write_text(json.dumps(_trace("t", "aba-")))
     run = arh("validate", "--policy", policy, trace)
-    assert run.status == 1
+    assert run.status == 2  # the policy is refused: a configuration error
     assert "Traceback" not in run.err
     (line,) = run.err.splitlines()
     assert f"{policy}: /unsafe_patterns/0: pattern '{ISSUE_PATTERN}'" in line
@@ -128,7 +128,7 @@ def test_an_engine_failure_is_an_input_error_of_that_trace(
     good.write_text(json.dumps(_trace("b", "nothing to see")))  # no search: ruled out before
     report = tmp_path / "report.json"
     run = arh("validate", "--policy", policy, bad, good, "--json-out", report)
-    assert run.status == 1
+    assert run.status == 3  # the trace could not be checked: an input error
     assert "Traceback" not in run.err
     (line,) = run.err.splitlines()
     assert line.startswith(f"error: {bad}: ")

@@ -608,7 +608,7 @@ def test_markdown_file_names_cannot_add_headings(arh: Arh, tmp_path: Path) -> No
         )  # fmt: skip
     finally:
         os.chdir(old)
-    assert run.status == 1
+    assert run.status == 3
     text = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert text.startswith("## arh validation: 0 traces checked, 1 input error\n")
     item = next(line for line in text.splitlines() if line.startswith("- "))
@@ -631,7 +631,7 @@ def test_markdown_input_errors_keep_to_the_limit(arh: Arh, tmp_path: Path) -> No
     bad.write_text("{not json\n" * 3000, encoding="utf-8")
     md = tmp_path / "report.md"
     run = arh("validate", "--policy", SAMPLES / "policy_trajectory.json", bad, "--md-out", md)
-    assert run.status == 1
+    assert run.status == 3
     text = md.read_text(encoding="utf-8")
     assert len(text) <= MAX_CHARS
     assert text.startswith("## arh validation: 0 traces checked, 3000 input errors\n")

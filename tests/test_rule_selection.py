@@ -269,7 +269,7 @@ def test_an_unknown_rule_in_the_policy_names_the_file_and_the_pointer(
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps({"policy_id": "p", "rules": {"ARH-XYZ-001": "off"}}))
     run = arh("validate", "--policy", policy, DOUBLE)
-    assert run.status == 1
+    assert run.status == 2
     assert f"invalid policy: {policy}: /rules/ARH-XYZ-001: unknown rule 'ARH-XYZ-001'" in run.err
 
 

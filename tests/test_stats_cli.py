@@ -228,13 +228,13 @@ def test_bad_gate_files_name_the_file_line_and_key(arh: Arh, tmp_path: Path) -> 
     gates = tmp_path / "arh.toml"
     gates.write_text("[workflows.refunds]\nmin_pass_rate = 0.9\nmax_flakey_tasks = 1\n", "utf-8")
     run = arh("compare", "--baseline", base, "--candidate", base, "--gates", gates)
-    assert run.status == 1
+    assert run.status == 2  # the gate file: a configuration error
     assert run.err == (
         f"error: invalid gate file: {gates}:3: /workflows/refunds/max_flakey_tasks: unknown gate "
         "key 'max_flakey_tasks' (did you mean 'max_flaky_tasks'?)\n"
     )
     missing = arh("stats", base, "--gates", tmp_path / "nope.toml")
-    assert missing.status == 1
+    assert missing.status == 2
     assert missing.err.startswith("error: invalid gate file: ")
 
 
@@ -263,7 +263,7 @@ def test_a_gate_file_without_a_gate_is_invalid(arh: Arh, tmp_path: Path, text: s
     )
     for args in (["compare", "--baseline", base, "--candidate", cand], ["stats", cand]):
         run = arh(*args, "--gates", gates)
-        assert (run.status, run.out, run.err) == (1, "", message)
+        assert (run.status, run.out, run.err) == (2, "", message)
 
 
 def test_a_gate_file_for_workflows_that_did_not_run_fails(arh: Arh, tmp_path: Path) -> None:
@@ -317,7 +317,7 @@ def test_a_gate_file_line_counts_line_feeds_only(arh: Arh, tmp_path: Path) -> No
     gates = tmp_path / "arh.toml"
     gates.write_text("# refunds\u2028only\n[workflows.refunds]\nmax_flakey_tasks = 1\n", "utf-8")
     run = arh("stats", base, "--gates", gates)
-    assert run.status == 1
+    assert run.status == 2
     assert run.err.startswith(f"error: invalid gate file: {gates}:3: /workflows/refunds/"), run.err
 
 
@@ -328,7 +328,7 @@ def test_gate_files_are_decoded_as_trace_files_are(arh: Arh, tmp_path: Path) -> 
     gates.write_bytes('outcome = "verdict"\n'.encode("utf-16"))
     run = arh("stats", base, "--gates", gates)
     assert (run.status, run.err) == (
-        1,
+        2,
         f"error: invalid gate file: {gates}: the file is UTF-16 encoded; arh reads UTF-8 TOML\n",
     )
     gates.write_bytes(b'outcome = "verdict"\n# caf\xe9\n')
@@ -337,7 +337,7 @@ def test_gate_files_are_decoded_as_trace_files_are(arh: Arh, tmp_path: Path) -> 
         f"error: invalid gate file: {gates}:2:6: not valid UTF-8: cannot decode byte 0xe9 at "
         "offset 25\n"
     )
-    assert (run.status, run.err) == (1, message)
+    assert (run.status, run.err) == (2, message)
     gates.write_bytes(b"\xef\xbb\xbf[defaults]\nmin_pass_rate = 0\n")  # a UTF-8 BOM is dropped
     assert arh("stats", base, "--gates", gates).err == ""
 
@@ -352,7 +352,7 @@ def test_gate_files_nested_too_deeply_are_invalid(arh: Arh, tmp_path: Path) -> N
     )
     for args in (["stats", base], ["compare", "--baseline", base, "--candidate", base]):
         run = arh(*args, "--gates", gates)
-        assert (run.status, run.err) == (1, message)
+        assert (run.status, run.err) == (2, message)
 
 
 def test_stats_of_one_report_with_every_run(arh: Arh, tmp_path: Path) -> None:
@@ -483,7 +483,7 @@ def test_missing_labels_are_input_errors(arh: Arh, tmp_path: Path) -> None:
         "validate", "--policy", _policy(tmp_path), traces, "--outcome-at", "/metadata/reward",
         "--json-out", report, "--quiet",
     )  # fmt: skip
-    assert run.status == 1
+    assert run.status == 3  # an input error
     name = traces.as_posix()
     missing = "no member 'reward' here (looking for /metadata/reward)"
     assert run.err.splitlines() == [
@@ -498,7 +498,7 @@ def test_missing_labels_are_input_errors(arh: Arh, tmp_path: Path) -> None:
     plain = tmp_path / "plain.json"
     arh("validate", "--policy", _policy(tmp_path), traces, "--json-out", plain, "--quiet")
     stats = arh("stats", plain, "--outcome", "label")
-    assert stats.status == 1
+    assert stats.status == 3  # the report lacks what the option needs: an input error
     assert stats.err == (
         f"error: {plain}: /reports/0/outcome: trace 'a' has no recorded outcome label, which "
         "--outcome label needs (validate with --outcome-at POINTER)\n"
@@ -664,7 +664,7 @@ def test_an_empty_report_is_an_error(arh: Arh, tmp_path: Path) -> None:
     report = tmp_path / "empty.json"
     report.write_text(json.dumps({"reports": []}), "utf-8")
     run = arh("stats", report)
-    assert run.status == 1
+    assert run.status == 3  # an input error: no trace to summarise
     assert "nothing to summarise" in run.err
 
 
@@ -694,9 +694,9 @@ def test_totals_that_add_up_beyond_a_float_are_input_errors(arh: Arh, tmp_path: 
         "more than the largest number a summary can hold\n"
     )
     run = arh("stats", two)
-    assert (run.status, run.err) == (1, message)
+    assert (run.status, run.err) == (3, message)
     run = arh("compare", "--baseline", one, "--candidate", two, "--gate", "pass rate >= 0.5")
-    assert (run.status, run.err) == (1, message)
+    assert (run.status, run.err) == (3, message)
 
 
 def test_token_totals_too_long_to_write_are_input_errors(arh: Arh, tmp_path: Path) -> None:
@@ -711,7 +711,7 @@ def test_token_totals_too_long_to_write_are_input_errors(arh: Arh, tmp_path: Pat
     report = tmp_path / "tokens.json"
     report.write_text(json.dumps(data), "utf-8")
     run = arh("stats", report)
-    assert run.status == 1
+    assert run.status == 3
     assert run.err == (
         f"error: {report}: /reports/1/total_tokens: the reports' total_tokens values add up to a "
         "number too long to report\n"

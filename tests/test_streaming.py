@@ -304,7 +304,7 @@ def test_jobs_give_the_output_of_one_process(
     monkeypatch.setattr(runner, "_BATCH_FILES", 4)
     many = _outputs(arh, inputs, tmp_path / "many", "--jobs", jobs)
     assert one == many
-    assert one["status"] == 1
+    assert one["status"] == 3  # input errors
     errors = str(one["err"])
     assert "duplicate trace_id 't119'" in errors
     assert errors.count("duplicate trace_id") > 1

@@ -12,11 +12,19 @@ from __future__ import annotations
 import difflib
 import math
 import sys
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
+from itertools import islice
 from typing import Any, Final
 
-from agent_reliability_harness.errors import InputError, excerpt, join_pointer, parse_pointer
+from agent_reliability_harness.errors import (
+    InputError,
+    PointerMiss,
+    excerpt,
+    join_pointer,
+    parse_pointer,
+)
 
 __all__ = [
     "array_index",
@@ -154,39 +162,85 @@ def array_index(token: str, length: int, *, from_end: bool = False) -> int | Non
     return number if number < length else None
 
 
-def resolve(value: Any, pointer: str) -> tuple[Any, str]:
+def resolve(value: Any, pointer: str, option: str | None = None) -> tuple[Any, str]:
     """The value at ``pointer`` inside ``value`` and its normalised pointer (indexes counted
-    from the start). A missing member is an InputError at the deepest pointer that exists."""
+    from the start). A missing member is an InputError at the deepest pointer that exists; when
+    ``pointer`` is the value of a pointer option (``option``, such as ``outcome_at``), the error
+    says so in its ``miss``."""
     current = value
     where = ""
     for token in parse_pointer(pointer):
         kind = type(current)
         if kind is dict:
             if token not in current:
-                raise InputError(
-                    f"no member {excerpt(token)} here (looking for "
-                    f"{excerpt(pointer, quote=False)})",
-                    pointer=where,
+                message = (
+                    f"no member {excerpt(token)} here (looking for {excerpt(pointer, quote=False)})"
                 )
+                break
             current = current[token]
             where = join_pointer(where, token)
         elif kind is list:
             index = array_index(token, len(current), from_end=True)
             if index is None:
-                raise InputError(
+                message = (
                     f"no element {excerpt(token)} in this array of {len(current)} (looking for "
-                    f"{excerpt(pointer, quote=False)})",
-                    pointer=where,
+                    f"{excerpt(pointer, quote=False)})"
                 )
+                break
             current = current[index]
             where = join_pointer(where, index)
         else:
-            raise InputError(
+            message = (
                 f"cannot look up {excerpt(token)} in a {json_type(current)} (looking for "
-                f"{excerpt(pointer, quote=False)})",
-                pointer=where,
+                f"{excerpt(pointer, quote=False)})"
             )
-    return current, where
+            break
+    else:
+        return current, where
+    miss = None
+    if option is not None:
+        last = parse_pointer(pointer)[-1]  # (the empty pointer always resolves)
+        miss = PointerMiss(
+            option, pointer, where, _what_is_there(current), _member_named(value, last)
+        )
+    raise InputError(message, pointer=where, miss=miss)
+
+
+_SHOWN_KEYS: Final = 20  # the most keys an error lists
+_SEARCHED_OBJECTS: Final = 1000  # the most objects searched for a member of a missing name
+
+
+def _what_is_there(value: Any) -> str:
+    """What a pointer found where it stopped, said of it: the keys it holds, or what it is."""
+    if type(value) is dict:
+        if not value:
+            return "is an empty object"
+        keys = [excerpt(key) for key in islice(value, _SHOWN_KEYS)]
+        more = len(value) - len(keys)
+        return "holds the keys " + ", ".join(keys) + (f" and {more} more" if more else "")
+    if type(value) is list:
+        return f"is an array of {len(value)}"
+    return "is null" if value is None else f"is a {json_type(value)}"
+
+
+def _member_named(document: Any, name: str) -> str | None:
+    """The pointer of the first member called ``name`` in the objects of ``document``, breadth
+    first through objects only (not arrays, where a trace's steps are), or None."""
+    queue: deque[tuple[str, dict[str, Any]]] = deque()
+    if type(document) is dict:
+        queue.append(("", document))
+    searched = 0
+    while queue and searched < _SEARCHED_OBJECTS:
+        where, current = queue.popleft()
+        searched += 1
+        if name in current:
+            return join_pointer(where, name)
+        queue.extend(
+            (join_pointer(where, key), child)
+            for key, child in current.items()
+            if type(child) is dict
+        )
+    return None
 
 
 def bad(pointer: str, message: str) -> InputError:

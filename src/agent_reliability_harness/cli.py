@@ -1,9 +1,10 @@
 """The ``arh`` command line. ``main(argv) -> int`` is the only entry point; it never exits itself.
 
-Exit status: 0 when every trace passed, 1 when a trace failed or an input could not be read,
-2 for a usage error. What the commands need is imported when they run: ``arh --version`` needs
-none of it (eager, ``app.validate`` alone measured +97 ms of ``arh --version``; ``app.formats``,
-``io``, ``render`` and ``regression.stat_gates`` +11 to +52 ms each).
+Exit status (docs/exit-codes.md): 0 when every trace passed, 1 when a trace or a gate failed,
+2 for a usage or configuration error, 3 for an input error. What the commands need is imported
+when they run: ``arh --version`` needs none of it (eager, ``app.validate`` alone measured +97 ms
+of ``arh --version``; ``app.formats``, ``io``, ``render`` and ``regression.stat_gates`` +11 to
++52 ms each).
 """
 
 from __future__ import annotations
@@ -22,17 +23,18 @@ from typing import IO, Any, Final, Literal, NoReturn
 
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
 from agent_reliability_harness._version import __version__
-from agent_reliability_harness.app import TerminatedError
+from agent_reliability_harness.app import Status, TerminatedError, worst
 from agent_reliability_harness.errors import InputError, UsageError, excerpt, parse_pointer
 
 _Report = Literal["validate", "compare", "stats"]  # the commands that write report files
 
-__all__ = ["EXIT_CONFIG", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_CONFIG", "EXIT_FAILED", "EXIT_INPUT", "EXIT_OK", "EXIT_USAGE", "main"]
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
-EXIT_USAGE: Final = 2
+EXIT_USAGE: Final = 2  # also a configuration error: a policy or gate file that cannot be used
 EXIT_CONFIG: Final = 2  # a configuration file that cannot be used (ruff's status for it)
+EXIT_INPUT: Final = 3
 FORMAT_CHOICES: Final = ("auto", *FORMAT_NAMES)
 
 
@@ -281,8 +283,9 @@ def _record_options(parser: argparse.ArgumentParser) -> None:
         "--messages-at",
         type=_pointer,
         metavar="POINTER",
-        help="JSON pointer to the message list inside each record (default: the record itself "
-        "if it is an array, else its messages, traj or history member)",
+        help="JSON pointer to the message list inside each input record, read as the record is "
+        "(default: the record itself if it is an array, else its messages, traj or history "
+        "member)",
     )
     parser.add_argument(
         "--trace-id-at",
@@ -290,8 +293,9 @@ def _record_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="POINTER",
-        help="JSON pointer to the trace id inside each record; repeat it to join several parts "
-        "with '-' (default: the record's trace_id, else the file's relative path)",
+        help="JSON pointer to the trace id inside each input record, read as the record is; "
+        "repeat it to join several parts with '-' (default: the record's trace_id, else the "
+        "file's relative path)",
     )
     parser.add_argument(
         "--agent-name",
@@ -348,7 +352,11 @@ def _build_parser(command: str | None) -> _Parser:
     for name, spec in _COMMANDS.items():
         if command == name or not known:
             sub = commands.add_parser(
-                name, help=spec.help, allow_abbrev=False, description=spec.description
+                name,
+                help=spec.help,
+                allow_abbrev=False,
+                description=spec.description,
+                epilog=spec.epilog,
             )
             if command == name:
                 spec.add_arguments(sub)
@@ -526,15 +534,17 @@ def _label_options(parser: argparse.ArgumentParser) -> None:
         "--task-key",
         type=_pointer,
         metavar="POINTER",
-        help="JSON pointer to the task id inside each trace, recorded in its report to group "
-        "runs of the same task (default: the trace id without a run suffix)",
+        help="JSON pointer to the task id inside each canonical trace (as arh convert prints "
+        "it: a transcript record's scalar fields are under /metadata/record), recorded in "
+        "its report to group runs of the same task (default: the trace id without a run suffix)",
     )
     parser.add_argument(
         "--outcome-at",
         type=_pointer,
         metavar="POINTER",
-        help="JSON pointer to a success label inside each trace (true/false or a number, 1 "
-        "meaning success), recorded in its report for --outcome label or both",
+        help="JSON pointer to a success label inside each canonical trace, as --task-key "
+        "(true/false or a number, 1 meaning success), recorded in its report for --outcome "
+        "label or both",
     )
 
 
@@ -781,14 +791,14 @@ def _parse(parser: _Parser, command: str | None, arguments: list[str]) -> argpar
     return args
 
 
-def _config(args: argparse.Namespace) -> bool:
+def _config(args: argparse.Namespace) -> Status:
     from agent_reliability_harness.app import config
     from agent_reliability_harness.app.output import say
 
     found, shown = args.shown
     render = config.render_json if args.json else config.render_text
     say(render(found, shown), sys.stdout)
-    return True
+    return Status.OK
 
 
 def _safe_streams() -> None:
@@ -1007,41 +1017,41 @@ def _no_usage_problem(_args: argparse.Namespace) -> None:
     return None
 
 
-# What runs each command (imported when it runs: see the module docstring); each returns
-# whether the command succeeded.
+# What runs each command (imported when it runs: see the module docstring); each returns its
+# exit status.
 
 
-def _validate(args: argparse.Namespace) -> bool:
+def _validate(args: argparse.Namespace) -> Status:
     from agent_reliability_harness.app.validate import validate
 
     return validate(args)
 
 
-def _compare(args: argparse.Namespace) -> bool:
+def _compare(args: argparse.Namespace) -> Status:
     from agent_reliability_harness.app.compare import compare
 
     return compare(args)
 
 
-def _stats(args: argparse.Namespace) -> bool:
+def _stats(args: argparse.Namespace) -> Status:
     from agent_reliability_harness.app.stats import stats
 
     return stats(args)
 
 
-def _convert(args: argparse.Namespace) -> bool:
+def _convert(args: argparse.Namespace) -> Status:
     from agent_reliability_harness.app.convert import convert
 
     return convert(args)
 
 
-def _rules(args: argparse.Namespace) -> bool:
+def _rules(args: argparse.Namespace) -> Status:
     from agent_reliability_harness.app.rules import rules
 
     return rules(args)
 
 
-def _explain(args: argparse.Namespace) -> bool:
+def _explain(args: argparse.Namespace) -> Status:
     from agent_reliability_harness.app.rules import explain
 
     return explain(args)
@@ -1050,60 +1060,70 @@ def _explain(args: argparse.Namespace) -> bool:
 @dataclass(frozen=True, slots=True)
 class _Command:
     """A command: its help line, its description, what adds its options, what checks their
-    combination (the problem, or None), what runs it, and its exit status when that fails."""
+    combination (the problem, or None), what runs it (its exit status), and what its help
+    says of its exit statuses."""
 
     help: str
     description: str
     add_arguments: Callable[[_Parser], None]
     usage: Callable[[argparse.Namespace], str | None]
-    run: Callable[[argparse.Namespace], bool]
-    failed: int = EXIT_FAILED
+    run: Callable[[argparse.Namespace], Status]
+    epilog: str = "Exit status: 0 done, 2 usage error (docs/exit-codes.md)."
+
+
+def _exits(zero: str, one: str | None) -> str:
+    """The help's paragraph on a command's exit statuses (docs/exit-codes.md has the table)."""
+    failed = f", 1 {one}" if one else ""
+    return (
+        f"Exit status: 0 {zero}{failed}, 2 usage or configuration error (nothing was checked), "
+        "3 input error (an input could not be read or holds no trace, or a report could not be "
+        "written; the other inputs are still checked and reported). 2 wins over 3, and 3 over 1 "
+        "(docs/exit-codes.md)."
+    )
 
 
 _COMMANDS: Final[dict[str, _Command]] = {
     "validate": _Command(
         "validate traces against a policy",
-        (
-            "Validate traces against a policy and report findings, scores and verdicts. Exit "
-            "status: 0 all passed, 1 a trace failed or an input was bad, 2 usage error."
-        ),
+        "Validate traces against a policy and report findings, scores and verdicts.",
         _validate_arguments,
         _validate_usage,
         _validate,
+        _exits("every trace passed", "a trace failed"),
     ),
     "compare": _Command(
         "compare a candidate run with a baseline and gate on regressions",
         (
             "Compare a candidate run with a baseline report. The candidate is a saved report "
-            "(--candidate) or is validated now from --policy and trace files. Exit status: 0 the "
-            "gate passed, 1 it failed or an input was bad, 2 usage error."
+            "(--candidate) or is validated now from --policy and trace files."
         ),
         _compare_arguments,
         _compare_files_usage,
         _compare,
+        _exits("the gate passed", "the gate failed"),
     ),
     "stats": _Command(
         "pass rates, pass^k and flaky tasks of repeated runs",
         (
             "Summarise repeated runs of the same tasks from validation reports: pass@1 with a "
             "Wilson 95% interval, pass@k and pass^k, stable and flaky tasks, rule hit rates, "
-            "latency and cost per run; optionally check gates. Exit status: 0 no gate failed, 1 a "
-            "gate failed or an input was bad, 2 usage error."
+            "latency and cost per run; optionally check gates."
         ),
         _stats_arguments,
         _stats_usage,
         _stats,
+        _exits("no gate failed", "a gate failed"),
     ),
     "convert": _Command(
         "convert transcripts to canonical traces",
         (
             "Write the canonical traces the adapters build from the inputs: one trace as JSON, "
-            "several (or any number, to an -o file named .jsonl or .ndjson) as JSON Lines. Exit "
-            "status: 0 all converted, 1 an input was bad, 2 usage error."
+            "several (or any number, to an -o file named .jsonl or .ndjson) as JSON Lines."
         ),
         _convert_arguments,
         _convert_usage,
         _convert,
+        _exits("every input was converted", None),
     ),
     "rules": _Command(
         "list the rules",
@@ -1130,7 +1150,7 @@ _COMMANDS: Final[dict[str, _Command]] = {
         _explain_arguments,
         _no_usage_problem,
         _explain,
-        EXIT_USAGE,
+        "Exit status: 0 done, 2 usage error (an unknown rule; docs/exit-codes.md).",
     ),
 }
 
@@ -1141,7 +1161,7 @@ def _run(command: _Command, args: argparse.Namespace) -> int:
     if problem:
         _print(f"{args.usage}arh {args.command}: error: {problem}\n", sys.stderr)
         return EXIT_USAGE
-    return EXIT_OK if command.run(args) else command.failed
+    return int(command.run(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1180,7 +1200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         sys.stdout, sys.stderr = stdout, stderr
         sys.set_int_max_str_digits(digits)
-    if guarded.problem is not None:
+    if guarded.problem is not None:  # the console report is incomplete
         _error(f"cannot write to standard output: {guarded.problem}")
-        return status or EXIT_FAILED
+        return int(worst(Status(status), Status.INPUT))
     return status

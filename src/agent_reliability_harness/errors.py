@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 __all__ = [
     "EXCERPT_CHARS",
     "TOO_DEEP",
     "ArhError",
     "InputError",
+    "PointerMiss",
     "UsageError",
     "excerpt",
     "join_pointer",
@@ -87,6 +89,22 @@ def parse_pointer(text: str) -> tuple[str, ...]:
     return tuple(t.replace("~1", "/").replace("~0", "~") for t in tokens)
 
 
+@dataclass(frozen=True, slots=True)
+class PointerMiss:
+    """A pointer option (``option``: ``messages_at``, ``trace_id_at``, ``task_key`` or
+    ``outcome_at``) that found nothing in one document: the ``pointer`` it looked for, the
+    deepest part of it that exists (``found``), what is there (``there``, said of it: "holds the
+    keys ...", "is a string"), and a pointer to a member named as the pointer's last part
+    elsewhere in the document (``suggestion``), if there is one. Pointers are relative to the
+    document the option reads."""
+
+    option: str
+    pointer: str
+    found: str
+    there: str
+    suggestion: str | None = None
+
+
 class InputError(ArhError, ValueError):
     """Bad input: a file, a line of it and a JSON pointer into it, and what is wrong.
 
@@ -96,7 +114,8 @@ class InputError(ArhError, ValueError):
     ``pointer`` is a JSON pointer (RFC 6901) into the parsed document; ``""`` means the whole
     document and ``None`` means no position inside it is known (for example unreadable bytes).
     ``line`` and ``column`` locate the problem in the text when the pointer cannot (JSON syntax
-    errors) or name the record of a JSON Lines file.
+    errors) or name the record of a JSON Lines file. ``miss`` is set when a pointer option
+    matched nothing in the document.
     """
 
     def __init__(
@@ -107,6 +126,7 @@ class InputError(ArhError, ValueError):
         source: str | None = None,
         line: int | None = None,
         column: int | None = None,
+        miss: PointerMiss | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -114,6 +134,7 @@ class InputError(ArhError, ValueError):
         self.source = source
         self.line = line
         self.column = column
+        self.miss = miss
 
     def located(self, source: str, line: int | None = None) -> InputError:
         """Return a copy that names the file (and the JSON Lines record) it came from."""
@@ -123,13 +144,19 @@ class InputError(ArhError, ValueError):
             source=source,
             line=self.line if line is None else line,
             column=self.column,
+            miss=self.miss,
         )
 
     def nested(self, *keys: str | int) -> InputError:
         """Return a copy whose pointer is prefixed by ``keys`` (for errors in a sub-document)."""
         pointer = None if self.pointer is None else join_pointer("", *keys) + self.pointer
         return InputError(
-            self.message, pointer=pointer, source=self.source, line=self.line, column=self.column
+            self.message,
+            pointer=pointer,
+            source=self.source,
+            line=self.line,
+            column=self.column,
+            miss=self.miss,
         )
 
     def location(self) -> str:

@@ -69,6 +69,7 @@ __all__ = [
     "ReadTrace",
     "StepLines",
     "TraceIds",
+    "UnmatchedPointerError",
     "iter_reports",
     "load_gate_file",
     "load_policy",
@@ -105,6 +106,97 @@ class ReadTrace:
         return f"{where} (record {self.pointer})" if self.pointer else where
 
 
+# Which document each pointer option reads: the record as the input holds it, or the canonical
+# trace an adapter made of it (what arh convert prints).
+_READS_RECORD: Final = frozenset({"messages_at", "trace_id_at"})
+
+
+class UnmatchedPointerError(UsageError):
+    """A pointer option (``--outcome-at`` and the like) that matched nothing in any record of a
+    run: one error in place of one per record, naming the document the option reads and what
+    the first record holds where the pointer stops."""
+
+    def __init__(self, first: InputError, records: int) -> None:
+        miss = first.miss
+        assert miss is not None
+        self.first = first
+        self.records = records
+        option = "--" + miss.option.replace("_", "-")
+        if miss.option in _READS_RECORD:
+            read = "each input record as it is, not in the trace converted from it"
+            noun = "record"
+        else:
+            read = "the canonical trace converted from each record (as arh convert prints it)"
+            noun = "trace"
+        count = f"the only {noun}" if records == 1 else f"any of the {records} {noun}s"
+        at = miss.found or "the top level"
+        message = (
+            f"{option} {excerpt(miss.pointer, quote=False)} matches nothing in {count}. It is "
+            f"read in {read}; in {'it' if records == 1 else 'the first one'} "
+            f"({first.location()}), {at} {miss.there}"
+        )
+        if miss.suggestion is not None:
+            message += f". Did you mean {option} {excerpt(miss.suggestion, quote=False)}?"
+        super().__init__(message)
+
+
+class _Unmatched:
+    """The errors of a run with pointer options, reported through ``report`` once it is known
+    that the options match in some record; when an option matches in none,
+    :meth:`finish` raises one :class:`UnmatchedPointerError` in place of its errors.
+
+    An option matches nothing in the run when every record that was read failed because that
+    option found nothing in it. Until a record says otherwise (a trace was checked, or a record
+    failed in another way) every error is held back, so that all are reported in their order;
+    errors about reading an input (no JSON pointer: a missing file, no records) are no record
+    and decide nothing."""
+
+    def __init__(self, report: Callable[[InputError], None]) -> None:
+        self._report = report
+        self._held: list[InputError] | None = []  # None: decided, errors pass through
+        self._first: InputError | None = None  # the first record's error, while all miss
+        self._records = 0
+
+    def error(self, error: InputError) -> None:
+        if self._held is None:
+            self._report(error)
+            return
+        self._held.append(error)
+        miss = error.miss
+        if miss is None:
+            if error.pointer is not None:  # a record that failed otherwise
+                self.matched()
+        elif self._first is None:
+            self._first = error
+            self._records = 1
+        else:
+            first = self._first.miss
+            assert first is not None
+            if (miss.option, miss.pointer) != (first.option, first.pointer):
+                self.matched()  # another option missed: the first one matched in that record
+            else:
+                self._records += 1
+
+    def matched(self) -> None:
+        """A record got past the options: report what was held, and every error from now on."""
+        if self._held is not None:
+            held, self._held = self._held, None
+            for error in held:
+                self._report(error)
+
+    def finish(self) -> None:
+        """At the end of the run: report what was held, or raise UnmatchedPointerError after
+        reporting the held errors that are not about the option."""
+        if self._held is None or self._first is None:
+            self.matched()
+            return
+        held, self._held = self._held, None
+        for error in held:
+            if error.miss is None:
+                self._report(error)
+        raise UnmatchedPointerError(self._first, self._records)
+
+
 def read_traces(
     inputs: Sequence[str],
     fail: Callable[[InputError], None],
@@ -124,7 +216,12 @@ def read_traces(
     A transcript record without an id is named after its file's path relative to the argument
     it was found under (the path as given when that name is also another argument's), plus
     ``:<line>`` for a JSON Lines record and ``#<index>`` in an array.
+    When ``messages_at`` or a ``trace_id_at`` pointer matches nothing in any record, the records'
+    errors are replaced by one :class:`UnmatchedPointerError`, raised at the end.
     """
+    guard = _Unmatched(fail) if messages_at is not None or trace_id_at else None
+    if guard is not None:
+        fail = guard.error
     sources, bad_inputs = expand_inputs(inputs)
     for error in bad_inputs:
         fail(error)
@@ -143,9 +240,13 @@ def read_traces(
             if isinstance(outcome, InputError):
                 fail(outcome)
                 continue
+            if guard is not None:
+                guard.matched()
             box = [outcome]
             del outcome
             yield box.pop()  # see _source_traces: nothing kept while the caller has it
+    if guard is not None:
+        guard.finish()
 
 
 # The name errors give an in-memory document, as ``<stdin>`` names standard input.
@@ -815,6 +916,11 @@ def iter_reports(
     their order are exactly those of one process. ``max_input_bytes`` is the most one input (a
     file read whole, or a line of JSON Lines) may hold; a larger one is an input error.
     ``agent_name`` and ``workflow``, when given, replace those of every trace.
+
+    ``messages_at`` and ``trace_id_at`` read each input record; ``task_key`` and ``outcome_at``
+    read the canonical trace made of it. When one of them matches nothing in any record of the
+    run, its errors are replaced by one :class:`UnmatchedPointerError`, raised at the end (after
+    the other errors); when it matches in some, each record where it does not is an input error.
     """
     settings = _Settings(
         fmt,
@@ -827,6 +933,10 @@ def iter_reports(
         agent_name,
         workflow,
     )
+    pointers = (messages_at, task_key, outcome_at)
+    guard = _Unmatched(on_error) if trace_id_at or any(p is not None for p in pointers) else None
+    if guard is not None:
+        on_error = guard.error
     sources, bad_inputs = expand_inputs(inputs)
     for error in bad_inputs:
         on_error(error)
@@ -852,9 +962,13 @@ def iter_reports(
             on_error(outcome.result)
             continue
         ids.add_id(outcome.trace_id, outcome.where)
+        if guard is not None:
+            guard.matched()
         if on_trace is not None and outcome.trace is not None:
             on_trace(outcome.trace, outcome.result)
         yield outcome.result
+    if guard is not None:
+        guard.finish()
 
 
 def sorted_errors(errors: Iterable[InputError]) -> tuple[InputError, ...]:
@@ -886,7 +1000,8 @@ def run_validation(
     with each trace and its report, in report order (the HTML report keeps some traces this way).
     ``task_key`` and ``outcome_at`` are JSON pointers into each canonical trace: its task and
     its success label, recorded in its report (``task``, ``outcome``) for the statistics.
-    ``max_input_bytes`` is the most one input may hold (see :func:`iter_reports`).
+    ``max_input_bytes`` is the most one input may hold (see :func:`iter_reports`), which also
+    says when :class:`UnmatchedPointerError` is raised.
     ``agent_name`` and ``workflow``, when given, replace those of every trace.
     """
     errors: list[InputError] = []

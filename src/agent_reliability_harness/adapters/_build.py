@@ -90,7 +90,7 @@ class Transcript:
 def locate(record: Any, options: RecordOptions) -> Transcript:
     """Find the message list of ``record``; InputError when there is none."""
     if options.messages_at is not None:
-        value, where = resolve(record, options.messages_at)
+        value, where = resolve(record, options.messages_at, "messages_at")
         if type(value) is not list:
             raise InputError(
                 f"expected the message list here, got {json_type(value)}", pointer=where
@@ -751,7 +751,7 @@ class Builder:
         if options.trace_id_at:
             parts: list[str] = []
             for pointer in options.trace_id_at:
-                value, where = resolve(transcript.record, pointer)
+                value, where = resolve(transcript.record, pointer, "trace_id_at")
                 parts.append(id_part(value, where))
             trace_id = "-".join(parts)
         notes = self.notes.to_list()

@@ -1,11 +1,34 @@
 """What each command does, below the command line: read the inputs, validate, compare, gate,
 and write the reports. One module per command; :mod:`agent_reliability_harness.cli` parses the
-arguments, checks their combination, calls the command here and turns its outcome into the
-exit status.
+arguments, checks their combination, calls the command here and returns the :class:`Status` it
+gives as the exit status.
 """
 
-__all__ = ["TerminatedError"]
+from enum import IntEnum
+
+__all__ = ["Status", "TerminatedError", "worst"]
 
 
 class TerminatedError(BaseException):
     """SIGTERM arrived while a report file was being written (see ``output.write_report``)."""
+
+
+class Status(IntEnum):
+    """A command's exit status (docs/exit-codes.md): whether the agent failed is 1, whether the
+    check could not run, or not completely, is 2 or 3."""
+
+    OK = 0  # every trace passed, the gate passed
+    FAILED = 1  # a trace failed, or a gate: the check ran on every input
+    USAGE = 2  # a usage or configuration error (options, policy, gate file): nothing was checked
+    INPUT = 3  # an input could not be read, held no trace, or a report could not be written
+
+
+# When one run has several outcomes, the one a caller must hear about first: a check that could
+# not run, then one that ran on only some inputs, then what it found.
+_PRECEDENCE = (Status.OK, Status.FAILED, Status.INPUT, Status.USAGE)
+
+
+def worst(*statuses: Status) -> Status:
+    """The status of a run with all of ``statuses``: usage (2) over input (3) over failed (1)
+    over OK (0)."""
+    return max(statuses, key=_PRECEDENCE.index, default=Status.OK)

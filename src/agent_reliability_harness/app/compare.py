@@ -9,8 +9,9 @@ import sys
 from argparse import Namespace
 from dataclasses import replace
 
+from agent_reliability_harness.app import Status, worst
 from agent_reliability_harness.app.formats import output_formats, report_to_stdout
-from agent_reliability_harness.app.inputs import gate_plan, read_reports
+from agent_reliability_harness.app.inputs import gate_plan, no_traces, read_reports, unmatched
 from agent_reliability_harness.app.inputs import policy as read_policy
 from agent_reliability_harness.app.output import error, report_error, say, write_report
 from agent_reliability_harness.errors import InputError
@@ -30,7 +31,7 @@ from agent_reliability_harness.render.compare import render_compare_console, ung
 from agent_reliability_harness.render.json_report import render_json
 from agent_reliability_harness.render.outputs import Comparison, TraceKeeper
 from agent_reliability_harness.render.stats import comparison_console_lines
-from agent_reliability_harness.runner import run_validation
+from agent_reliability_harness.runner import UnmatchedPointerError, run_validation
 
 __all__ = ["compare", "gates"]
 
@@ -47,9 +48,9 @@ def gates(gate: GateResult, statistics: StatComparison | None) -> GateResult:
     )
 
 
-def compare(args: Namespace) -> bool:
-    """Run ``arh compare`` with checked arguments: True when the gate passed, every input was
-    read and every report written."""
+def compare(args: Namespace) -> Status:
+    """Run ``arh compare`` with checked arguments: OK when the gate passed, every input was
+    read and every report written (see :class:`Status` for the others)."""
     statistics = bool(args.gate or args.gates or args.outcome or args.k)
     planned = gate_plan(args) if statistics else None
     # every report is read even when the gate file or another report is bad: all are reported
@@ -58,12 +59,16 @@ def compare(args: Namespace) -> bool:
     candidates = (
         None if args.candidate is None else read_reports(args.candidate, "candidate", limit)
     )
-    if (
-        (statistics and planned is None)
-        or baselines is None
-        or (args.candidate is not None and candidates is None)
-    ):
-        return False
+    policy = None if args.candidate is not None else read_policy(args)
+    unusable = worst(
+        Status.USAGE if statistics and planned is None else Status.OK,
+        Status.USAGE if args.candidate is None and policy is None else Status.OK,
+        Status.INPUT if baselines is None else Status.OK,
+        Status.INPUT if args.candidate is not None and candidates is None else Status.OK,
+    )
+    if unusable is not Status.OK:
+        return unusable
+    assert baselines is not None
     baseline, notes = merge_runs(baselines, "baseline")
     quiet = args.quiet or report_to_stdout(args, "compare")
     input_errors = 0
@@ -76,12 +81,13 @@ def compare(args: Namespace) -> bool:
     keepers: dict[str, TraceKeeper] = {}  # by the path of the report that shows the traces
     fail_under = None  # the candidate's pass threshold, when it is validated now
     if candidates is not None:
+        if not any(run.reports for _, run in candidates):  # 0 of 0 traces: no result
+            error(f"no trace reports in {', '.join(args.candidate)}: no candidate to compare")
+            return Status.INPUT
         candidate, more = merge_runs(candidates, "candidate")
         notes += more
     else:
-        policy = read_policy(args)
-        if policy is None:
-            return False
+        assert policy is not None
         fail_under = 70.0 if args.fail_under is None else args.fail_under
         for path, output in outputs:
             if output.keeper is not None:  # for the timelines
@@ -91,27 +97,35 @@ def compare(args: Namespace) -> bool:
             for keeper in keepers.values():
                 keeper(trace, report)
 
-        candidate = run_validation(
-            policy,
-            args.traces,
-            fmt=args.format or "auto",
-            fail_under=fail_under,
-            on_error=report_error,
-            messages_at=args.messages_at,
-            trace_id_at=args.trace_id_at,
-            agent_name=args.agent_name,
-            workflow=args.workflow,
-            on_trace=keep if keepers else None,
-            task_key=args.task_key,
-            outcome_at=args.outcome_at,
-            max_input_bytes=limit,
-        )
+        try:
+            candidate = run_validation(
+                policy,
+                args.traces,
+                fmt=args.format or "auto",
+                fail_under=fail_under,
+                on_error=report_error,
+                messages_at=args.messages_at,
+                trace_id_at=args.trace_id_at,
+                agent_name=args.agent_name,
+                workflow=args.workflow,
+                on_trace=keep if keepers else None,
+                task_key=args.task_key,
+                outcome_at=args.outcome_at,
+                max_input_bytes=limit,
+            )
+        except UnmatchedPointerError as exc:
+            unmatched(args, exc)
+            return Status.USAGE
         candidates = [(utf8_name(args.candidate_json_out or "(validated now)"), candidate)]
         input_errors = len(candidate.input_errors)
-        if args.candidate_json_out:
+        if args.candidate_json_out:  # (written as arh validate writes it, input errors and all)
             unwritten += write_report(
                 args.candidate_json_out, render_json(candidate), "Candidate report", quiet
             )
+        if not candidate.reports:  # nothing to compare: no result, and no comparison written
+            if not args.quiet:
+                say(no_traces(args.traces, input_errors), sys.stdout)
+            return Status.INPUT
     result = compare_reports(baseline, candidate, any_step=args.any_step)
     if notes:
         result = replace(result, warnings=(*result.warnings, *notes))
@@ -124,7 +138,7 @@ def compare(args: Namespace) -> bool:
             stats = compare_stats(baselines, candidates, planned[1], planned[0])
         except InputError as exc:
             error(str(exc))
-            return False
+            return Status.INPUT
         gate = gates(gate, stats)
     comparison = Comparison(
         result,
@@ -148,7 +162,7 @@ def compare(args: Namespace) -> bool:
             step_lines=StepLines(args.max_input_size) if github else None,
         )
         say(text, sys.stdout)
-        note = exit_status_note(gate.passed, input_errors)
+        note = exit_status_note(input_errors)
         if note is not None:
             say(f"{note} (on standard error)\n", sys.stdout)
     for path, output in outputs:
@@ -156,7 +170,9 @@ def compare(args: Namespace) -> bool:
         traces = keeper.traces if keeper else None
         text = output.render(dataclasses.replace(comparison, traces=traces))
         unwritten += write_report(path, text, output.what, quiet)
-    return gate.passed and not input_errors and not unwritten
+    if input_errors or unwritten:
+        return Status.INPUT
+    return Status.OK if gate.passed else Status.FAILED
 
 
 def _console_extra(comparison: Comparison) -> list[str]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from agent_reliability_harness.app.output import error, say
 from agent_reliability_harness.errors import InputError
-from agent_reliability_harness.io import utf8_name
+from agent_reliability_harness.io import expand_inputs, utf8_name
 from agent_reliability_harness.io.load import load_gate_file, load_policy, load_report, real_path
 from agent_reliability_harness.model.policy import RuleSelection
 from agent_reliability_harness.render._text import terminal_safe
@@ -22,8 +22,18 @@ if TYPE_CHECKING:
     from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.report import RunReport
     from agent_reliability_harness.regression.stat_gates import GatePlan
+    from agent_reliability_harness.runner import UnmatchedPointerError
 
-__all__ = ["command_line_selection", "gate_plan", "policy", "read_reports"]
+__all__ = [
+    "command_line_selection",
+    "gate_plan",
+    "no_traces",
+    "policy",
+    "read_reports",
+    "unmatched",
+]
+
+_SHOWN_INPUTS = 3  # the most input paths an error names (a glob can give thousands)
 
 
 def policy(args: Namespace) -> Policy | None:
@@ -102,3 +112,30 @@ def gate_plan(args: Namespace) -> tuple[GatePlan, str] | None:
         plan = replace(plan, file=file)
     outcome = args.outcome or (file.outcome if file is not None else None) or "verdict"
     return plan, outcome
+
+
+def no_traces(paths: Sequence[str], errors: int) -> str:
+    """The console's last line for a run whose inputs ``paths`` held no trace, in place of a
+    verdict (a run of no traces is an input error): what was searched, and the input errors."""
+    sources, _ = expand_inputs(paths)  # again: cheap, and only when nothing was found
+    files = sum(source.path is not None for source in sources)
+    named = [terminal_safe(utf8_name(path)) for path in paths if path != "-"]
+    shown = ", ".join(named[:_SHOWN_INPUTS])
+    if len(named) > _SHOWN_INPUTS:
+        shown += f" and {len(named) - _SHOWN_INPUTS} more"
+    if sources:
+        read = [f"{files} file{'s' * (files != 1)} from {shown}"] if files else []
+        if files < len(sources):
+            read.append("standard input")
+        searched = f"read {' and '.join(read)}, and found no usable trace"
+    else:
+        searched = (
+            f"nothing to read in {shown} (directories are searched for .json, .jsonl and "
+            ".ndjson files)"
+        )
+    return f"no traces checked: {searched} \u00b7 {errors} input error{'s' * (errors != 1)}\n"
+
+
+def unmatched(args: Namespace, exc: UnmatchedPointerError) -> None:
+    """Report a pointer option that matched nothing in any record: a usage error."""
+    say(f"arh {args.command}: error: {terminal_safe(str(exc))}\n", sys.stderr)

@@ -7,7 +7,9 @@ import sys
 from argparse import Namespace
 
 from agent_reliability_harness._version import __version__
+from agent_reliability_harness.app import Status
 from agent_reliability_harness.app.formats import output_formats, report_to_stdout
+from agent_reliability_harness.app.inputs import no_traces, unmatched
 from agent_reliability_harness.app.inputs import policy as read_policy
 from agent_reliability_harness.app.output import (
     error,
@@ -22,17 +24,17 @@ from agent_reliability_harness.io.load import StepLines
 from agent_reliability_harness.model.report import SummaryBuilder
 from agent_reliability_harness.render.console import console_writer
 from agent_reliability_harness.render.outputs import ReportWriter, WriterOptions
-from agent_reliability_harness.runner import iter_reports, sorted_errors
+from agent_reliability_harness.runner import UnmatchedPointerError, iter_reports, sorted_errors
 
 __all__ = ["validate"]
 
 
-def validate(args: Namespace) -> bool:
-    """Run ``arh validate`` with checked arguments: True when every trace passed, every input
-    was read and every report written."""
+def validate(args: Namespace) -> Status:
+    """Run ``arh validate`` with checked arguments: OK when every trace passed, every input
+    was read and every report written (see :class:`Status` for the others)."""
     policy = read_policy(args)
     if policy is None:
-        return False
+        return Status.USAGE
     quiet = args.quiet or report_to_stdout(args, "validate")
     # Reports are written as the traces are checked: the console report goes out trace by
     # trace, the files' bodies are spooled and their heads (which hold the totals) come last.
@@ -93,8 +95,9 @@ def validate(args: Namespace) -> bool:
         summary = totals.build(
             sorted_errors(errors), policy.policy_id, sha256, __version__, policy.rules.choices()
         )
-        if console is not None:
-            say(console.tail(summary), sys.stdout)
+        if console is not None:  # (a run of no traces has no verdict: "0 of 0 passed")
+            tail = console.tail(summary) if summary.total else no_traces(args.traces, len(errors))
+            say(tail, sys.stdout)
         for path, writer, spool, what in outputs:
             if spool.problem is not None:
                 error(f"cannot write {path}: {spool.problem}")
@@ -102,7 +105,12 @@ def validate(args: Namespace) -> bool:
                 continue
             parts: list[str | Spool] = [writer.head(summary), spool, writer.tail(summary)]
             unwritten += write_report(path, parts, what, quiet)
+    except UnmatchedPointerError as exc:  # raised when every trace is read: no trace was checked
+        unmatched(args, exc)
+        return Status.USAGE
     finally:
         for _, _, spool, _ in outputs:
             spool.close()
-    return summary.passed == summary.total and not errors and not unwritten
+    if errors or unwritten or not summary.total:
+        return Status.INPUT
+    return Status.OK if summary.passed == summary.total else Status.FAILED

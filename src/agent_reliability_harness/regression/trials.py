@@ -138,14 +138,14 @@ def label_report(
     task = outcome = None
     try:
         if task_key is not None:
-            value, where = resolve(document, task_key)
+            value, where = resolve(document, task_key, "task_key")
             task = id_part(value, where, "a task key")
         if outcome_at is not None:
-            value, where = resolve(document, outcome_at)
+            value, where = resolve(document, outcome_at, "outcome_at")
             outcome = _outcome_value(value, where)
     except InputError as exc:
         raise InputError(
-            f"trace {excerpt(trace.trace_id)}: {exc.message}", pointer=exc.pointer
+            f"trace {excerpt(trace.trace_id)}: {exc.message}", pointer=exc.pointer, miss=exc.miss
         ) from None
     return replace(report, task=task, outcome=outcome)
 

@@ -196,12 +196,12 @@ def gate_verdict(passed: bool, input_errors: int) -> str:
     return verdict
 
 
-def exit_status_note(passed: bool, input_errors: int) -> str | None:
-    """What arh compare's reports add when its gate passed but the exit status is 1 all the
-    same (candidate inputs could not be read), else None."""
-    if not (passed and input_errors):
+def exit_status_note(input_errors: int) -> str | None:
+    """What arh compare's reports add when candidate inputs could not be read: the exit status
+    is 3 (an input error) whatever the gate says, else None."""
+    if not input_errors:
         return None
-    return f"exit status 1 all the same: {plural(input_errors, 'candidate input error')}"
+    return f"exit status 3 whatever the gate says: {plural(input_errors, 'candidate input error')}"
 
 
 def plural(count: int, word: str, *, grouped: bool = False) -> str:

@@ -327,7 +327,7 @@ def render_compare_markdown(
         )
         + "."
     )
-    note = exit_status_note(gate.passed, input_errors)
+    note = exit_status_note(input_errors)
     if note is not None:
         out += ["", f"**{note[0].upper()}{note[1:]}** (listed in the run's log)."]
     # The lines, rows and sections of the report are made only while they fit.

@@ -1544,7 +1544,7 @@ def _compare_sections(
         '<section aria-labelledby="gate">\n<h2 id="gate">Gate</h2>\n',
         f'<p><strong class="verdict {verdict.lower()}">{verdict}</strong> ({mode})</p>\n',
     ]
-    note = exit_status_note(gate.passed, input_errors)
+    note = exit_status_note(input_errors)
     if note is not None:
         out.append(f'<p class="note"><strong>{_text(note[0].upper() + note[1:])}</strong> '
                    "(listed in the run's log).</p>\n")  # fmt: skip
