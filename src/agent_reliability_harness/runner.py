@@ -312,7 +312,14 @@ def load_traces(
             agent_name=agent_name,
             workflow=workflow,
         )
-    traces = []
+    return [read.trace for read in unique_traces(reads, fail)]
+
+
+def unique_traces(
+    reads: Iterable[ReadTrace | InputError], fail: Callable[[InputError], None]
+) -> Iterator[ReadTrace]:
+    """The traces read, each id once: an error read, or a trace whose id was read before, goes
+    to ``fail`` instead (reports and baselines are keyed by trace id)."""
     ids = TraceIds()
     for read in reads:
         if isinstance(read, InputError):
@@ -324,8 +331,7 @@ def load_traces(
             fail(exc)
             continue
         ids.add(read)
-        traces.append(read.trace)
-    return traces
+        yield read
 
 
 def _load_arguments(

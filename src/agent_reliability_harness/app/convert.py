@@ -12,7 +12,7 @@ from agent_reliability_harness.errors import InputError, excerpt
 from agent_reliability_harness.io import is_jsonl_name
 from agent_reliability_harness.render._text import terminal_safe
 from agent_reliability_harness.render.traces import render_trace
-from agent_reliability_harness.runner import TraceIds, UnmatchedPointerError, read_traces
+from agent_reliability_harness.runner import UnmatchedPointerError, read_traces, unique_traces
 
 __all__ = ["convert"]
 
@@ -27,10 +27,8 @@ def convert(args: Namespace) -> Status:
         errors += 1
         report_error(exc)
 
-    converted = []
-    ids = TraceIds()
     try:
-        for read in read_traces(
+        reads = read_traces(
             args.traces,
             fail,
             fmt=args.format,
@@ -39,14 +37,8 @@ def convert(args: Namespace) -> Status:
             agent_name=args.agent_name,
             workflow=args.workflow,
             max_input_bytes=args.max_input_size,
-        ):
-            try:
-                ids.check(read)
-            except InputError as exc:
-                fail(exc)
-                continue
-            ids.add(read)
-            converted.append(read)
+        )
+        converted = list(unique_traces(reads, fail))
     except UnmatchedPointerError as exc:
         unmatched(args, exc)
         return Status.USAGE
