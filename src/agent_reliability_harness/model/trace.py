@@ -8,7 +8,7 @@ because exporters add their own fields.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal
 
 from agent_reliability_harness._decode import (
@@ -225,7 +225,7 @@ class Step:
             )
         extra = _EMPTY if data.keys() <= STEP_KEYS else _extra(data, STEP_KEYS, pointer)
         citations = () if citations is None else _citations(citations, pointer)
-        return cls(
+        values = (
             step_id,
             kind,
             tool_name,
@@ -243,6 +243,16 @@ class Step:
             metadata,
             extra,
         )
+        if cls is not Step:  # a subclass may have an __init__ of its own
+            return cls(*values)
+        # Every field is checked above, so the step is made as __init__ would make it, through
+        # each slot's own setter: a frozen dataclass's __init__ goes through
+        # object.__setattr__ per field, which made the trace model 40% slower (one per step of
+        # every trace read; benchmarks/perf/perf.py --phases).
+        step = _new(Step)
+        for setter, value in zip(_STEP_SETTERS, values, strict=True):
+            setter(step, value)
+        return step
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form: required keys, then every field that is not at its default."""
@@ -271,6 +281,10 @@ class Step:
             out["metadata"] = self.metadata
         out.update(self.extra)
         return out
+
+
+_new = object.__new__
+_STEP_SETTERS: Final = tuple(Step.__dict__[f.name].__set__ for f in fields(Step))
 
 
 @dataclass(frozen=True, slots=True)
