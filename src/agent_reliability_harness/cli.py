@@ -23,18 +23,19 @@ from typing import IO, Any, Final, Literal, NoReturn
 
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
 from agent_reliability_harness._version import __version__
-from agent_reliability_harness.app import Status, TerminatedError, worst
+from agent_reliability_harness.app import Status, TerminatedError, error, say, worst
 from agent_reliability_harness.errors import InputError, UsageError, excerpt, parse_pointer
 
 _Report = Literal["validate", "compare", "stats"]  # the commands that write report files
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "EXIT_INPUT", "EXIT_OK", "EXIT_USAGE", "main"]
 
-EXIT_OK: Final = 0
-EXIT_FAILED: Final = 1
-EXIT_USAGE: Final = 2  # also a configuration error: a policy or gate file that cannot be used
-EXIT_CONFIG: Final = 2  # a configuration file that cannot be used (ruff's status for it)
-EXIT_INPUT: Final = 3
+# the exit statuses, as app.Status defines them (docs/exit-codes.md)
+EXIT_OK: Final = int(Status.OK)
+EXIT_FAILED: Final = int(Status.FAILED)
+EXIT_USAGE: Final = int(Status.USAGE)  # also a policy or gate file that cannot be used
+EXIT_CONFIG: Final = int(Status.USAGE)  # a configuration file that cannot be used (as ruff)
+EXIT_INPUT: Final = int(Status.INPUT)
 FORMAT_CHOICES: Final = ("auto", *FORMAT_NAMES)
 
 
@@ -793,7 +794,6 @@ def _parse(parser: _Parser, command: str | None, arguments: list[str]) -> argpar
 
 def _config(args: argparse.Namespace) -> Status:
     from agent_reliability_harness.app import config
-    from agent_reliability_harness.app.output import say
 
     found, shown = args.shown
     render = config.render_json if args.json else config.render_text
@@ -847,19 +847,6 @@ class _Guarded:
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...
         return getattr(self.stream, name)
-
-
-def _print(text: str, stream: IO[str] | None) -> None:
-    if stream is None:  # started without it
-        return
-    stream.write(text)
-    stream.flush()
-
-
-def _error(message: str) -> None:
-    from agent_reliability_harness.render._text import terminal_safe
-
-    _print(f"error: {terminal_safe(message)}\n", sys.stderr)
 
 
 def _overwrite_usage(
@@ -1159,7 +1146,7 @@ def _run(command: _Command, args: argparse.Namespace) -> int:
     """Check the combination of the options, then run the command: its exit status."""
     problem = command.usage(args)
     if problem:
-        _print(f"{args.usage}arh {args.command}: error: {problem}\n", sys.stderr)
+        say(f"{args.usage}arh {args.command}: error: {problem}\n", sys.stderr)
         return EXIT_USAGE
     return int(command.run(args))
 
@@ -1174,13 +1161,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parse(parser, command, arguments)
     except _ExitRequestError as exc:
         if exc.message:
-            _print(exc.message, sys.stderr if exc.status else sys.stdout)
+            say(exc.message, sys.stderr if exc.status else sys.stdout)
         return exc.status
     except InputError as exc:
-        _error(f"invalid configuration: {exc}")
+        error(f"invalid configuration: {exc}")
         return EXIT_CONFIG
     if args.command is None:
-        _print(parser.format_usage() + "arh: error: a command is required\n", sys.stderr)
+        say(parser.format_usage() + "arh: error: a command is required\n", sys.stderr)
         return EXIT_USAGE
     stdout, stderr = sys.stdout, sys.stderr
     guarded = _Guarded(stdout)
@@ -1192,15 +1179,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = _run(_COMMANDS[args.command], args)
     except KeyboardInterrupt:
-        _error("interrupted")
+        error("interrupted")
         return 130
     except TerminatedError:
-        _error("terminated")
+        error("terminated")
         return 143  # 128 + 15, as a shell reports a command that SIGTERM ended
     finally:
         sys.stdout, sys.stderr = stdout, stderr
         sys.set_int_max_str_digits(digits)
     if guarded.problem is not None:  # the console report is incomplete
-        _error(f"cannot write to standard output: {guarded.problem}")
+        error(f"cannot write to standard output: {guarded.problem}")
         return int(worst(Status(status), Status.INPUT))
     return status

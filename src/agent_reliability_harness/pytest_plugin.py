@@ -258,11 +258,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if session.report_dir is not None:
         lines.append(f"arh: reports to {session.report_dir}")
     if session.selection is not None:
-        from agent_reliability_harness.rules.selection import grouped
+        from agent_reliability_harness.render.console import selection_text
 
-        shown = ", ".join(
-            f"{code} {choice}" for code, choice in grouped(session.selection.choices())
-        )
+        shown = selection_text(session.selection.choices())
         lines.append(f"arh: rules switched off or changed: {shown}")
     return lines
 

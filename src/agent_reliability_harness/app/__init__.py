@@ -4,9 +4,27 @@ arguments, checks their combination, calls the command here and returns the :cla
 gives as the exit status.
 """
 
+import sys
 from enum import IntEnum
+from typing import IO
 
-__all__ = ["Status", "TerminatedError", "worst"]
+__all__ = ["Status", "TerminatedError", "error", "say", "worst"]
+
+
+def say(text: str, stream: IO[str] | None) -> None:
+    """Write ``text`` to ``stream`` at once (nothing when the process was started without it)."""
+    if stream is None:  # started without it
+        return
+    stream.write(text)
+    stream.flush()
+
+
+def error(message: str) -> None:
+    """``error: <message>`` on standard error, made safe for a terminal."""
+    # imported here: the render package costs milliseconds that `arh --version` does not need
+    from agent_reliability_harness.render._text import terminal_safe
+
+    say(f"error: {terminal_safe(message)}\n", sys.stderr)
 
 
 class TerminatedError(BaseException):

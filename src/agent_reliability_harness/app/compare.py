@@ -11,7 +11,13 @@ from dataclasses import replace
 
 from agent_reliability_harness.app import Status, worst
 from agent_reliability_harness.app.formats import output_formats, report_to_stdout
-from agent_reliability_harness.app.inputs import gate_plan, no_traces, read_reports, unmatched
+from agent_reliability_harness.app.inputs import (
+    gate_plan,
+    no_traces,
+    read_reports,
+    reading_options,
+    unmatched,
+)
 from agent_reliability_harness.app.inputs import policy as read_policy
 from agent_reliability_harness.app.output import error, report_error, say, write_report
 from agent_reliability_harness.errors import InputError
@@ -101,17 +107,10 @@ def compare(args: Namespace) -> Status:
             candidate = run_validation(
                 policy,
                 args.traces,
-                fmt=args.format or "auto",
                 fail_under=fail_under,
                 on_error=report_error,
-                messages_at=args.messages_at,
-                trace_id_at=args.trace_id_at,
-                agent_name=args.agent_name,
-                workflow=args.workflow,
                 on_trace=keep if keepers else None,
-                task_key=args.task_key,
-                outcome_at=args.outcome_at,
-                max_input_bytes=limit,
+                **reading_options(args),
             )
         except UnmatchedPointerError as exc:
             unmatched(args, exc)

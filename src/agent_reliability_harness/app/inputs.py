@@ -8,7 +8,7 @@ import sys
 from argparse import Namespace
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_reliability_harness.app.output import error, say
 from agent_reliability_harness.errors import InputError
@@ -30,6 +30,7 @@ __all__ = [
     "no_traces",
     "policy",
     "read_reports",
+    "reading_options",
     "unmatched",
 ]
 
@@ -57,6 +58,21 @@ def policy(args: Namespace) -> Policy | None:
     if chosen:
         loaded = dataclasses.replace(loaded, rules=loaded.rules.merged(chosen))
     return loaded
+
+
+def reading_options(args: Namespace) -> dict[str, Any]:
+    """The options of ``arh validate`` and ``arh compare --policy`` that say how the traces are
+    read, as ``runner.iter_reports`` and ``runner.run_validation`` take them."""
+    return {
+        "fmt": args.format or "auto",
+        "messages_at": args.messages_at,
+        "trace_id_at": args.trace_id_at,
+        "agent_name": args.agent_name,
+        "workflow": args.workflow,
+        "task_key": args.task_key,
+        "outcome_at": args.outcome_at,
+        "max_input_bytes": args.max_input_size,
+    }
 
 
 def command_line_selection(args: Namespace) -> RuleSelection:

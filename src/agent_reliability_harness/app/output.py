@@ -10,24 +10,11 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import IO
 
-from agent_reliability_harness.app import TerminatedError
+from agent_reliability_harness.app import TerminatedError, error, say
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.io import Spool, write_atomic, write_stdout
-from agent_reliability_harness.render._text import terminal_safe
 
 __all__ = ["error", "report_error", "say", "use_color", "write_report"]
-
-
-def say(text: str, stream: IO[str] | None) -> None:
-    """Write ``text`` to ``stream`` at once (nothing when the process was started without it)."""
-    if stream is None:  # started without it
-        return
-    stream.write(text)
-    stream.flush()
-
-
-def error(message: str) -> None:
-    say(f"error: {terminal_safe(message)}\n", sys.stderr)
 
 
 def report_error(exc: InputError) -> None:

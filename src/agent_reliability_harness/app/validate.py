@@ -9,7 +9,7 @@ from argparse import Namespace
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.app import Status
 from agent_reliability_harness.app.formats import output_formats, report_to_stdout
-from agent_reliability_harness.app.inputs import no_traces, unmatched
+from agent_reliability_harness.app.inputs import no_traces, reading_options, unmatched
 from agent_reliability_harness.app.inputs import policy as read_policy
 from agent_reliability_harness.app.output import (
     error,
@@ -72,18 +72,11 @@ def validate(args: Namespace) -> Status:
         for report in iter_reports(
             policy,
             args.traces,
-            fmt=args.format,
             fail_under=args.fail_under,
             on_error=fail,
-            messages_at=args.messages_at,
-            trace_id_at=args.trace_id_at,
-            agent_name=args.agent_name,
-            workflow=args.workflow,
             on_trace=keep if keepers else None,
-            task_key=args.task_key,
-            outcome_at=args.outcome_at,
             jobs=args.jobs,
-            max_input_bytes=args.max_input_size,
+            **reading_options(args),
         ):
             totals.add(report)
             if console is not None:

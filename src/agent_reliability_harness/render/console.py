@@ -33,6 +33,7 @@ __all__ = [
     "console_writer",
     "github_annotation",
     "render_console",
+    "selection_text",
     "summary_lines",
     "trace_location",
 ]
@@ -94,7 +95,7 @@ _COLORS: Final = {
 _RESET: Final = "\x1b[0m"
 
 
-def _selection(rules: tuple[tuple[str, str], ...]) -> str:
+def selection_text(rules: tuple[tuple[str, str], ...]) -> str:
     """``ARH-FLW-003 warning, ARH-SCH-* off``: the run's rule selection, by rule ID (a
     category with one choice for all its rules as one entry)."""
     return ", ".join(
@@ -158,7 +159,7 @@ def summary_lines(summary: RunSummary) -> list[str]:
         line += f" \u00b7 {plural(count, 'input error', grouped=True)}"
     lines = [line]
     if summary.rules:
-        lines.append("rules switched off or changed: " + _selection(summary.rules))
+        lines.append("rules switched off or changed: " + selection_text(summary.rules))
     return lines
 
 

@@ -176,25 +176,23 @@ class ToolFailures:
                 return tests
         return self.default
 
-    def reads(self, step: Step) -> bool:
-        """Whether the section says whether ``step`` failed: a tool call with an output and
-        tests for its tool."""
-        return (
-            step.type == "tool_call"
-            and step.output is not None
-            and bool(self.tests_for(step.tool_name))
-        )
-
-    def failed(self, step: Step) -> bool:
-        """Whether the output of the tool call ``step`` matches one of its tool's tests."""
+    def _tests_of(self, step: Step) -> tuple[FailureTest, ...]:
+        """The tests that read ``step``: those of its tool for a call with an output, else
+        none."""
         if step.type != "tool_call" or step.output is None:
-            return False
-        tests = self.tests_for(step.tool_name)
-        if not tests:
-            return False
+            return ()
+        return self.tests_for(step.tool_name)
+
+    @staticmethod
+    def _matches(step: Step, tests: tuple[FailureTest, ...]) -> bool:
         output = step.output
         data = parsed_output(output) if any(t.pointer is not None for t in tests) else output
         return any(test.matches(output, data) for test in tests)
+
+    def failed(self, step: Step) -> bool:
+        """Whether the output of the tool call ``step`` matches one of its tool's tests."""
+        tests = self._tests_of(step)
+        return bool(tests) and self._matches(step, tests)
 
     def read(self, step: Step) -> Step:
         """``step``, with status ``error`` when it is a call with status ``ok`` that failed."""
@@ -210,14 +208,14 @@ class ToolFailures:
         read = False
         marked: list[Step] | None = None
         for index, step in enumerate(steps):
-            if not self.reads(step):
+            tests = self._tests_of(step)
+            if not tests:
                 continue
             read = True
-            seen = self.read(step)
-            if seen is not step:
+            if step.status == "ok" and self._matches(step, tests):
                 if marked is None:
                     marked = list(steps)
-                marked[index] = seen
+                marked[index] = replace(step, status="error")
         if marked is None:
             return trace, read
         return replace(trace, steps=tuple(marked)), read
