@@ -104,20 +104,14 @@ def evaluate_gate(
             for trace_id, f in result.new_findings
             if f.severity == "error"
         )
-        total = sum(errors.values())
-        if total:
-            noun = "finding" if total == 1 else "findings"
-            reasons.append(f"{total} new error {noun}: {_listing(errors)}")
+        if errors:
+            reasons.append(_new_errors(errors))
         reasons += [
             f"trace {t.trace_id!r} regressed from pass to fail"
             for t in result.traces
             if t.status_change == "pass->fail"
         ]
-        reasons += [
-            f"added trace {t.trace_id!r} fails"
-            for t in result.traces
-            if t.status_change == "added" and t.candidate is not None and not t.candidate.passed
-        ]
+        reasons += [f"added trace {t.trace_id!r} fails" for t in result.traces if _added_failing(t)]
         if limit is not None:
             reasons += [
                 f"trace {t.trace_id!r} score dropped {_drop_text(t.score_drop, limit)} points "
@@ -126,9 +120,7 @@ def evaluate_gate(
                 if t.score_drop is not None and t.dropped_beyond(limit)
             ]
     elif fail_on == "failures":
-        failing = [
-            t.trace_id for t in result.traces if t.candidate is not None and not t.candidate.passed
-        ]
+        failing = [t.trace_id for t in result.traces if _fails(t)]
         if failing:
             shown = Counter(failing)
             noun = "trace" if len(failing) == 1 else "traces"
@@ -138,6 +130,23 @@ def evaluate_gate(
     return GateResult(not reasons, tuple(reasons), fail_on, limit, fail_on_drift)
 
 
+def _new_errors(errors: Counter[str]) -> str:
+    """``2 new error findings: t1:ARH-FLW-003, ...`` of a count of new error findings."""
+    total = sum(errors.values())
+    noun = "finding" if total == 1 else "findings"
+    return f"{total} new error {noun}: {_listing(errors)}"
+
+
+def _fails(delta: TraceDelta) -> bool:
+    """Whether the trace fails in the candidate (mode ``failures``)."""
+    return delta.candidate is not None and not delta.candidate.passed
+
+
+def _added_failing(delta: TraceDelta) -> bool:
+    """Whether the trace is new in the candidate and fails there (mode ``regressions``)."""
+    return delta.status_change == "added" and _fails(delta)
+
+
 def trace_reasons(delta: TraceDelta, gate: GateResult) -> tuple[str, ...]:
     """What ``gate`` holds against one trace, in the words of its reasons but without the trace
     id: in mode ``regressions`` its new error findings, a change from pass to fail, an added
@@ -145,20 +154,17 @@ def trace_reasons(delta: TraceDelta, gate: GateResult) -> tuple[str, ...]:
     fails; nothing in mode ``never``. A trace has reasons exactly when :func:`evaluate_gate`
     counts it against the gate (its reasons name the trace, unless a long list leaves it among
     "and N more"); drift and the statistical gates are about the whole run, not one trace."""
-    candidate = delta.candidate
     if gate.fail_on == "failures":
-        return ("fails in the candidate",) if candidate is not None and not candidate.passed else ()
+        return ("fails in the candidate",) if _fails(delta) else ()
     if gate.fail_on != "regressions":
         return ()
     reasons: list[str] = []
     errors = Counter(f.rule_id or f.category for f in delta.new_findings if f.severity == "error")
     if errors:
-        total = sum(errors.values())
-        noun = "finding" if total == 1 else "findings"
-        reasons.append(f"{total} new error {noun}: {_listing(errors)}")
+        reasons.append(_new_errors(errors))
     if delta.status_change == "pass->fail":
         reasons.append("regressed from pass to fail")
-    if delta.status_change == "added" and candidate is not None and not candidate.passed:
+    if _added_failing(delta):
         reasons.append("added, and fails")
     limit = gate.max_score_drop
     if limit is not None and delta.dropped_beyond(limit):
