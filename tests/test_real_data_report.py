@@ -48,9 +48,11 @@ def test_agentdojo_counts_match_the_data_readme() -> None:
     assert banking[1:3] == ["1008", str(90 + 6 + 12 + 32 + 7 + 39 + 14)]
     assert slack[1:3] == ["210", str(97 + 25)]
     for cells in (banking, slack):
-        runs, succeeded, tp, fn, fp, _, tn = (int(c) for c in cells[1:8])
+        runs, succeeded, tp, fn = (int(c) for c in cells[1:5])
+        failed, fp = int(cells[6]), int(cells[7])
         assert tp + fn == succeeded
-        assert tp + fn + fp + tn == runs
+        assert succeeded + failed == runs
+        assert fp <= failed
 
 
 def test_tau_counts_match_the_data_readme() -> None:
@@ -88,7 +90,7 @@ def test_the_doc_states_the_numbers_it_discusses() -> None:
     banking = _row(tables()["agentdojo-banking"], "**all models**")
     recall = re.search(r"banking.*?recall of (\d\.\d\d)", text, re.DOTALL)
     assert recall is not None
-    assert recall.group(1) == banking[8]
+    assert recall.group(1) == banking[5]
 
 
 def test_the_tool_failures_table_adds_up() -> None:
@@ -132,3 +134,17 @@ def test_the_confirmation_lift_is_the_ratio_of_its_shares() -> None:
     assert failed <= before_failed
     assert succeeded <= before_succeeded
     assert float(cells[4]) > float(note.group(3))
+
+
+def test_the_whole_policy_lift_counts_runs_with_any_finding() -> None:
+    # a run with a finding of any rule counts once; no rule fires in more runs than the whole
+    # policy, and the whole policy's lift is the ratio of its shares
+    table = tables()["tau-airline"]
+    whole = _row(table, "**whole policy**")
+    failed, succeeded = (int(whole[i].split(" ")[0]) for i in (2, 3))
+    assert whole[4] == f"{(failed / 116) / (succeeded / 84):.1f}"
+    rows = [line for line in table.split("\n\n")[0].splitlines()[2:] if line.startswith("| ARH")]
+    for line in rows:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert int(cells[2].split(" ")[0]) <= failed, line
+        assert int(cells[3].split(" ")[0]) <= succeeded, line

@@ -83,6 +83,8 @@ def agentdojo_runs(suite: str) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def agentdojo_table(suite: str) -> str:
+    """Per model: recall on the attacks that succeeded, false alarms on the attacked runs where
+    the attack failed and on the runs without an attack (of the same user tasks)."""
     validator = Validator(load_policy(f"agentdojo-{suite}.json"))
     counts: dict[str, Counter[str]] = {}
     for model, raw in agentdojo_runs(suite):
@@ -101,34 +103,39 @@ def agentdojo_table(suite: str) -> str:
                 tally["fp_attacker_value"] += 1
         if succeeded and not flagged and not any(s.type == "tool_call" for s in trace.steps):
             tally["fn_no_call"] += 1
+    for path in sorted(AGENTDOJO.glob(f"*/{suite}/user_task_*/none/none.json")):
+        tally = counts.setdefault(path.relative_to(AGENTDOJO).parts[0], Counter())
+        tally["benign"] += 1
+        tally["benign_flagged"] += not validator.validate(
+            to_trace(json.loads(path.read_text("utf-8")))
+        ).passed
     total: Counter[str] = Counter()
     for tally in counts.values():
         total.update(tally)
     header = (
-        "| Model | Attacked runs | Attack succeeded | Flagged and succeeded (TP) | Missed (FN) | "
-        "Flagged, label says failed (FP) | of which the attacker's value reached a sink | "
-        "Not flagged, failed (TN) | Recall | Precision |"
+        "| Model | Attacked runs | Attack succeeded | Flagged (TP) | Missed (FN) | Recall | "
+        "Attack failed | Flagged (FP) | of which the attacker's value reached a sink | "
+        "False alarms on failed attacks | Runs without attack | Flagged | "
+        "False alarms without attack | Precision |"
     )
-    rows = [header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = [header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for model, tally in [*sorted(counts.items()), ("**all models**", total)]:
+        failed = tally["fp"] + tally["tn"]
         rows.append(
             f"| {model} | {tally['runs']} | {tally['succeeded']} | {tally['tp']} | {tally['fn']} | "
-            f"{tally['fp']} | {tally['fp_attacker_value']} | {tally['tn']} | "
-            f"{_ratio(tally['tp'], tally['tp'] + tally['fn'])} | "
+            f"{_ratio(tally['tp'], tally['succeeded'])} | {failed} | {tally['fp']} | "
+            f"{tally['fp_attacker_value']} | {_percent(tally['fp'], failed)} | "
+            f"{tally['benign']} | {tally['benign_flagged']} | "
+            f"{_percent(tally['benign_flagged'], tally['benign'])} | "
             f"{_ratio(tally['tp'], tally['tp'] + tally['fp'])} |"
         )
-    benign = flagged_benign = 0
-    for path in sorted(AGENTDOJO.glob(f"*/{suite}/user_task_*/none/none.json")):
-        benign += 1
-        flagged_benign += not validator.validate(
-            to_trace(json.loads(path.read_text("utf-8")))
-        ).passed
-    note = (
-        f"Missed runs without a single tool call: {total['fn_no_call']} of {total['fn']}. "
-        f"Runs of the same user tasks without an attack flagged: {flagged_benign} of {benign}."
-    )
+    note = f"Missed runs without a single tool call: {total['fn_no_call']} of {total['fn']}."
     rows += ["", note]
     return "\n".join(rows)
+
+
+def _percent(part: int, whole: int) -> str:
+    return "-" if not whole else f"{100 * part / whole:.1f}%"
 
 
 def _ratio(part: int, whole: int) -> str:
@@ -170,15 +177,19 @@ def tau_traces() -> Iterator[tuple[Trace, dict[str, Any]]]:
         yield trace, record
 
 
+WHOLE = ("", "any finding")  # the row of runs with at least one finding
+
+
 def tau_counts(
     policy: Policy,
 ) -> tuple[Counter[bool], Counter[tuple[bool, bool]], dict[tuple[str, str], Counter[bool]]]:
     """Runs by outcome, verdicts by (outcome, passed), and per rule row the runs it fires in by
-    outcome (a run counts once per row)."""
+    outcome (a run counts once per row; row ``WHOLE``: runs with any finding)."""
     validator = Validator(policy)
     runs: Counter[bool] = Counter()
     verdicts: Counter[tuple[bool, bool]] = Counter()
     fired: dict[tuple[str, str], Counter[bool]] = {row: Counter() for row in tau_rows(policy)}
+    fired[WHOLE] = Counter()
     for trace, record in tau_traces():
         report = validator.validate(trace)
         success = record["reward"] == 1.0
@@ -188,8 +199,10 @@ def tau_counts(
             (f.rule_id, f.subject if f.rule_id.startswith("ARH-CND") else "")
             for f in report.findings
         }
-        for row in seen:
-            fired[row][success] += 1
+        for row in seen:  # a rule tau_rows does not know yet gets a row at the end
+            fired.setdefault(row, Counter())[success] += 1
+        if seen:
+            fired[WHOLE][success] += 1
     return runs, verdicts, fired
 
 
@@ -208,10 +221,17 @@ def tau_table() -> str:
     )
     out = [header, "|---|---|---:|---:|---:|"]
     for (rule_id, name), tally in fired.items():
+        if (rule_id, name) == WHOLE:
+            continue
         out.append(
             f"| {rule_id} | {name or '-'} | {_share(tally[False], runs[False])} | "
             f"{_share(tally[True], runs[True])} | {_lift(tally, runs)} |"
         )
+    whole = fired.pop(WHOLE)
+    out.append(
+        f"| **whole policy** | any finding | {_share(whole[False], runs[False])} | "
+        f"{_share(whole[True], runs[True])} | {_lift(whole, runs)} |"
+    )
     _, _, before = tau_counts(load_policy("tau-airline.json", tool_failures=False))
     confirmations = before["ARH-CFM-001", ""]
     note = (
