@@ -26,15 +26,11 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any, Final
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from real_data_report import POLICIES, TAU, _lift, _share, tau_traces  # noqa: E402
-
-from agent_reliability_harness.engine import Validator  # noqa: E402
-from agent_reliability_harness.model.policy import Policy  # noqa: E402
+from agent_reliability_harness.engine import Validator
+from agent_reliability_harness.model.policy import Policy
+from real_data_report import POLICIES, TAU, _lift, _share, tau_traces
 
 RULE_IDS: Final = ("ARH-CFM-001", "ARH-CFM-002", "ARH-CFM-003", "ARH-CFM-004")
 
