@@ -320,13 +320,22 @@ def evaluate(facts: TraceFacts, plan: Plan | None, out: Findings) -> CategoryRes
             )
         return CategoryResult(CATEGORY, False, 100.0, 0, 0)
     fold = _Fold(plan)
+    advance = fold.advance
+    tools, separate = plan.tools, plan.separate
+    texts = separate or plan.stating  # whether the agent's text matters (else only user turns)
     checks = failed = 0
     for at, step in enumerate(steps):
-        if step.type == "tool_call":
-            checks += (bool(step.tool_name) and step.tool_name in plan.tools) + plan.separate
-            for finding in fold.findings(at, step):
-                failed += out.add(finding)
-        fold.advance(at, step)
+        kind = step.type
+        if kind == "tool_call":
+            called = step.tool_name in tools  # a call without a name is never guarded
+            if called or separate:
+                checks += called + separate
+                for finding in fold.findings(at, step):
+                    failed += out.add(finding)
+            if called or texts:
+                advance(at, step)
+        elif texts or kind == "user_message":  # the steps that change nothing are skipped
+            advance(at, step)
     return CategoryResult(CATEGORY, True, 100.0 * (checks - failed) / checks, checks, failed)
 
 
