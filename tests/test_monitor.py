@@ -77,7 +77,7 @@ def test_the_rules_decided_before_the_call_include_those_of_language_1_1() -> No
     # none of them needs the call's outcome (POLICY-SPEC.md): a guard can refuse the call
     assert {
         "ARH-PRV-001", "ARH-CND-001", "ARH-CND-002", "ARH-CND-003", "ARH-CND-004",
-        "ARH-CFM-001", "ARH-LOP-001", "ARH-LOP-002",
+        "ARH-CFM-001", "ARH-CFM-003", "ARH-CFM-004", "ARH-LOP-001", "ARH-LOP-002",
     } <= BEFORE_THE_CALL  # fmt: skip
     # and the end of the run decides what a later step could still change
     assert {"ARH-SEQ-001", "ARH-FLW-001", "ARH-GRD-002", "ARH-CMP-001", "ARH-CFM-002"} <= AT_THE_END

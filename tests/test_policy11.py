@@ -247,6 +247,17 @@ VALID = {
     ),
     "confirmation-default": doc(confirmation={}),
     "confirmation-listed": doc(confirmation={"tools": ["refund"], "pattern": "confirm"}),
+    "confirmation-per-tool": doc(
+        confirmation={
+            "tools": [
+                "refund",
+                {"tool": "send_money", "pattern": "\\bconfirm\\b", "state": ["recipient"]},
+                {"tools": ["approve", "lookup"], "description": "account changes"},
+            ],
+            "separate_text_and_calls": True,
+        }
+    ),
+    "confirmation-separate-off": doc(confirmation={"separate_text_and_calls": False}),
     "loops-identical": doc(loops={"max_identical_calls": 1, "window": 2}),
     "loops-cycles": doc(
         loops={"max_cycle_repeats": 1, "max_cycle_length": 16, "ignore_arguments": True}
@@ -570,6 +581,66 @@ INVALID: dict[str, tuple[Any, str, str]] = {
         "/confirmation/pattern",
         "can match without consuming a character",
     ),
+    "confirmation-entry-both": (
+        doc(confirmation={"tools": [{"tool": "refund", "tools": ["approve"]}]}),
+        "/confirmation/tools/0",
+        "exactly one of 'tool' (one tool) and 'tools' (a group)",
+    ),
+    "confirmation-entry-neither": (
+        doc(confirmation={"tools": [{"pattern": "ok"}]}),
+        "/confirmation/tools/0",
+        "exactly one of 'tool' (one tool) and 'tools' (a group)",
+    ),
+    "confirmation-entry-unknown-key": (
+        doc(confirmation={"tools": [{"tool": "refund", "states": ["amount"]}]}),
+        "/confirmation/tools/0/states",
+        "did you mean 'state'?",
+    ),
+    "confirmation-entry-not-object": (
+        doc(confirmation={"tools": [3]}),
+        "/confirmation/tools/0",
+        "must be a non-empty tool name string or an object",
+    ),
+    "confirmation-entry-group-empty": (
+        doc(confirmation={"tools": [{"tools": []}]}),
+        "/confirmation/tools/0/tools",
+        "at least one tool",
+    ),
+    "confirmation-tool-twice": (
+        doc(confirmation={"tools": ["refund", {"tools": ["approve", "refund"]}]}),
+        "/confirmation/tools/1",
+        "lists 'refund' more than once (at /confirmation/tools/0)",
+    ),
+    "confirmation-entry-tool-unknown": (
+        doc(confirmation={"tools": [{"tool": "refunds"}]}),
+        "/confirmation/tools/0/tool",
+        "not in allowed_tools",
+    ),
+    "confirmation-entry-pattern-empty-match": (
+        doc(confirmation={"tools": [{"tool": "refund", "pattern": "(ok)?"}]}),
+        "/confirmation/tools/0/pattern",
+        "matches the empty string",
+    ),
+    "confirmation-state-empty": (
+        doc(confirmation={"tools": [{"tool": "refund", "state": []}]}),
+        "/confirmation/tools/0/state",
+        "non-empty array of argument paths",
+    ),
+    "confirmation-state-unknown-argument": (
+        doc(confirmation={"tools": [{"tool": "refund", "state": ["/order/id"]}]}),
+        "/confirmation/tools/0/state/0",
+        "declares no argument 'order'",
+    ),
+    "confirmation-state-twice": (
+        doc(confirmation={"tools": [{"tool": "refund", "state": ["amount", "/amount"]}]}),
+        "/confirmation/tools/0/state/1",
+        "already listed at index 0",
+    ),
+    "confirmation-separate-not-boolean": (
+        doc(confirmation={"separate_text_and_calls": "yes"}),
+        "/confirmation/separate_text_and_calls",
+        "must be true or false",
+    ),
     "confirmation-unknown-key": (
         doc(confirmation={"pattern": "yes", "tool": ["refund"]}),
         "/confirmation/tool",
@@ -631,6 +702,11 @@ GAPS = {
     "confirmation-nothing-to-guard",
     "confirmation-pattern-empty-match",
     "confirmation-pattern-zero-width",
+    "confirmation-tool-twice",
+    "confirmation-entry-tool-unknown",
+    "confirmation-entry-pattern-empty-match",
+    "confirmation-state-unknown-argument",
+    "confirmation-state-twice",
     "loops-window-alone",
     "loops-window-too-small",
     "loops-cycle-length-alone",

@@ -2800,6 +2800,74 @@ def _f_sch012(d: Draft, k: int) -> tuple[str, str]:
     )
 
 
+def agent_text(sid: str, text: str) -> Step:
+    return {"step_id": sid, "type": "model_response", "text": text}
+
+
+@failure("ARH-CFM-003")
+def _f_cfm003(d: Draft, k: int) -> tuple[str, str]:
+    dom = d.dom
+    p = policy_1_1(d, "cfm")
+    state = [dom.id_arg] if k < 2 else [dom.id_arg, dom.range_arg]
+    p["confirmation"] = {"tools": [{"tool": dom.act, "state": state}]}
+    d.steps.insert(0, user_turn(dom.sid("u1"), f"Please run {dom.workflow} for {d.v['id']}."))
+    if k == 0:
+        d.insert_before("act", user_turn(dom.sid("u2"), "Yes, go ahead."))
+        what = "only the user wrote the id; the agent never stated it before the yes"
+    elif k == 1:
+        d.insert_before(
+            "act",
+            user_turn(dom.sid("u2"), "Yes."),
+            agent_text(dom.sid("r2"), f"Running {dom.act} for {d.v['id']} now."),
+        )
+        what = "the agent states the id only after the yes, right before the call"
+    else:
+        d.insert_before(
+            "act",
+            agent_text(dom.sid("r2"), f"I will run {dom.act} for {d.v['id']}. Shall I?"),
+            user_turn(dom.sid("u2"), "yes"),
+        )
+        what = f"the agent states the id but not the {dom.range_arg} before the yes"
+    d.expect("error", "ARH-CFM-003", "act")
+    return (
+        (
+            f"The policy asks the agent to state {', '.join(state)} of {dom.act} before the "
+            f"user's yes; {what}: ARH-CFM-003 at the act (confirmed, so no ARH-CFM-001)."
+        ),
+        f"policy confirmation {json.dumps(p['confirmation'])}; {what}",
+    )
+
+
+@failure("ARH-CFM-004")
+def _f_cfm004(d: Draft, k: int) -> tuple[str, str]:
+    dom = d.dom
+    p = policy_1_1(d, "cfm")
+    p["confirmation"] = {"tools": [dom.act], "separate_text_and_calls": True}
+    d.steps.insert(0, user_turn(dom.sid("u1"), f"Please run {dom.workflow} for {d.v['id']}."))
+    d.insert_before(
+        "act",
+        agent_text(dom.sid("r2"), f"Shall I run {dom.act}?"),
+        user_turn(dom.sid("u2"), "yes"),
+    )
+    if k == 0:
+        d.insert_before("act", agent_text(dom.sid("r3"), "Running it now."))
+        role, what = "act", f"the agent says it is running {dom.act} and calls it in one turn"
+    elif k == 1:
+        d.insert_before("lookup", agent_text(dom.sid("r1"), "Let me look that up."))
+        role, what = "lookup", f"the agent announces the lookup and calls {dom.lookup} at once"
+    else:
+        d.insert_before("check", agent_text(dom.sid("r1"), "Found it; checking now."))
+        role, what = "check", f"the agent reports the search and calls {dom.check} at once"
+    d.expect("error", "ARH-CFM-004", role)
+    return (
+        (
+            f"separate_text_and_calls: {what}, with no user message in between: ARH-CFM-004 at "
+            f"the {dom.tool(role)} call."
+        ),
+        f"policy confirmation {json.dumps(p['confirmation'])}; {what}",
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Assembly and self-checks. The checks use only the policy's own regular expressions and the
 # draft, never the validator: they catch a template whose content would trigger a rule the

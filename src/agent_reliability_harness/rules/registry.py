@@ -171,9 +171,11 @@ CATEGORIES: Final = (
         "CFM",
         20,
         "Confirmation before side effects",
-        "the policy has a confirmation section and the trace has a guarded call and at least "
-        "one user_message step",
-        "the share of guarded calls that were confirmed",
+        "the policy has a confirmation section and the trace has at least one user_message step "
+        "and a guarded call (or, with separate_text_and_calls, any tool call)",
+        "the share of confirmation checks that passed: one per guarded call (confirmed, and "
+        "after its details were stated when the tool asks for state), and with "
+        "separate_text_and_calls one per tool call (not made right after the agent's text)",
     ),
     Category(
         "loops",
