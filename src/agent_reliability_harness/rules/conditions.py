@@ -149,8 +149,8 @@ class _Lookup:
 class Plan:
     # tool -> its conditions, each with the lookup of each of its require_prior entries
     conditions: Mapping[str, tuple[tuple[Condition, tuple[_Lookup, ...]], ...]]
-    # tool -> its relations, each with the lookup of its source call
-    relations: Mapping[str, tuple[tuple[Relation, _Lookup], ...]]
+    # tool -> its relations, each with the lookup of its source call in each source tool
+    relations: Mapping[str, tuple[tuple[Relation, tuple[_Lookup, ...]], ...]]
     # tool -> the indexes its successful calls feed, with the paths each is keyed by
     indexes: Mapping[str, tuple[tuple[_IndexKey, Paths], ...]]
 
@@ -160,7 +160,7 @@ def prepare(policy: Policy) -> Plan | None:
     if ext is None or not (ext.conditions or ext.relations):
         return None
     conditions: dict[str, list[tuple[Condition, tuple[_Lookup, ...]]]] = {}
-    relations: dict[str, list[tuple[Relation, _Lookup]]] = {}
+    relations: dict[str, list[tuple[Relation, tuple[_Lookup, ...]]]] = {}
     indexes: dict[str, dict[_IndexKey, Paths]] = {}
 
     def lookup(tool: str, match: tuple[tuple[ArgPath, ArgPath], ...]) -> _Lookup:
@@ -173,8 +173,8 @@ def prepare(policy: Policy) -> Plan | None:
         lookups = tuple(lookup(prior.tool, prior.match) for prior in condition.require_prior)
         conditions.setdefault(condition.tool, []).append((condition, lookups))
     for relation in ext.relations:
-        source = lookup(relation.source_tool, relation.source_match)
-        relations.setdefault(relation.tool, []).append((relation, source))
+        sources = tuple(lookup(tool, relation.source_match) for tool in relation.source_tools)
+        relations.setdefault(relation.tool, []).append((relation, sources))
     return Plan(
         {tool: tuple(group) for tool, group in conditions.items()},
         {tool: tuple(group) for tool, group in relations.items()},
@@ -269,13 +269,17 @@ class Sweep:
             ]
             if missing:
                 failed += out.add(_prior_missing(step, at, condition, missing))
-        for relation, lookup in plan.relations.get(name, ()):
+        for relation, sources in plan.relations.get(name, ()):
             if not relation.applies(args):
                 continue
             values = _argument_values(args, relation)
             if not values:
                 continue
-            source = self.find(lookup, args)
+            source = self.find(sources[0], args)
+            for lookup in sources[1:]:  # the latest call of any of the source tools
+                other = self.find(lookup, args)
+                if other is not None and (source is None or other[0] > source[0]):
+                    source = other
             if (
                 source is not None
                 and relation.source_when
@@ -289,8 +293,10 @@ class Sweep:
                 if relation.if_missing == "skip":
                     continue
                 checks += 1
-                source_id = None if source is None else source[1].step_id
-                failed += out.add(_unchecked(step, at, relation, source_id))
+                source_id = source_tool = None
+                if source is not None:
+                    source_id, source_tool = source[1].step_id, source[1].tool_name
+                failed += out.add(_unchecked(step, at, relation, source_id, source_tool))
                 continue
             assert source is not None
             checks += 1
@@ -301,7 +307,7 @@ class Sweep:
                         step,
                         at=at,
                         relation=relation,
-                        source_id=source[1].step_id,
+                        source=source[1],
                         pointer=p,
                         value=v,
                         reference=reference,
@@ -557,12 +563,15 @@ def _prior_missing(step: Step, at: int, condition: Condition, missing: list[Prio
     )
 
 
-def _unchecked(step: Step, at: int, relation: Relation, source_id: str | None) -> Finding:
+def _unchecked(
+    step: Step, at: int, relation: Relation, source_id: str | None, source_tool: str | None
+) -> Finding:
     ref = relation.reference
-    target = ref.describe(relation.source_tool)
+    tools = " or ".join(repr(tool) for tool in relation.source_tools)
+    target = ref.describe(source_tool or "|".join(relation.source_tools))
     if source_id is None:
         match = "" if not relation.source_match else " with matching arguments"
-        why = f"no earlier successful call of {relation.source_tool!r}{match}"
+        why = f"no earlier successful call of {tools}{match}"
     elif ref.plain and ref.pointer is not None:
         why = (
             f"the output of step {source_id!r} has no value at "
@@ -586,12 +595,13 @@ def _violated(
     *,
     at: int,
     relation: Relation,
-    source_id: str,
+    source: Step,
     pointer: str,
     value: Any,
     reference: Any,
 ) -> Finding:
-    target = relation.reference.describe(relation.source_tool)
+    source_id = source.step_id
+    target = relation.reference.describe(source.tool_name or "")
     if type(reference) is _Members:
         shown = f"one of {reference.size} values"
     elif relation.op in ("in", "not_in"):

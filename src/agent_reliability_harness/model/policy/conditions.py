@@ -24,7 +24,7 @@ from agent_reliability_harness.errors import excerpt, join_pointer
 from agent_reliability_harness.model._extract import Extract
 from agent_reliability_harness.model._paths import ArgPath
 from agent_reliability_harness.model.policy._context import Context
-from agent_reliability_harness.model.policy._parse import require_tool
+from agent_reliability_harness.model.policy._parse import require_tool, tool_names
 from agent_reliability_harness.model.policy.predicates import (
     Clause,
     all_hold,
@@ -233,6 +233,22 @@ class Reference:
         return cls(pointer, extract, count, times, plus)
 
 
+def _source_tools(source: Mapping[str, Any], base: str, context: Context) -> tuple[str, ...]:
+    """``source.tool``: a tool name, or a non-empty array of them (the latest call of any)."""
+    raw = source.get("tool")
+    if type(raw) is not list:
+        tool = require_tool(source, base)
+        context.tool(tool, join_pointer(base, "tool"))
+        return (tool,)
+    where = join_pointer(base, "tool")
+    tools = tool_names(source, "tool", base)
+    if not tools:
+        raise bad(where, "must be a tool name or a non-empty array of tool names")
+    for index, tool in enumerate(tools):
+        context.tool(tool, join_pointer(where, index))
+    return tools
+
+
 @dataclass(frozen=True, slots=True)
 class Relation:
     """An argument of ``tool`` (or the number of its values) compared with a reference taken
@@ -242,7 +258,7 @@ class Relation:
     tool: str
     argument: ArgPath
     op: str
-    source_tool: str
+    source_tools: tuple[str, ...]
     reference: Reference
     source_match: tuple[tuple[ArgPath, ArgPath], ...] = ()
     when: tuple[Clause, ...] = ()
@@ -301,8 +317,7 @@ class Relation:
             raise bad(base, "missing required field 'source'")
         source = require_object(data["source"], source_base, "source")
         check_keys(source, cls._SOURCE_KEYS, source_base)
-        source_tool = require_tool(source, source_base)
-        context.tool(source_tool, join_pointer(source_base, "tool"))
+        source_tools = _source_tools(source, source_base, context)
         reference = Reference.parse(source, source_base, context)
         if reference.several and op not in SET_OPERATORS:
             if len(reference.times) > 1:
@@ -314,9 +329,11 @@ class Relation:
                 f"operator {op!r} compares with one value; {what} (several values) needs 'in' "
                 "or 'not_in'",
             )
-        match = parse_match(
-            source.get("match"), join_pointer(source_base, "match"), tool, source_tool, context
-        )
+        match: tuple[tuple[ArgPath, ArgPath], ...] = ()
+        for source_tool in source_tools:  # the match paths must suit each source tool
+            match = parse_match(
+                source.get("match"), join_pointer(source_base, "match"), tool, source_tool, context
+            )
         mode = data.get("if_missing")
         if mode is None:
             mode = "fail"
@@ -328,7 +345,7 @@ class Relation:
             tool,
             argument,
             op,
-            source_tool,
+            source_tools,
             reference,
             match,
             parse_when(data.get("when"), join_pointer(base, "when"), tool, context),
@@ -347,7 +364,11 @@ class Relation:
         # keys of later additions are written only when set, so that the policy hash of a
         # relation written before them does not change
         ref = self.reference
-        source: dict[str, Any] = {"tool": self.source_tool, "output": ref.output_dict()}
+        tools = self.source_tools
+        source: dict[str, Any] = {
+            "tool": tools[0] if len(tools) == 1 else list(tools),
+            "output": ref.output_dict(),
+        }
         if self.source_match:
             source["match"] = match_dict(self.source_match)
         if self.source_when:
