@@ -723,9 +723,7 @@ def test_count_arguments(arguments: dict[str, Any], finding: str | None) -> None
         report = validate_trace(trace(*steps), policy(relations=[relation]))
         (only,) = report.findings
         assert only.subject == "r /arguments/passengers"
-        assert only.expected == (
-            "count(/passengers/*) == count(look.output/passengers/*) (2)"
-        )
+        assert only.expected == ("count(/passengers/*) == count(look.output/passengers/*) (2)")
 
 
 # (times, plus, the source's value, the argument, holds), by hand: the reference is
@@ -815,12 +813,10 @@ def test_several_source_tools_take_the_latest_call_of_any() -> None:
     assert outcome(relation, *steps) == [("ARH-CND-003", "b")]
     report = validate_trace(trace(*steps), policy(relations=[relation]))
     assert "from step 'u'" in report.findings[0].message
-    assert outcome(relation, call("a", "act", {"id": "R", "cabin": "x"})) == [
-        ("ARH-CND-004", "a")
-    ]
-    missing = validate_trace(trace(call("a", "act", {"id": "R"} | {"cabin": "x"})), policy(
-        relations=[relation]
-    ))
+    assert outcome(relation, call("a", "act", {"id": "R", "cabin": "x"})) == [("ARH-CND-004", "a")]
+    missing = validate_trace(
+        trace(call("a", "act", {"id": "R"} | {"cabin": "x"})), policy(relations=[relation])
+    )
     assert missing.findings[0].observed == (
         "no earlier successful call of 'look' or 'upgrade' with matching arguments"
     )
