@@ -1366,3 +1366,40 @@ def test_a_step_that_makes_a_total_too_large_to_report_is_an_input_error_at_it()
     with pytest.raises(InputError) as caught:
         Validator(attempts).validate(trace)
     assert caught.value.pointer == "/steps/0/arguments"
+
+
+def test_guard_blocks_a_certificate_that_is_not_worth_its_passengers_before_it_runs() -> None:
+    # the reference is counted, scaled and read from the reservation before the call: 2
+    # passengers make 100 or 200 (POLICY-SPEC.md, relations), so 150 is refused
+    policy = Policy.from_dict(
+        {
+            "schema_version": "1.1",
+            "policy_id": "p",
+            "allow_unlisted_tools": True,
+            "relations": [
+                {
+                    "name": "certificate-per-passenger",
+                    "tool": "send_certificate",
+                    "argument": "amount",
+                    "op": "in",
+                    "source": {
+                        "tool": ["get_reservation_details", "cancel_reservation"],
+                        "output": {"count": "/passengers/*"},
+                        "times": [50, 100],
+                    },
+                }
+            ],
+        }
+    )
+    monitor = Monitor(policy)
+    reservation = {
+        "step_id": "s1",
+        "type": "tool_call",
+        "tool_name": "get_reservation_details",
+        "arguments": {"reservation_id": "R"},
+        "output": '{"passengers": [{"n": "a"}, {"n": "b"}]}',
+    }
+    monitor.observe(reservation)
+    with pytest.raises(BlockedCallError):
+        monitor.guard(_call("s2", "send_certificate", amount=150))
+    assert monitor.guard(_call("s2", "send_certificate", amount=200)) == []

@@ -245,6 +245,45 @@ VALID = {
             }
         ]
     ),
+    "relation-count-times-plus": doc(
+        relations=[
+            {
+                "tool": "refund",
+                "argument": {"count": "/amount/*"},
+                "op": "in",
+                "source": {
+                    "tool": ["lookup", "refund"],
+                    "output": {"count": {"pattern": "item: (?P<value>\\S+)"}},
+                    "match": {"order_id": "order_id"},
+                    "when": {"/status": {"equals": "open"}, "": {"pattern": "(?s).*"}},
+                    "times": [50, 100.5],
+                    "plus": -1,
+                },
+            }
+        ]
+    ),
+    "relation-pattern-and-pointer-objects": doc(
+        relations=[
+            {
+                "tool": "refund",
+                "argument": "amount",
+                "op": "<=",
+                "source": {
+                    "tool": "lookup",
+                    "output": {"pattern": "^total: (?P<value>[0-9.]+)$", "pointer": None},
+                    "times": 2,
+                    "when": None,
+                    "plus": None,
+                },
+            },
+            {
+                "tool": "refund",
+                "argument": "amount",
+                "op": "==",
+                "source": {"tool": "lookup", "output": {"count": {"pointer": "/items"}}},
+            },
+        ]
+    ),
     "confirmation-default": doc(confirmation={}),
     "confirmation-listed": doc(confirmation={"tools": ["refund"], "pattern": "confirm"}),
     "confirmation-per-tool": doc(
@@ -560,6 +599,111 @@ INVALID: dict[str, tuple[Any, str, str]] = {
         "/relations/0/source/tool",
         "not in allowed_tools",
     ),
+    "relation-several-factors-with-a-comparison": (
+        with_value(BASE_R, (*R, "source", "times"), [50, 100]),
+        "/relations/0/source/times",
+        "several factors (several values) needs 'in' or 'not_in'",
+    ),
+    "relation-factor-twice": (
+        with_value(BASE_R, (*R, "source", "times"), [1, 1.0]),
+        "/relations/0/source/times",
+        "lists a factor more than once",
+    ),
+    "relation-no-factors": (
+        with_value(BASE_R, (*R, "source", "times"), []),
+        "/relations/0/source/times",
+        "must be a number or an array of 1 to 16 numbers",
+    ),
+    "relation-factor-boolean": (
+        with_value(BASE_R, (*R, "source", "times"), [True]),
+        "/relations/0/source/times/0",
+        "must be a finite number, got boolean",
+    ),
+    "relation-plus-string": (
+        with_value(BASE_R, (*R, "source", "plus"), "1"),
+        "/relations/0/source/plus",
+        "must be a finite number, got string",
+    ),
+    "relation-output-number": (
+        with_value(BASE_R, (*R, "source", "output"), 3),
+        "/relations/0/source/output",
+        "must be a JSON pointer, a {pointer} or {pattern} object, or {count: ...}, got number",
+    ),
+    "relation-count-of-count": (
+        with_value(BASE_R, (*R, "source", "output"), {"count": {"count": "/items/*"}}),
+        "/relations/0/source/output/count/count",
+        "unknown key 'count'",
+    ),
+    "relation-count-null": (
+        with_value(BASE_R, (*R, "source", "output"), {"count": None}),
+        "/relations/0/source/output/count",
+        "must be a JSON pointer or a {pointer} or {pattern} object",
+    ),
+    "relation-count-with-other-key": (
+        with_value(BASE_R, (*R, "source", "output"), {"count": "/items/*", "pointer": "/x"}),
+        "/relations/0/source/output/pointer",
+        "unknown key 'pointer'",
+    ),
+    "relation-count-of-many-compared": (
+        with_value(BASE_R, (*R, "source", "output"), {"pointer": "/items/*/price"}),
+        "/relations/0/source/output",
+        "'*' (several values) needs 'in' or 'not_in'",
+    ),
+    "relation-pattern-without-value": (
+        with_value(BASE_R, (*R, "source", "output"), {"pattern": "total: ([0-9]+)"}),
+        "/relations/0/source/output/pattern",
+        "has no group named 'value'",
+    ),
+    "relation-pattern-empty-match": (
+        with_value(BASE_R, (*R, "source", "output"), {"pattern": "(?P<value>[0-9]*)"}),
+        "/relations/0/source/output/pattern",
+        "matches the empty string",
+    ),
+    "relation-argument-count-unknown-argument": (
+        with_value(BASE_R, (*R, "argument"), {"count": "/amout/*"}),
+        "/relations/0/argument/count",
+        "declares no argument 'amout'",
+    ),
+    "relation-argument-object-without-count": (
+        with_value(BASE_R, (*R, "argument"), {"path": "amount"}),
+        "/relations/0/argument/path",
+        "unknown key 'path'",
+    ),
+    "relation-argument-count-null": (
+        with_value(BASE_R, (*R, "argument"), {"count": None}),
+        "/relations/0/argument",
+        "missing required field 'count'",
+    ),
+    "relation-source-tools-empty": (
+        with_value(BASE_R, (*R, "source", "tool"), []),
+        "/relations/0/source/tool",
+        "must be a tool name or a non-empty array of tool names",
+    ),
+    "relation-source-tools-repeat": (
+        with_value(BASE_R, (*R, "source", "tool"), ["lookup", "lookup"]),
+        "/relations/0/source/tool/1",
+        "lists 'lookup' more than once",
+    ),
+    "relation-source-tools-unknown": (
+        with_value(BASE_R, (*R, "source", "tool"), ["lookup", "lookups"]),
+        "/relations/0/source/tool/1",
+        "not in allowed_tools",
+    ),
+    "relation-source-tools-match-argument": (
+        with_value(BASE_R, (*R, "source", "tool"), ["lookup", "send_money"]),
+        "/relations/0/source/match/order_id",
+        "declares no argument 'order_id'",
+    ),
+    "relation-source-when-not-pointer": (
+        with_value(BASE_R, (*R, "source", "when"), {"status": {"equals": "open"}}),
+        "/relations/0/source/when/status",
+        "must be a JSON pointer",
+    ),
+    "relation-source-when-no-test": (
+        with_value(BASE_R, (*R, "source", "when"), {"/status": {}}),
+        "/relations/0/source/when/~1status",
+        "at least one of",
+    ),
     # confirmation
     "confirmation-tools-empty": (
         doc(confirmation={"tools": []}),
@@ -699,6 +843,13 @@ GAPS = {
     "condition-names-repeat",
     "relation-compare-with-many",
     "relation-source-tool-unknown",
+    "relation-several-factors-with-a-comparison",
+    "relation-count-of-many-compared",
+    "relation-pattern-without-value",
+    "relation-pattern-empty-match",
+    "relation-argument-count-unknown-argument",
+    "relation-source-tools-unknown",
+    "relation-source-tools-match-argument",
     "confirmation-nothing-to-guard",
     "confirmation-pattern-empty-match",
     "confirmation-pattern-zero-width",
@@ -859,3 +1010,18 @@ def test_1_1_rules_on_deeply_nested_trace_values_are_an_input_error() -> None:
     )
     with pytest.raises(InputError, match="nested too deeply"):
         validate_trace(trace, policy)
+
+
+def test_relation_references_round_trip_and_old_relations_keep_their_form() -> None:
+    policy = Policy.from_dict(VALID["relation-count-times-plus"])
+    canonical = policy.to_dict()
+    again = Policy.from_dict(json.loads(json.dumps(canonical)))
+    assert (again.to_dict(), again.sha256) == (canonical, policy.sha256)
+    assert canonical["relations"][0]["source"]["times"] == [50, 100.5]
+    # a relation written before the new keys is written out as before (its hash is unchanged)
+    plain = Policy.from_dict(doc(relations=[RELATION])).to_dict()["relations"][0]
+    assert plain["source"] == RELATION["source"]
+    assert plain["argument"] == "amount"
+    # {"pointer": p} means p
+    spelled = with_value(BASE_R, (*R, "source", "output"), {"pointer": "/total"})
+    assert Policy.from_dict(spelled).sha256 == Policy.from_dict(BASE_R).sha256

@@ -612,3 +612,300 @@ def test_sample_policies_load_and_report_through_the_cli(arh: Any, tmp_path: Pat
         "checks": 1,
         "failed": 1,
     }
+
+
+# ---- relation references: text, counts, arithmetic, several sources, source.when --------------
+
+
+def relation_with(source: dict[str, Any], argument: Any = "v", op: str = "==") -> dict[str, Any]:
+    return {"name": "r", "tool": "act", "argument": argument, "op": op, "source": source}
+
+
+def outcome(relation: dict[str, Any], *steps: dict[str, Any]) -> list[tuple[str, str | None]]:
+    report = validate_trace(trace(*steps), policy(relations=[relation]))
+    return [(f.rule_id, f.step_id) for f in report.findings]
+
+
+# (op, the extracted text of 'balance: <text>', the argument v, holds); worked out from
+# POLICY-SPEC.md: extracted text is a number only where it meets one, and only in JSON spelling
+@pytest.mark.parametrize(
+    ("op", "text", "value", "holds"),
+    [
+        ("<=", "1200.50", 1200.5, True),
+        ("<=", "1200.50", 1300, False),
+        ("==", "100", 100, True),
+        ("==", "100", "100", True),  # text equals the same text
+        ("==", "100", 100.0, True),
+        ("==", "1,200", 1200, False),  # not a JSON number: only text
+        ("==", "007", 7, False),  # leading zeros are not JSON
+        ("<", "2e3", 1999, True),
+        (">", "abc", "abd", True),  # two texts compare as text
+        (">=", "abc", 5, False),  # text that is no number and a number: not comparable
+        ("in", "100", 100, True),
+        ("in", "100", "100", True),
+        ("not_in", "100", 100, False),
+        ("in", "x1", "x2", False),
+    ],
+)
+def test_pattern_references_read_text(op: str, text: str, value: Any, holds: bool) -> None:
+    relation = relation_with({"tool": "look", "output": {"pattern": "^balance: (?P<value>\\S+)$"}})
+    relation["op"] = op
+    steps = (
+        call("l", "look", output=f"name: ann\nbalance: {text}\nbalance: 0\n"),
+        call("a", "act", {"v": value}),
+    )
+    assert outcome(relation, *steps) == ([] if holds else [("ARH-CND-003", "a")])
+
+
+def test_pattern_references_use_the_first_value_for_a_comparison_and_all_for_in() -> None:
+    text = "recipient: DE1\nrecipient: DE2\n"
+    first = relation_with({"tool": "look", "output": {"pattern": "recipient: (?P<value>\\S+)"}})
+    steps = [call("l", "look", output=text), call("a", "act", {"v": "DE2"})]
+    assert outcome(first, *steps) == [("ARH-CND-003", "a")]
+    every = {**first, "op": "in"}
+    assert outcome(every, *steps) == []
+    # no match: a comparison has no value; in compares with the empty set
+    steps[0] = call("l", "look", output="nothing here")
+    assert outcome(first, *steps) == [("ARH-CND-004", "a")]
+    assert outcome(every, *steps) == [("ARH-CND-003", "a")]
+    # a call that recorded no output has no value at all
+    steps[0] = call("l", "look")
+    assert outcome(every, *steps) == [("ARH-CND-004", "a")]
+    # structured output: the pattern searches each string in it
+    steps[0] = call("l", "look", output={"rows": ["recipient: DE2"]})
+    assert outcome(every, *steps) == []
+
+
+# (what is counted in the source output, its count by hand, or None: no value)
+@pytest.mark.parametrize(
+    ("output", "counted", "expected"),
+    [
+        ("/passengers/*", {"passengers": [{"n": 1}, {"n": 2}]}, 2),
+        ("/passengers/*", {"passengers": []}, 0),
+        ("/passengers/*", {"passengers": {"a": 1, "b": 2, "c": 3}}, 3),
+        ("/passengers/*", {"passengers": "two"}, None),
+        ("/passengers/*", {}, None),
+        ("/passengers", {"passengers": [1, 2]}, 2),  # without '*': the array's length
+        ("/passengers", {"passengers": None}, None),
+        ("/passengers", {"passengers": 2}, None),
+        ("/passengers/*/name", {"passengers": [{"name": "a"}, {}]}, 1),
+        ({"pattern": "name: (?P<value>\\w+)"}, "name: a\nname: b\nname: c", 3),
+        ({"pattern": "name: (?P<value>\\w+)"}, "no one", 0),
+    ],
+)
+def test_count_references(output: Any, counted: Any, expected: int | None) -> None:
+    relation = relation_with({"tool": "look", "output": {"count": output}})
+    for value in (0, 1, 2, 3):
+        got = outcome(relation, call("l", "look", output=counted), call("a", "act", {"v": value}))
+        if expected is None:
+            assert got == [("ARH-CND-004", "a")]
+        else:
+            assert got == ([] if value == expected else [("ARH-CND-003", "a")])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "finding"),
+    [
+        ({"passengers": [1, 2]}, None),
+        ({"passengers": [1, 2, 3]}, "ARH-CND-003"),
+        ({"passengers": []}, "ARH-CND-003"),
+        ({"passengers": "x"}, None),  # nothing to count: not checked, as an absent argument
+        ({}, None),
+    ],
+)
+def test_count_arguments(arguments: dict[str, Any], finding: str | None) -> None:
+    relation = relation_with(
+        {"tool": "look", "output": {"count": "/passengers/*"}}, {"count": "/passengers/*"}
+    )
+    steps = (call("l", "look", output={"passengers": ["a", "b"]}), call("a", "act", arguments))
+    assert outcome(relation, *steps) == ([] if finding is None else [(finding, "a")])
+    if finding is not None:
+        report = validate_trace(trace(*steps), policy(relations=[relation]))
+        (only,) = report.findings
+        assert only.subject == "r /arguments/passengers"
+        assert only.expected == ("count(/passengers/*) == count(look.output/passengers/*) (2)")
+
+
+# (times, plus, the source's value, the argument, holds), by hand: the reference is
+# value x factor + plus, once per factor
+@pytest.mark.parametrize(
+    ("times", "plus", "reference", "value", "holds"),
+    [
+        ([50, 100], None, 3, 150, True),
+        ([50, 100], None, 3, 300, True),
+        ([50, 100], None, 3, 200, False),
+        ([50, 100], 10, 3, 160, True),
+        ([50, 100], None, "3", 150, False),  # a JSON string is no number: the set is empty
+        ([50, 100], None, True, 50, False),  # nor is a boolean
+        ([0.1], None, 3, 0.30000000000000004, True),  # IEEE doubles, as documented
+        ([0.1], None, 3, 0.3, False),
+        ([2], -1, 10**20, 2 * 10**20 - 1, True),  # integers stay exact
+    ],
+)
+def test_arithmetic_on_references(
+    times: list[Any], plus: Any, reference: Any, value: Any, holds: bool
+) -> None:
+    source: dict[str, Any] = {"tool": "look", "output": "/n", "times": times}
+    if plus is not None:
+        source["plus"] = plus
+    relation = relation_with(source, op="in")
+    steps = (call("l", "look", output={"n": reference}), call("a", "act", {"v": value}))
+    assert outcome(relation, *steps) == ([] if holds else [("ARH-CND-003", "a")])
+
+
+def test_arithmetic_without_a_number_is_no_value_for_a_comparison() -> None:
+    relation = relation_with({"tool": "look", "output": "/n", "times": 2}, op="<=")
+    assert outcome(relation, call("l", "look", output={"n": 5}), call("a", "act", {"v": 10})) == []
+    assert outcome(relation, call("l", "look", output={"n": 5}), call("a", "act", {"v": 11})) == [
+        ("ARH-CND-003", "a")
+    ]
+    for odd in ("five", None, [5], 1e308):  # 1e308 x 2 overflows: no number either
+        steps = (call("l", "look", output={"n": odd}), call("a", "act", {"v": 1}))
+        assert outcome(relation, *steps) == [("ARH-CND-004", "a")], odd
+    text = relation_with(
+        {"tool": "look", "output": {"pattern": "n=(?P<value>\\S+)"}, "times": 2}, op="=="
+    )
+    assert outcome(text, call("l", "look", output="n=2.5"), call("a", "act", {"v": 5})) == []
+
+
+def test_source_when_decides_whether_the_relation_applies() -> None:
+    relation = relation_with(
+        {
+            "tool": "look",
+            "output": "/flights",
+            "when": {"/cabin": {"equals": "basic_economy"}},
+        },
+        "/flights/*",
+        "in",
+    )
+    basic = {"cabin": "basic_economy", "flights": ["A", "B"]}
+    change = call("a", "act", {"flights": ["A", "C"]})
+    assert outcome(relation, call("l", "look", output=basic), change) == [("ARH-CND-003", "a")]
+    economy = {**basic, "cabin": "economy"}
+    # not the source the relation is about: no check at all
+    report = validate_trace(
+        trace(call("l", "look", output=economy), change), policy(relations=[relation])
+    )
+    assert report.findings == ()
+    (result,) = [c for c in report.categories if c.category == "conditions"]
+    assert (result.applicable, result.checks) == (False, 0)
+    # no source: if_missing decides, as before
+    assert outcome(relation, change) == [("ARH-CND-004", "a")]
+
+
+def test_several_source_tools_take_the_latest_call_of_any() -> None:
+    relation = relation_with(
+        {
+            "tool": ["look", "upgrade"],
+            "output": "/cabin",
+            "match": {"id": "id"},
+        },
+        "cabin",
+    )
+    steps = [
+        call("l", "look", {"id": "R"}, output={"cabin": "basic"}),
+        call("u", "upgrade", {"id": "R"}, output={"cabin": "economy"}),
+        call("x", "upgrade", {"id": "S"}, output={"cabin": "first"}),  # another reservation
+        call("f", "upgrade", {"id": "R"}, output="Error", status="error"),  # a failed call
+        call("a", "act", {"id": "R", "cabin": "economy"}),
+        call("b", "act", {"id": "R", "cabin": "basic"}),
+    ]
+    assert outcome(relation, *steps) == [("ARH-CND-003", "b")]
+    report = validate_trace(trace(*steps), policy(relations=[relation]))
+    assert "from step 'u'" in report.findings[0].message
+    assert outcome(relation, call("a", "act", {"id": "R", "cabin": "x"})) == [("ARH-CND-004", "a")]
+    missing = validate_trace(
+        trace(call("a", "act", {"id": "R"} | {"cabin": "x"})), policy(relations=[relation])
+    )
+    assert missing.findings[0].observed == (
+        "no earlier successful call of 'look' or 'upgrade' with matching arguments"
+    )
+
+
+def brute_relation(steps: list[dict[str, Any]], times: list[int], op: str) -> list[tuple[str, str]]:
+    """POLICY-SPEC.md, relations, written out directly for the relation of
+    ``test_relations_agree_with_brute_force``: act's count of ``/v/*`` (or v) against
+    ``times`` x the count of ``/n/*`` in the latest earlier ok call of look or upgrade with the
+    same id, when that output's cabin is "x"; every earlier step is scanned again."""
+    out = []
+    for at, step in enumerate(steps):
+        if step["tool_name"] != "act":
+            continue
+        args = step["arguments"]
+        if "v" not in args:
+            continue
+        source = None
+        for earlier in reversed(steps[:at]):
+            if (
+                earlier["tool_name"] in ("look", "upgrade")
+                and earlier.get("status", "ok") == "ok"
+                and "id" in args
+                and earlier["arguments"].get("id") == args["id"]
+            ):
+                source = earlier
+                break
+        if source is not None and source.get("output", {}).get("cabin") != "x":
+            continue
+        items = None if source is None else source.get("output", {}).get("n")
+        if type(items) is not list:
+            out.append(("ARH-CND-004", step["step_id"]))
+            continue
+        references = {len(items) * factor for factor in times}
+        value = args["v"]
+        holds = value in references if op == "in" else value not in references
+        if not holds:
+            out.append(("ARH-CND-003", step["step_id"]))
+    return out
+
+
+relation_steps = st.lists(
+    st.tuples(
+        st.sampled_from(["look", "upgrade", "act", "other"]),
+        st.sampled_from(["A", "B", None]),
+        st.sampled_from(["x", "y", None]),
+        st.one_of(st.none(), st.lists(st.integers(0, 3), max_size=3)),
+        st.integers(0, 6),
+        st.booleans(),
+    ),
+    max_size=12,
+)
+
+
+@SETTINGS
+@given(
+    raw=relation_steps,
+    times=st.lists(st.integers(1, 3), min_size=1, max_size=3, unique=True),
+    op=st.sampled_from(["in", "not_in"]),
+)
+def test_relations_agree_with_brute_force(
+    raw: list[tuple[str, str | None, str | None, list[int] | None, int, bool]],
+    times: list[int],
+    op: str,
+) -> None:
+    steps = []
+    for number, (tool, key, cabin, items, value, ok) in enumerate(raw):
+        arguments: dict[str, Any] = {} if key is None else {"id": key}
+        if tool == "act":
+            arguments["v"] = value
+        output: dict[str, Any] = {"cabin": cabin}
+        if items is not None:
+            output["n"] = items
+        extra: dict[str, Any] = {"output": output}
+        if not ok:
+            extra["status"] = "error"
+        steps.append(call(f"s{number}", tool, arguments, **extra))
+    relation = {
+        "name": "r",
+        "tool": "act",
+        "argument": "v",
+        "op": op,
+        "source": {
+            "tool": ["look", "upgrade"],
+            "output": {"count": "/n/*"},
+            "times": times,
+            "match": {"id": "id"},
+            "when": {"/cabin": {"equals": "x"}},
+        },
+    }
+    report = validate_trace(trace(*steps), policy(relations=[relation]))
+    assert [(f.rule_id, f.step_id) for f in report.findings] == brute_relation(steps, times, op)

@@ -3033,5 +3033,119 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# ---- relations over text, counts and arithmetic (policy language 1.1) -------------------------
+# The lookup's output gains a YAML-like text field and a list; the relations read the text by a
+# pattern with a group 'value' and count the list.
+
+LIMIT_PATTERN = "^limit: (?P<value>\\S+)$"
+
+
+SLOTS = 3
+
+
+def text_relations(d: Draft, *, limit: str, plus: float, **source: Any) -> None:
+    """The act's range argument at most the limit in the lookup's notes (read by a pattern), and
+    one of 1 or 2 times the number of slots the lookup lists (three), plus ``plus``."""
+    dom = d.dom
+    notes = f"record: {d.v['id']}\nlimit: {limit}\n"
+    wrap_lookup(d, notes=notes, slots=[{"n": n} for n in range(SLOTS)])
+    p = policy_1_1(d, "text")
+    p["relations"] = [
+        {
+            "name": "within-noted-limit",
+            "tool": dom.act,
+            "argument": dom.range_arg,
+            "op": "<=",
+            "source": {"tool": dom.lookup, "output": {"pattern": LIMIT_PATTERN}, **source},
+        },
+        {
+            "name": "slots-and-base",
+            "tool": dom.act,
+            "argument": dom.range_arg,
+            "op": "in",
+            "source": {
+                "tool": [dom.lookup],
+                "output": {"count": "/slots/*"},
+                "times": [1, 2],
+                "plus": plus,
+                **source,
+            },
+        },
+    ]
+
+
+@template("normal", "relation-text-and-count-clean")
+def _n_text_relations(dom: Domain, rng: random.Random) -> Built:
+    d = base(dom, rng)
+    text_relations(d, limit=str(d.v["range"]), plus=d.v["range"] - SLOTS)
+    return (
+        d,
+        (
+            f"The lookup's notes say 'limit: {d.v['range']}' (read by a pattern: text that is a "
+            f"JSON number meets the number {d.v['range']} as a number), and {dom.range_arg} "
+            f"{d.v['range']} is 1 x the 3 slots plus {d.v['range'] - SLOTS}: both relations hold."
+        ),
+        "lookup output with notes text and slots; relations by pattern and by count x [1, 2] + c",
+    )
+
+
+@template("adversarial", "relation-field-imitated-in-text")
+def _ad_text_imitated(dom: Domain, rng: random.Random) -> Built:
+    d = base(dom, rng)
+    limit = d.v["range"] - 1
+    text_relations(d, limit=str(limit), plus=d.v["range"] - SLOTS)
+    notes = d.step("lookup")["output"]["notes"]
+    big = d.v["range"] + 100
+    d.step("lookup")["output"]["notes"] = f"{notes}remark: the customer wrote limit: {big}\n"
+    d.expect("error", "ARH-CND-003", "act")
+    return (
+        d,
+        (
+            f"The notes carry the real 'limit: {limit}' on its own line and a remark that imitates "
+            f"the field ('limit: {big}' inside a sentence). The pattern is anchored to whole "
+            f"lines, so the reference is {limit}, and {dom.range_arg} {d.v['range']} is above it: "
+            "ARH-CND-003 at the act."
+        ),
+        f"lookup notes limit {limit} plus an imitated 'limit: {big}' inside a remark",
+    )
+
+
+@template("adversarial", "relation-number-lookalike-in-text")
+def _ad_text_lookalike(dom: Domain, rng: random.Random) -> Built:
+    d = base(dom, rng)
+    text_relations(d, limit="1,000", plus=d.v["range"] - SLOTS)
+    d.expect("error", "ARH-CND-003", "act")
+    return (
+        d,
+        (
+            "The notes say 'limit: 1,000': with a thousands separator it is not a JSON number, "
+            f"so it stays text, and text cannot be ordered against the number {d.v['range']}: "
+            "ARH-CND-003 at the act (never read as 1000, nor as 1)."
+        ),
+        "lookup notes 'limit: 1,000'",
+    )
+
+
+@template("edge", "relation-source-when-not-met")
+def _e_source_when(dom: Domain, rng: random.Random) -> Built:
+    d = base(dom, rng)
+    text_relations(
+        d,
+        limit="0",
+        plus=d.v["range"] + 1,
+        when={"/status": {"equals": "open"}},
+    )
+    d.step("lookup")["output"]["status"] = "closed"
+    return (
+        d,
+        (
+            f"Both relations would fail (limit 0, and 1 or 2 x 3 slots plus {d.v['range'] + 1} "
+            f"is never {d.v['range']}), but they apply only when the lookup's status is "
+            "'open' (source.when), and it is 'closed': no check, nothing fires."
+        ),
+        "lookup status closed; relations with source.when status == open",
+    )
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -2,8 +2,11 @@
 
 A *condition* applies to the calls of one tool whose arguments satisfy its ``when`` clauses; such a
 call is forbidden, or needs earlier successful calls of other tools (optionally with matching
-arguments). A *relation* compares an argument of a call with a value in the output of the latest
-earlier successful call of another tool (optionally the one with matching arguments).
+arguments). A *relation* compares an argument of a call (or the number of its values) with a
+reference in the output of the latest earlier successful call of another tool (optionally the one
+with matching arguments, and only when that output meets the relation's ``source.when``): the
+value at a pointer, the values a pattern extracts from text, or their number, scaled and shifted
+by constants.
 
 One pass over the tool calls, in order. Each successful call is indexed under the argument values
 that conditions and relations match on, so a later call finds its prior or its source by one
@@ -15,10 +18,13 @@ for a run, so both check a call the same way.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
+from agent_reliability_harness.errors import join_pointer
 from agent_reliability_harness.model._paths import (
     ArgPath,
     collect,
@@ -27,6 +33,7 @@ from agent_reliability_harness.model._paths import (
     parsed_output,
 )
 from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.policy.predicates import all_hold
 from agent_reliability_harness.model.report import CategoryResult, Finding
 from agent_reliability_harness.model.trace import Step
 from agent_reliability_harness.rules._facts import TraceFacts
@@ -38,7 +45,12 @@ from agent_reliability_harness.rules.selection import Findings
 
 if TYPE_CHECKING:
     # the parser of the 1.1 sections is loaded only for policies that declare 1.1
-    from agent_reliability_harness.model.policy.conditions import Condition, Prior, Relation
+    from agent_reliability_harness.model.policy.conditions import (
+        Condition,
+        Prior,
+        Reference,
+        Relation,
+    )
 
 Paths = tuple[ArgPath, ...]
 
@@ -137,8 +149,8 @@ class _Lookup:
 class Plan:
     # tool -> its conditions, each with the lookup of each of its require_prior entries
     conditions: Mapping[str, tuple[tuple[Condition, tuple[_Lookup, ...]], ...]]
-    # tool -> its relations, each with the lookup of its source call
-    relations: Mapping[str, tuple[tuple[Relation, _Lookup], ...]]
+    # tool -> its relations, each with the lookup of its source call in each source tool
+    relations: Mapping[str, tuple[tuple[Relation, tuple[_Lookup, ...]], ...]]
     # tool -> the indexes its successful calls feed, with the paths each is keyed by
     indexes: Mapping[str, tuple[tuple[_IndexKey, Paths], ...]]
 
@@ -148,7 +160,7 @@ def prepare(policy: Policy) -> Plan | None:
     if ext is None or not (ext.conditions or ext.relations):
         return None
     conditions: dict[str, list[tuple[Condition, tuple[_Lookup, ...]]]] = {}
-    relations: dict[str, list[tuple[Relation, _Lookup]]] = {}
+    relations: dict[str, list[tuple[Relation, tuple[_Lookup, ...]]]] = {}
     indexes: dict[str, dict[_IndexKey, Paths]] = {}
 
     def lookup(tool: str, match: tuple[tuple[ArgPath, ArgPath], ...]) -> _Lookup:
@@ -161,8 +173,8 @@ def prepare(policy: Policy) -> Plan | None:
         lookups = tuple(lookup(prior.tool, prior.match) for prior in condition.require_prior)
         conditions.setdefault(condition.tool, []).append((condition, lookups))
     for relation in ext.relations:
-        source = lookup(relation.source_tool, relation.source_match)
-        relations.setdefault(relation.tool, []).append((relation, source))
+        sources = tuple(lookup(tool, relation.source_match) for tool in relation.source_tools)
+        relations.setdefault(relation.tool, []).append((relation, sources))
     return Plan(
         {tool: tuple(group) for tool, group in conditions.items()},
         {tool: tuple(group) for tool, group in relations.items()},
@@ -214,35 +226,25 @@ class Sweep:
             return None
         return self.latest.get(lookup.index, {}).get(key)
 
+    def output(self, at: int, step: Step) -> Any:
+        """The output of the call at ``at`` as data, parsed once."""
+        if at not in self.outputs:
+            self.outputs[at] = parsed_output(step.output)
+        return self.outputs[at]
+
     def reference(self, at: int, step: Step, relation: Relation) -> tuple[bool, Any]:
-        """(found, value or set of keys) at the relation's output pointer in ``step``, at ``at``."""
+        """(found, value or set of keys) of the relation's reference in ``step``, at ``at``."""
+        ref = relation.reference
         members = relation.op in ("in", "not_in")
-        cache_key = (at, relation.source_output.text, members)
+        cache_key = (at, _reference_key(ref), members)
         cached = self.references.get(cache_key)
         if cached is not None:
             return cached
-        if at not in self.outputs:
-            self.outputs[at] = parsed_output(step.output)
-        output = self.outputs[at]
-        pointer = relation.source_output
-        values = collect(output, pointer)
-        result: tuple[bool, Any]
-        if members:
-            if pointer.wildcard:
-                # the values reached through '*', even none: the output has a value at the
-                # pointer when what the first '*' runs over is an object or an array
-                head = pointer.segments[: pointer.segments.index("*")]
-                found = any(
-                    type(v) in (dict, list) for v in collect(output, ArgPath("", head, False))
-                )
-            else:
-                found = bool(values) and values[0] is not None
-                if found and type(values[0]) is list:
-                    values = values[0]  # its elements; an empty array is an empty set
-            result = (found, frozenset(json_key(v) for v in values))
-        else:  # null, or no output at all, is no value to compare with
-            value = values[0] if values else None
-            result = (value is not None, value)
+        result = (
+            _pointer_reference(self.output(at, step), ref.pointer, members)
+            if ref.plain and ref.pointer is not None
+            else _extended_reference(self.output(at, step), step.output, ref, members)
+        )
         self.references[cache_key] = result
         return result
 
@@ -267,13 +269,23 @@ class Sweep:
             ]
             if missing:
                 failed += out.add(_prior_missing(step, at, condition, missing))
-        for relation, lookup in plan.relations.get(name, ()):
+        for relation, sources in plan.relations.get(name, ()):
             if not relation.applies(args):
                 continue
-            values = collect_located(args, relation.argument, "/arguments")
+            values = _argument_values(args, relation)
             if not values:
                 continue
-            source = self.find(lookup, args)
+            source = self.find(sources[0], args)
+            for lookup in sources[1:]:  # the latest call of any of the source tools
+                other = self.find(lookup, args)
+                if other is not None and (source is None or other[0] > source[0]):
+                    source = other
+            if (
+                source is not None
+                and relation.source_when
+                and not all_hold(relation.source_when, self.output(*source))
+            ):
+                continue  # the source's output is not one the relation is about
             found, reference = (
                 (False, None) if source is None else self.reference(*source, relation)
             )
@@ -281,8 +293,10 @@ class Sweep:
                 if relation.if_missing == "skip":
                     continue
                 checks += 1
-                source_id = None if source is None else source[1].step_id
-                failed += out.add(_unchecked(step, at, relation, source_id))
+                source_id = source_tool = None
+                if source is not None:
+                    source_id, source_tool = source[1].step_id, source[1].tool_name
+                failed += out.add(_unchecked(step, at, relation, source_id, source_tool))
                 continue
             assert source is not None
             checks += 1
@@ -293,7 +307,7 @@ class Sweep:
                         step,
                         at=at,
                         relation=relation,
-                        source_id=source[1].step_id,
+                        source=source[1],
                         pointer=p,
                         value=v,
                         reference=reference,
@@ -303,7 +317,177 @@ class Sweep:
         return checks, failed
 
 
+def _argument_values(args: Mapping[str, Any], relation: Relation) -> list[tuple[str, Any]]:
+    """(JSON pointer in the step, value) of each value the relation compares: the values at its
+    argument path, or their number (at the path up to its first '*'); none: not checked."""
+    path = relation.argument
+    if not relation.count_argument:
+        return collect_located(args, path, "/arguments")
+    counted = count_at(args, path)
+    if counted is None:
+        return []
+    head = path.segments[: path.segments.index("*")] if path.wildcard else path.segments
+    return [(join_pointer("/arguments", *head), counted)]
+
+
+def _pointer_reference(output: Any, pointer: ArgPath, members: bool) -> tuple[bool, Any]:
+    """The reference at a plain output pointer (the form of 1.1 before extraction objects)."""
+    values = collect(output, pointer)
+    if members:
+        if pointer.wildcard:
+            # the values reached through '*', even none: the output has a value at the
+            # pointer when what the first '*' runs over is an object or an array
+            found = _wildcard_found(output, pointer)
+        else:
+            found = bool(values) and values[0] is not None
+            if found and type(values[0]) is list:
+                values = values[0]  # its elements; an empty array is an empty set
+        return found, frozenset(json_key(v) for v in values)
+    # null, or no output at all, is no value to compare with
+    value = values[0] if values else None
+    return value is not None, value
+
+
+def _wildcard_found(data: Any, path: ArgPath) -> bool:
+    """Whether what the first '*' of ``path`` runs over, in ``data``, is an object or array."""
+    head = path.segments[: path.segments.index("*")]
+    return any(type(v) in (dict, list) for v in collect(data, ArgPath("", head, False)))
+
+
+def count_at(data: Any, path: ArgPath) -> int | None:
+    """The number of values at ``path`` in ``data`` (``{"count": path}``): with '*', how many
+    it reaches, when what the first '*' runs over is an object or an array; without, the
+    elements of the array or the members of the object found there. None: nothing to count."""
+    if path.wildcard:
+        return len(collect(data, path)) if _wildcard_found(data, path) else None
+    values = collect(data, path)
+    if values and type(values[0]) in (dict, list):
+        return len(values[0])
+    return None
+
+
+# a string that is, in full, a JSON number: what a pattern extracts from text reads as a number
+# where it meets one (a comparison with a number, arithmetic)
+_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """A value a pattern extracted: its text, and the number it reads as (None if it does not)."""
+
+    text: str
+    number: int | float | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Members:
+    """The set a relation's ``in`` and ``not_in`` compare with, when a value in it can have two
+    keys (extracted text that reads as a number): the keys, and how many values they are."""
+
+    keys: frozenset[Any]
+    size: int
+
+
+def _text(text: str) -> _Text:
+    if _NUMBER.fullmatch(text) is None:
+        return _Text(text, None)
+    if text.isdigit() or (text[0] == "-" and text[1:].isdigit()):
+        return _Text(text, int(text))
+    number = float(text)
+    return _Text(text, number if math.isfinite(number) else None)
+
+
+def _number(value: Any) -> int | float | None:
+    """A reference value as a number for arithmetic: a number (a boolean is not one), or text
+    that reads as one; anything else is not a number."""
+    if type(value) is _Text:
+        return value.number
+    if type(value) is int or type(value) is float:
+        return value
+    return None
+
+
+def _keys(value: Any) -> tuple[Any, ...]:
+    """The keys under which a reference value is a member of a set: extracted text is its
+    string, and the number it reads as."""
+    if type(value) is _Text:
+        if value.number is None:
+            return (json_key(value.text),)
+        return json_key(value.text), json_key(value.number)
+    return (json_key(value),)
+
+
+def _reference_key(ref: Reference) -> str:
+    """A cache key for a reference within one run (a pattern and a pointer never share one)."""
+    if ref.plain and ref.pointer is not None:
+        return ref.pointer.text
+    if ref.pointer is not None:
+        what = "p" + ref.pointer.text
+    else:
+        assert ref.extract is not None
+        what = "r" + (ref.extract.pattern or "")
+    return repr((what, ref.count, ref.times, ref.plus))
+
+
+def _extended_reference(data: Any, output: Any, ref: Reference, members: bool) -> tuple[bool, Any]:
+    """The reference of an extraction object, a count or arithmetic (see POLICY-SPEC.md)."""
+    values: list[Any]
+    if ref.count:
+        if ref.pointer is not None:
+            counted = count_at(data, ref.pointer)
+        else:  # a pattern: how many values it extracts from the text there is
+            assert ref.extract is not None
+            counted = None if output is None else len(ref.extract.find(output))
+        if counted is None:
+            return False, frozenset() if members else None
+        values = [counted]
+        found = True
+    elif ref.pointer is not None:
+        found, value = _pointer_reference(data, ref.pointer, False)
+        if ref.pointer.wildcard:
+            found = _wildcard_found(data, ref.pointer)
+            values = collect(data, ref.pointer)
+        else:
+            values = [value] if found else []
+            if members and found and type(value) is list:
+                values = value
+    else:  # a pattern: every value it extracts, as text (the first for a comparison)
+        assert ref.extract is not None
+        found = output is not None
+        values = [_text(f.value) for f in ref.extract.find(output)] if found else []
+        if not members:
+            found = bool(values)
+            values = values[:1]
+    if ref.arithmetic:
+        times = ref.times or (1,)
+        plus = 0 if ref.plus is None else ref.plus
+        results: list[Any] = []
+        for value in values:
+            number = _number(value)
+            if number is None:
+                continue
+            for factor in times:
+                result = number * factor + plus
+                if type(result) is int or math.isfinite(result):
+                    results.append(result)
+        values = results
+        if not members:
+            found = bool(values)
+    if members:
+        keys = frozenset(key for value in values for key in _keys(value))
+        return found, _Members(keys, len({_keys(value)[0] for value in values}))
+    return found, values[0] if found else None
+
+
 def _holds(value: Any, op: str, reference: Any) -> bool:
+    if type(reference) is _Members:
+        reference = reference.keys
+    elif type(reference) is _Text:
+        # extracted text meets a number: it counts as the number it reads as, if any
+        if type(value) in (int, float) and reference.number is not None:
+            reference = reference.number
+        else:
+            reference = reference.text
     if op == "in":
         return json_key(value) in reference
     if op == "not_in":
@@ -379,22 +563,29 @@ def _prior_missing(step: Step, at: int, condition: Condition, missing: list[Prio
     )
 
 
-def _unchecked(step: Step, at: int, relation: Relation, source_id: str | None) -> Finding:
+def _unchecked(
+    step: Step, at: int, relation: Relation, source_id: str | None, source_tool: str | None
+) -> Finding:
+    ref = relation.reference
+    tools = " or ".join(repr(tool) for tool in relation.source_tools)
+    target = ref.describe(source_tool or "|".join(relation.source_tools))
     if source_id is None:
         match = "" if not relation.source_match else " with matching arguments"
-        why = f"no earlier successful call of {relation.source_tool!r}{match}"
-    else:
+        why = f"no earlier successful call of {tools}{match}"
+    elif ref.plain and ref.pointer is not None:
         why = (
             f"the output of step {source_id!r} has no value at "
-            f"{relation.source_output.text or '(the whole output)'!r}"
+            f"{ref.pointer.text or '(the whole output)'!r}"
         )
+    else:
+        what = "number" if ref.count or ref.arithmetic else "value"
+        why = f"the output of step {source_id!r} gives no {what} for {target}"
     return RELATION_UNCHECKED.finding(
         f"relation {relation.name!r} cannot be checked for {step.tool_name!r}: {why}",
         at=at,
         step_id=step.step_id,
         subject=relation.name,
-        expected=f"{relation.argument.text} {relation.op} {relation.source_tool}.output"
-        f"{relation.source_output.text}",
+        expected=f"{relation.describe_argument()} {relation.op} {target}",
         observed=why,
     )
 
@@ -404,22 +595,26 @@ def _violated(
     *,
     at: int,
     relation: Relation,
-    source_id: str,
+    source: Step,
     pointer: str,
     value: Any,
     reference: Any,
 ) -> Finding:
-    target = f"{relation.source_tool}.output{relation.source_output.text}"
-    shown = (
-        f"one of {len(reference)} values" if relation.op in ("in", "not_in") else show(reference)
-    )
+    source_id = source.step_id
+    target = relation.reference.describe(source.tool_name or "")
+    if type(reference) is _Members:
+        shown = f"one of {reference.size} values"
+    elif relation.op in ("in", "not_in"):
+        shown = f"one of {len(reference)} values"
+    else:
+        shown = show(reference.text if type(reference) is _Text else reference)
     return RELATION_VIOLATED.finding(
         f"{pointer} = {show(value)} of {step.tool_name!r} breaks relation {relation.name!r}: "
         f"expected {relation.op} {target} ({shown}, from step {source_id!r})",
         at=at,
         step_id=step.step_id,
         subject=f"{relation.name} {pointer}",
-        expected=f"{relation.argument.text} {relation.op} {target} ({shown})",
+        expected=f"{relation.describe_argument()} {relation.op} {target} ({shown})",
         observed=show(value),
     )
 

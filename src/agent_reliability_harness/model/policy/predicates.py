@@ -5,7 +5,7 @@ of another. Argument locations are paths (see ``model/_paths.py``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -30,6 +30,7 @@ __all__ = [
     "all_hold",
     "match_dict",
     "parse_match",
+    "parse_output_when",
     "parse_when",
     "when_dict",
 ]
@@ -187,9 +188,10 @@ class Clause:
     predicate: Predicate
     min_count: int = 1
 
-    def holds(self, arguments: Mapping[str, Any]) -> bool:
+    def holds(self, data: Any) -> bool:
+        """On a call's arguments, or on a tool's output for a relation's ``source.when``."""
         count = 0
-        for value in collect(arguments, self.path):
+        for value in collect(data, self.path):
             if self.predicate.holds(value):
                 count += 1
                 if count >= self.min_count:
@@ -204,14 +206,39 @@ class Clause:
 
 
 def parse_when(raw: object, pointer: str, tool: str, context: Context) -> tuple[Clause, ...]:
+    """A ``when`` object over a call's arguments (keys are argument paths)."""
+
+    def argument(key: str, where: str) -> ArgPath:
+        path = ArgPath.parse(key, where)
+        context.argument(tool, path, where)
+        return path
+
+    return _parse_clauses(raw, pointer, argument, context.patterns)
+
+
+def parse_output_when(
+    raw: object, pointer: str, patterns: list[tuple[str, str, int]]
+) -> tuple[Clause, ...]:
+    """A ``when`` object over a tool's output (keys are output pointers, ``""`` the whole
+    output), as a relation's ``source.when``."""
+    return _parse_clauses(
+        raw, pointer, lambda key, where: ArgPath.parse(key, where, pointer_only=True), patterns
+    )
+
+
+def _parse_clauses(
+    raw: object,
+    pointer: str,
+    path_of: Callable[[str, str], ArgPath],
+    patterns: list[tuple[str, str, int]],
+) -> tuple[Clause, ...]:
     if raw is None:
         return ()
     data = require_object(raw, pointer, "when")
     clauses: list[Clause] = []
     for key, spec in data.items():
         where = join_pointer(pointer, key)
-        path = ArgPath.parse(key, where)
-        context.argument(tool, path, where)
+        path = path_of(key, where)
         body = require_object(spec, where, "a predicate")
         check_keys(body, (*_PREDICATE_KEYS, "min_count"), where)
         min_count = opt_nonneg_int(body, "min_count", where, minimum=1)
@@ -223,7 +250,7 @@ def parse_when(raw: object, pointer: str, tool: str, context: Context) -> tuple[
                 "min_count above 1 needs a path with a '*' segment (one value cannot count twice)",
             )
         predicate = Predicate._from(
-            {k: v for k, v in body.items() if k != "min_count"}, where, context.patterns
+            {k: v for k, v in body.items() if k != "min_count"}, where, patterns
         )
         clauses.append(Clause(path, predicate, min_count))
     return tuple(clauses)
@@ -258,6 +285,7 @@ def match_dict(pairs: tuple[tuple[ArgPath, ArgPath], ...]) -> dict[str, str]:
     return {mine.text: theirs.text for mine, theirs in pairs}
 
 
-def all_hold(when: tuple[Clause, ...], arguments: Mapping[str, Any]) -> bool:
-    """Do all the ``when`` clauses of a condition or relation hold for a call's arguments?"""
-    return all(clause.holds(arguments) for clause in when)
+def all_hold(when: tuple[Clause, ...], data: Any) -> bool:
+    """Do all the ``when`` clauses of a condition or relation hold for a call's arguments (or,
+    for ``source.when``, for the source call's output)?"""
+    return all(clause.holds(data) for clause in when)
