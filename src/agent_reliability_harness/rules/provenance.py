@@ -503,15 +503,16 @@ def untrusted_value_finding(
     )
 
 
+# the sources of require, in the singular ("in no ...") and the plural ("found in ...")
 SOURCE_NAMES: Final = {
-    "user": "a user message",
-    "trusted": "trusted text",
-    "policy": "the policy's values",
+    "user": ("user message", "user messages"),
+    "trusted": ("trusted text", "trusted text"),
+    "policy": ("value the policy lists", "the values the policy lists"),
 }
 
 
-def _sources(names: Iterable[str]) -> str:
-    words = [SOURCE_NAMES[name] for name in names]
+def _sources(names: Iterable[str], number: int) -> str:
+    words = [SOURCE_NAMES[name][number] for name in names]
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
@@ -530,7 +531,7 @@ def unsourced_value_finding(
     require = sink.require
     assert require is not None
     if elsewhere is None:
-        seen = "appears in no user message or tool output before it"
+        seen = "appears in no user message or tool output before it"  # as matched
     else:
         position, kind, label = elsewhere
         holder = origin[position]
@@ -548,12 +549,12 @@ def unsourced_value_finding(
     match = require.match
     return UNSOURCED_VALUE.finding(
         f"{value.pointer} of {step.tool_name!r} carries {show(value.raw)}, which occurs in no "
-        f"{_sources(require.sources)} before this call (matched as {match}); it {seen}",
+        f"{_sources(require.sources, 0)} before this call (matched as {match}); it {seen}",
         at=at,
         step_id=step.step_id,
         subject=f"{value.pointer} = {show(value.key)}",
-        expected=f"values of {sink.tool}.{sink.argument.text} from "
-        f"{_sources(require.sources)} (matched as {match})",
+        expected=f"values of {sink.tool}.{sink.argument.text} found in "
+        f"{_sources(require.sources, 1)} before the call (matched as {match})",
         observed=f"{show(value.key)}: {seen}",
     )
 
