@@ -23,9 +23,9 @@ from agent_reliability_harness.rules._taint import (
     first_occurrences,
     mark,
 )
+from test_monitor import equivalence_problems
 
 from conftest import ROOT
-from test_monitor import equivalence_problems
 
 FIXTURES = sorted(
     path
