@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from agent_reliability_harness import InputError
 from agent_reliability_harness.errors import join_pointer
-from agent_reliability_harness.model._extract import Extract, Found, Piece, output_texts
+from agent_reliability_harness.model._extract import Extract, Found, Piece, cut, output_texts
 from agent_reliability_harness.model.policy._context import Context
 
 
@@ -296,3 +296,58 @@ def test_pointer_extraction_equals_a_naive_walk(
     assert sorted((p, t) for p, t, _ in output_texts(output, raw_string=False)) == sorted(
         (join_pointer("", *path), text) for path, text, _ in texts
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    patterns=st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=3),
+    text=TEXT,
+)
+def test_several_patterns_cut_a_text_first_listed_wins(patterns: list[str], text: str) -> None:
+    extracts = [parse({"pattern": pattern}) for pattern in patterns]
+    pieces = cut(text, extracts)
+    assert "".join(piece.text for piece, _ in pieces) == text
+    # naive: go through the extractions in order, keep each span that overlaps none kept so far
+    kept: list[tuple[int, int, int]] = []
+    for index, extract in enumerate(extracts):
+        for found in extract.find(text):
+            assert found.span is not None
+            start, end = found.span
+            if all(end <= s or e <= start for s, e, _ in kept):
+                kept.append((start, end, index))
+    assert sorted(kept) == [
+        (piece.start, piece.start + len(piece.text), index) for piece, index in pieces if index >= 0
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=JSON_VALUES, pointers=st.lists(SEGMENTS, min_size=1, max_size=3))
+def test_several_pointers_cut_first_listed_wins(value: Any, pointers: list[list[str]]) -> None:
+    extracts = [parse({"pointer": join_pointer("", *segments)}) for segments in pointers]
+    chosen = [{path for path, _ in naive_locations(value, segments)} for segments in pointers]
+
+    def owner(path: tuple[str, ...], is_key: bool) -> int:
+        at = path[:-1] if is_key else path
+        hits = [i for i, paths in enumerate(chosen) if any(at[: len(c)] == c for c in paths)]
+        return min(hits, default=-1)
+
+    expected = sorted(
+        (join_pointer("", *path), text, owner(path, key)) for path, text, key in naive_texts(value)
+    )
+    assert sorted((p.pointer, p.text, i) for p, i in cut(value, extracts)) == expected
+
+
+def test_cut_of_a_pattern_keeps_whole_values() -> None:
+    first = parse({"pattern": "id: (?P<value>\\d+)"})
+    second = parse({"pattern": "(?P<value>\\d+ \\w+)"})
+    pieces = cut("id: 12 ab", [first, second])
+    assert pieces == [
+        (Piece("", 0, "id: "), -1),
+        (Piece("", 4, "12"), 0),
+        (Piece("", 6, " ab"), -1),
+    ]
+    # the other order: the second's value wins, the first's overlapping one is dropped whole
+    assert cut("id: 12 ab", [second, first]) == [
+        (Piece("", 0, "id: "), -1),
+        (Piece("", 4, "12 ab"), 0),
+    ]

@@ -284,6 +284,29 @@ VALID = {
             },
         ]
     ),
+    "provenance-fields-and-require": doc(
+        provenance={
+            "untrusted": {"tools": ["read_inbox"]},
+            "fields": [
+                {"tool": "read_inbox", "pattern": "^to: (?P<value>\\S+)$", "trust": "trusted"},
+                {"tool": "lookup", "pointer": "/notes/*", "trust": "untrusted"},
+            ],
+            "trusted_tools": ["lookup"],
+            "sinks": [
+                {
+                    "tool": "send_money",
+                    "argument": "recipient",
+                    "min_value_length": 2,
+                    "require": {"sources": ["user", "trusted", "policy"], "values": ["x1"]},
+                },
+                {
+                    "tool": "refund",
+                    "argument": "order_id",
+                    "require": {"sources": ["user"], "match": "exact"},
+                },
+            ],
+        }
+    ),
     "confirmation-default": doc(confirmation={}),
     "confirmation-listed": doc(confirmation={"tools": ["refund"], "pattern": "confirm"}),
     "confirmation-per-tool": doc(
@@ -445,6 +468,61 @@ INVALID: dict[str, tuple[Any, str, str]] = {
         with_value(BASE_P, (*P, "sinks", 0, "extract"), "(?=[0-9])"),
         "/provenance/sinks/0/extract",
         "can match without consuming a character",
+    ),
+    "field-without-trust": (
+        with_value(BASE_P, (*P, "fields"), [{"tool": "read_inbox", "pointer": "/x"}]),
+        "/provenance/fields/0",
+        "'trust'",
+    ),
+    "field-pointer-and-pattern": (
+        with_value(
+            BASE_P,
+            (*P, "fields"),
+            [
+                {
+                    "tool": "read_inbox",
+                    "pointer": "/x",
+                    "pattern": "(?P<value>x)",
+                    "trust": "trusted",
+                }
+            ],
+        ),
+        "/provenance/fields/0",
+        "not both",
+    ),
+    "field-pattern-without-value-group": (
+        with_value(
+            BASE_P,
+            (*P, "fields"),
+            [{"tool": "read_inbox", "pattern": "to: (x)", "trust": "trusted"}],
+        ),
+        "/provenance/fields/0/pattern",
+        "no group named 'value'",
+    ),
+    "field-tool-unknown": (
+        with_value(BASE_P, (*P, "fields"), [{"tool": "nope", "pointer": "", "trust": "trusted"}]),
+        "/provenance/fields/0/tool",
+        "not in allowed_tools",
+    ),
+    "sink-min-value-length-zero": (
+        with_value(BASE_P, (*P, "sinks", 0, "min_value_length"), 0),
+        "/provenance/sinks/0/min_value_length",
+        ">= 1",
+    ),
+    "require-unknown-source": (
+        with_value(BASE_P, (*P, "sinks", 0, "require"), {"sources": ["web"]}),
+        "/provenance/sinks/0/require/sources/0",
+        "must be one of",
+    ),
+    "require-values-without-policy": (
+        with_value(BASE_P, (*P, "sinks", 0, "require"), {"sources": ["user"], "values": ["x"]}),
+        "/provenance/sinks/0/require/sources",
+        "'policy'",
+    ),
+    "require-unknown-match": (
+        with_value(BASE_P, (*P, "sinks", 0, "require"), {"sources": ["user"], "match": "fuzzy"}),
+        "/provenance/sinks/0/require/match",
+        "must be one of",
     ),
     "extract-risky": (
         with_value(BASE_P, (*P, "sinks", 0, "extract"), "(a+)+b"),
@@ -832,6 +910,9 @@ GAPS = {
     "extract-empty-match",
     "extract-zero-width",
     "extract-risky",
+    "field-pattern-without-value-group",
+    "field-tool-unknown",
+    "require-values-without-policy",
     "condition-prior-unknown",
     "condition-prior-match-wildcard",
     "condition-prior-match-unknown-argument",

@@ -52,7 +52,7 @@ Kept apart from the policy parser (no import of ``model.policy``) so that the ru
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Protocol
 
@@ -60,7 +60,7 @@ from agent_reliability_harness._decode import bad
 from agent_reliability_harness.errors import excerpt, join_pointer
 from agent_reliability_harness.model._paths import ArgPath, collect_located, parsed_output
 
-__all__ = ["FLAGS", "Extract", "Found", "Piece", "RegexCompiler", "output_texts"]
+__all__ = ["FLAGS", "Extract", "Found", "Piece", "RegexCompiler", "cut", "output_texts"]
 
 # The flags every extraction pattern is compiled with.
 FLAGS: Final = re.MULTILINE
@@ -114,22 +114,26 @@ def output_texts(output: Any, *, raw_string: bool) -> Iterator[tuple[str, str, b
         if output:
             yield "", output, False
         return
-    for pointer, text, is_key, _ in _walk(parsed_output(output), frozenset()):
+    for pointer, text, is_key, _ in _walk(parsed_output(output), {}):
         yield pointer, text, is_key
 
 
-def _walk(data: Any, selected: frozenset[str]) -> Iterator[tuple[str, str, bool, bool]]:
-    """(pointer, text, is_key, inside) for each text of parsed data, depth first in document
-    order, an object's keys before its members; ``inside``: the text is at or below one of the
-    ``selected`` pointers (the keys of a selected object included, the key naming a selected
-    member not)."""
-    stack: list[tuple[str, Any, bool]] = [("", data, "" in selected)]
+_NONE: Final = -1
+
+
+def _walk(data: Any, selected: Mapping[str, int]) -> Iterator[tuple[str, str, bool, int]]:
+    """(pointer, text, is_key, index) for each text of parsed data, depth first in document
+    order, an object's keys before its members; ``index``: the least ``selected[p]`` over the
+    pointers ``p`` the text is at or below (the keys of a selected object included, the key
+    naming a selected member not), or -1."""
+    top = selected.get("", _NONE)
+    stack: list[tuple[str, Any, int]] = [("", data, top)]
     while stack:
-        pointer, node, inside = stack.pop()
+        pointer, node, index = stack.pop()
         kind = type(node)
         if kind is str:
             if node:
-                yield pointer, node, False, inside
+                yield pointer, node, False, index
             continue
         if kind is dict:
             members = [(join_pointer(pointer, k), k, v) for k, v in node.items()]
@@ -137,12 +141,75 @@ def _walk(data: Any, selected: frozenset[str]) -> Iterator[tuple[str, str, bool,
             members = [(join_pointer(pointer, i), "", v) for i, v in enumerate(node)]
         else:
             continue
-        children: list[tuple[str, Any, bool]] = []
+        children: list[tuple[str, Any, int]] = []
         for at, key, value in members:
             if key:
-                yield at, key, True, inside
-            children.append((at, value, inside or at in selected))
+                yield at, key, True, index
+            own = selected.get(at, _NONE) if selected else _NONE
+            inner = own if index == _NONE else index if own == _NONE else min(index, own)
+            children.append((at, value, inner))
         stack.extend(reversed(children))
+
+
+def _keep_first(
+    kept: list[tuple[int, int, int]], spans: list[tuple[int, int]], index: int
+) -> list[tuple[int, int, int]]:
+    """``kept`` (sorted, disjoint spans with their extraction) and those of ``spans`` (sorted,
+    disjoint) that overlap none of ``kept``, merged in order: one pass over both."""
+    merged: list[tuple[int, int, int]] = []
+    i = 0
+    for start, end in spans:
+        while i < len(kept) and kept[i][1] <= start:
+            merged.append(kept[i])
+            i += 1
+        if i < len(kept) and kept[i][0] < end:
+            continue  # overlaps a span kept earlier: the first listed extraction wins
+        merged.append((start, end, index))
+    merged.extend(kept[i:])
+    return merged
+
+
+def cut(output: Any, extracts: Sequence[Extract]) -> list[tuple[Piece, int]]:
+    """The output's texts cut by several extractions, each piece with the index in
+    ``extracts`` of the extraction that selects it, or -1 for the rest; in document order, and
+    within a text by offset. The extractions must be of one kind (all pointers or all
+    patterns), as they read the output differently.
+
+    The first listed extraction wins: a text that several pointers reach belongs to the first of
+    them; a pattern's ``value`` span that overlaps a span kept from an earlier pattern (or the
+    same one) is dropped whole, never shortened, so that every selected piece is a whole value.
+    """
+    pieces: list[tuple[Piece, int]] = []
+    if not extracts:
+        return [
+            (Piece(where, 0, text), _NONE)
+            for where, text, _ in output_texts(output, raw_string=True)
+        ]
+    if extracts[0].pointer is not None:
+        data = parsed_output(output)
+        chosen: dict[str, int] = {}
+        for index, extract in enumerate(extracts):
+            assert extract.pointer is not None, "pointers and patterns mixed"
+            for where, _ in collect_located(data, extract.pointer, ""):
+                chosen.setdefault(where, index)
+        return [(Piece(where, 0, text), index) for where, text, _, index in _walk(data, chosen)]
+    for where, text, is_key in output_texts(output, raw_string=True):
+        if is_key:
+            pieces.append((Piece(where, 0, text), _NONE))
+            continue
+        kept: list[tuple[int, int, int]] = []
+        for index, extract in enumerate(extracts):
+            assert extract.regex is not None, "pointers and patterns mixed"
+            kept = _keep_first(kept, list(extract.spans(text)), index)
+        last = 0
+        for start, end, index in kept:
+            if start > last:
+                pieces.append((Piece(where, last, text[last:start]), _NONE))
+            pieces.append((Piece(where, start, text[start:end]), index))
+            last = end
+        if last < len(text):
+            pieces.append((Piece(where, last, text[last:]), _NONE))
+    return pieces
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +270,7 @@ class Extract:
             return f"pointer {self.pointer.text or repr('')}"
         return f"pattern {excerpt(self.pattern or '')}"
 
-    def _spans(self, text: str) -> Iterator[tuple[int, int]]:
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
         """The ``value`` spans of the pattern in ``text``: non-empty, disjoint, in order."""
         assert self.regex is not None
         last = 0
@@ -224,7 +291,7 @@ class Extract:
         found: list[Found] = []
         for where, text, is_key in output_texts(output, raw_string=True):
             if not is_key:
-                found.extend(Found(text[s:e], where, (s, e)) for s, e in self._spans(text))
+                found.extend(Found(text[s:e], where, (s, e)) for s, e in self.spans(text))
         return found
 
     def split(self, output: Any) -> tuple[list[Piece], list[Piece]]:
@@ -232,22 +299,6 @@ class Extract:
         order (see the module docstring)."""
         selected: list[Piece] = []
         rest: list[Piece] = []
-        if self.pointer is not None:
-            data = parsed_output(output)
-            chosen = frozenset(where for where, _ in collect_located(data, self.pointer, ""))
-            for where, text, _, inside in _walk(data, chosen):
-                (selected if inside else rest).append(Piece(where, 0, text))
-            return selected, rest
-        for where, text, is_key in output_texts(output, raw_string=True):
-            if is_key:
-                rest.append(Piece(where, 0, text))
-                continue
-            last = 0
-            for start, end in self._spans(text):
-                if start > last:
-                    rest.append(Piece(where, last, text[last:start]))
-                selected.append(Piece(where, start, text[start:end]))
-                last = end
-            if last < len(text):
-                rest.append(Piece(where, last, text[last:]))
+        for piece, index in cut(output, (self,)):
+            (rest if index == _NONE else selected).append(piece)
         return selected, rest

@@ -1,5 +1,7 @@
 """The ``provenance`` section (language 1.1): which tool outputs are untrusted, which tools are
-trusted, and the arguments (sinks) whose values must not come from untrusted output."""
+trusted, which fields of an output are trusted or untrusted apart from the rest of it, and the
+arguments (sinks) whose values must not come from untrusted output, or must come from named
+sources."""
 
 from __future__ import annotations
 
@@ -10,19 +12,124 @@ from typing import Any, ClassVar, Final
 from agent_reliability_harness._decode import (
     bad,
     check_keys,
+    json_type,
     opt_bool,
     opt_nonneg_int,
     opt_str,
     require_object,
 )
 from agent_reliability_harness.errors import excerpt, join_pointer
+from agent_reliability_harness.model._extract import Extract
 from agent_reliability_harness.model._paths import ArgPath
 from agent_reliability_harness.model.policy._context import Context
 from agent_reliability_harness.model.policy._parse import require_tool, tool_names
 
-__all__ = ["DEFAULT_MIN_VALUE_LENGTH", "Provenance", "Sink"]
+__all__ = [
+    "DEFAULT_MIN_VALUE_LENGTH",
+    "MATCHES",
+    "SOURCES",
+    "Field",
+    "Provenance",
+    "Require",
+    "Sink",
+]
 
 DEFAULT_MIN_VALUE_LENGTH: Final = 8
+TRUSTS: Final = ("trusted", "untrusted")
+# where a sink's values may come from (``require.sources``)
+SOURCES: Final = ("user", "trusted", "policy")
+# how a value is looked for in a source (``require.match``)
+MATCHES: Final = ("token", "exact", "substring")
+DEFAULT_MATCH: Final = "token"
+
+
+def _got(value: object) -> str:
+    return excerpt(value) if type(value) is str else json_type(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """A part of a tool's output (a JSON pointer or a pattern's ``value`` spans) with its own
+    trust, apart from the rest of that output."""
+
+    tool: str
+    extract: Extract
+    trust: str  # "trusted" or "untrusted"
+    description: str | None = None
+
+    _KEYS: ClassVar[tuple[str, ...]] = ("tool", *Extract.KEYS, "trust", "description")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"tool": self.tool, **self.extract.to_dict(), "trust": self.trust}
+        if self.description is not None:
+            out["description"] = self.description
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Require:
+    """Where a sink's values must come from: the named sources, the policy's own literals, and
+    how a value is looked for in them."""
+
+    sources: tuple[str, ...]
+    values: tuple[str, ...] = ()
+    match: str = DEFAULT_MATCH
+
+    _KEYS: ClassVar[tuple[str, ...]] = ("sources", "values", "match")
+
+    @classmethod
+    def parse(cls, raw: object, base: str) -> Require:
+        data = require_object(raw, base, "require")
+        check_keys(data, cls._KEYS, base)
+        sources_raw = data.get("sources")
+        where = join_pointer(base, "sources")
+        if sources_raw is None:
+            raise bad(base, "missing required field 'sources' (where the values must come from)")
+        if type(sources_raw) is not list or not sources_raw:
+            raise bad(where, f"must be a non-empty array of {', '.join(SOURCES)}")
+        sources: list[str] = []
+        for index, name in enumerate(sources_raw):
+            if name not in SOURCES or type(name) is not str:
+                raise bad(
+                    join_pointer(where, index),
+                    f"must be one of {', '.join(SOURCES)}, got {_got(name)}",
+                )
+            if name in sources:
+                raise bad(join_pointer(where, index), f"source {name!r} is listed twice")
+            sources.append(name)
+        values_raw = data.get("values")
+        values: list[str] = []
+        if values_raw is not None:
+            vwhere = join_pointer(base, "values")
+            if type(values_raw) is not list or not values_raw:
+                raise bad(vwhere, "must be a non-empty array of strings")
+            for index, value in enumerate(values_raw):
+                if type(value) is not str or not value.strip():
+                    raise bad(
+                        join_pointer(vwhere, index),
+                        f"must be a string that is not only whitespace, got {_got(value)}",
+                    )
+                values.append(value)
+        if values and "policy" not in sources:
+            raise bad(where, "add 'policy' to the sources: values are listed, so they are allowed")
+        if "policy" in sources and not values:
+            raise bad(base, "source 'policy' needs the allowed literals in 'values'")
+        match = data.get("match")
+        if match is None:
+            match = DEFAULT_MATCH
+        elif match not in MATCHES or type(match) is not str:
+            raise bad(
+                join_pointer(base, "match"),
+                f"must be one of {', '.join(MATCHES)}, got {_got(match)}",
+            )
+        return cls(tuple(sources), tuple(values), match)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"sources": list(self.sources)}
+        if self.values:
+            out["values"] = list(self.values)
+        out["match"] = self.match
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +141,17 @@ class Sink:
     extract: str | None = None
     description: str | None = None
     extract_regex: re.Pattern[str] | None = field(default=None, compare=False)
+    min_value_length: int | None = None  # None: the section's
+    require: Require | None = None
 
-    _KEYS: ClassVar[tuple[str, ...]] = ("tool", "argument", "extract", "description")
+    _KEYS: ClassVar[tuple[str, ...]] = (
+        "tool",
+        "argument",
+        "extract",
+        "description",
+        "min_value_length",
+        "require",
+    )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tool": self.tool, "argument": self.argument.text}
@@ -43,6 +159,11 @@ class Sink:
             out["extract"] = self.extract
         if self.description is not None:
             out["description"] = self.description
+        # only when set, so that the canonical form of a policy without them is unchanged
+        if self.min_value_length is not None:
+            out["min_value_length"] = self.min_value_length
+        if self.require is not None:
+            out["require"] = self.require.to_dict()
         return out
 
 
@@ -63,8 +184,15 @@ class Provenance:
     sinks: tuple[Sink, ...] = ()
     min_value_length: int = DEFAULT_MIN_VALUE_LENGTH
     output_regexes: tuple[re.Pattern[str], ...] = field(default=(), compare=False)
+    fields: tuple[Field, ...] = ()
 
-    _KEYS: ClassVar[tuple[str, ...]] = ("untrusted", "trusted_tools", "sinks", "min_value_length")
+    _KEYS: ClassVar[tuple[str, ...]] = (
+        "untrusted",
+        "trusted_tools",
+        "fields",
+        "sinks",
+        "min_value_length",
+    )
     _SOURCE_KEYS: ClassVar[tuple[str, ...]] = ("tools", "all_tools", "output_patterns")
 
     @classmethod
@@ -142,8 +270,20 @@ class Provenance:
                 extract_regex = context.regex(
                     extract, join_pointer(where, "extract"), flags=re.IGNORECASE, searched=True
                 )
+            own_length = opt_nonneg_int(sink, "min_value_length", where, minimum=1)
+            require = None
+            if sink.get("require") is not None:
+                require = Require.parse(sink["require"], join_pointer(where, "require"))
             sinks.append(
-                Sink(tool, argument, extract, opt_str(sink, "description", where), extract_regex)
+                Sink(
+                    tool,
+                    argument,
+                    extract,
+                    opt_str(sink, "description", where),
+                    extract_regex,
+                    own_length,
+                    require,
+                )
             )
         length = opt_nonneg_int(data, "min_value_length", base, minimum=1)
         return cls(
@@ -154,6 +294,7 @@ class Provenance:
             tuple(sinks),
             DEFAULT_MIN_VALUE_LENGTH if length is None else length,
             tuple(regexes),
+            _parse_fields(data.get("fields"), join_pointer(base, "fields"), context),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -164,6 +305,39 @@ class Provenance:
                 "output_patterns": list(self.output_patterns) or None,
             },
             "trusted_tools": list(self.trusted_tools),
+            # only when given, so that the canonical form of a policy without them is unchanged
+            **({"fields": [f.to_dict() for f in self.fields]} if self.fields else {}),
             "sinks": [sink.to_dict() for sink in self.sinks],
             "min_value_length": self.min_value_length,
         }
+
+
+def _parse_fields(raw: object, base: str, context: Context) -> tuple[Field, ...]:
+    if raw is None:
+        return ()
+    if type(raw) is not list or not raw:
+        raise bad(base, "must be a non-empty array of fields")
+    fields: list[Field] = []
+    for index, item in enumerate(raw):
+        where = join_pointer(base, index)
+        data = require_object(item, where, "a field")
+        check_keys(data, Field._KEYS, where)
+        tool = require_tool(data, where)
+        context.tool(tool, join_pointer(where, "tool"))
+        extract = Extract.parse(data, where, context)
+        for other in fields:
+            if other.tool == tool and (other.extract.pointer is None) != (extract.pointer is None):
+                raise bad(
+                    where,
+                    f"the fields of tool {excerpt(tool)} mix pointers and patterns, which read its "
+                    "output differently (as data, and as the text returned); use one kind per tool",
+                )
+        trust = data.get("trust")
+        if trust is None:
+            raise bad(where, "missing required field 'trust' (trusted or untrusted)")
+        if type(trust) is not str or trust not in TRUSTS:
+            raise bad(
+                join_pointer(where, "trust"), f"must be trusted or untrusted, got {_got(trust)}"
+            )
+        fields.append(Field(tool, extract, trust, opt_str(data, "description", where)))
+    return tuple(fields)
