@@ -22,7 +22,7 @@ import os
 import pickle
 import posixpath
 import sys
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -35,6 +35,7 @@ from dask.delayed import delayed
 from distributed import Client, Future, LocalCluster
 from fsspec.utils import infer_compression
 
+from agent_reliability_harness import runner
 from agent_reliability_harness._decode import check_json_values, check_tree
 from agent_reliability_harness._formats import SPAN_FORMAT_NAMES
 from agent_reliability_harness._version import __version__
@@ -61,8 +62,6 @@ from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import RunSummary, SummaryBuilder, TraceReport
 from agent_reliability_harness.render.outputs import WriterOptions
 from agent_reliability_harness.runner import (
-    _CHUNK_BYTES,
-    _MIN_CHUNK_BYTES,
     TraceIds,
     _base,
     _Checked,
@@ -151,9 +150,10 @@ def _outcomes(
 
 
 # The validators of this worker process, by run: the policy is compiled once per worker (the
-# few latest runs are kept, for a cluster that several runs share).
+# few latest runs are kept, for a cluster that several runs share), and counted.
 _VALIDATORS: OrderedDict[str, tuple[Validator, _Settings]] = OrderedDict()
 _KEPT_RUNS: Final = 4
+COMPILED: Counter[str] = Counter()  # how many times this process compiled each run's policy
 
 
 def _validator(token: str, blob: bytes) -> tuple[Validator, _Settings]:
@@ -163,6 +163,7 @@ def _validator(token: str, blob: bytes) -> tuple[Validator, _Settings]:
         # the longest integer JSON may hold is the driver's
         sys.set_int_max_str_digits(digits)
         found = _VALIDATORS[token] = (Validator(policy, fail_under), settings)
+        COMPILED[token] += 1
         while len(_VALIDATORS) > _KEPT_RUNS:
             _VALIDATORS.popitem(last=False)
     return found
@@ -193,9 +194,14 @@ def _trace_object_name(path: str) -> bool:
 
 
 def _object(name: str, path: str, relative: str, size: int) -> _Object:
+    """An object; one that is compressed is read, and names its traces, as the file it holds
+    (``runs.jsonl.gz``: JSON Lines, its transcripts without an id ``runs:<line>``)."""
     compression = infer_compression(path)
-    stem = path if compression is None else posixpath.splitext(path)[0]
-    return _Object(name, path, is_jsonl_name(stem), relative, compression, size)
+    if compression is not None:
+        path_stem, relative = posixpath.splitext(path)[0], posixpath.splitext(relative)[0]
+    else:
+        path_stem = path
+    return _Object(name, path, is_jsonl_name(path_stem), relative, compression, size)
 
 
 def _expand_url(arg: str) -> tuple[list[_Object], list[InputError]]:
@@ -439,7 +445,8 @@ class DaskExecutor:
             for s in sources
             if s.path is not None
         )
-        chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * threads)))
+        # (read from the runner when used, as --jobs reads them)
+        chunk_bytes = min(runner._CHUNK_BYTES, max(runner._MIN_CHUNK_BYTES, total // (4 * threads)))
         units = _all_units(sources, settings.fmt, chunk_bytes, settings.max_input)
         pending: deque[tuple[_AnyUnit, Future[Any] | None]] = deque()
         records = 0  # of the JSON Lines input being read in chunks

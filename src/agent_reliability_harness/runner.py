@@ -964,11 +964,11 @@ def iter_reports(
     for error in bad_inputs:
         on_error(error)
     outcomes: Iterable[_Checked | InputError]
+    if jobs > 1:  # checking is CPU-bound: more workers than CPUs would only take memory
+        jobs = min(jobs, usable_cpus())
     if executor is not None:
         outcomes = executor.outcomes(sources, policy, fail_under, settings)
-    elif jobs > 1:  # checking is CPU-bound: more workers than CPUs would only take memory
-        jobs = min(jobs, usable_cpus())
-    if jobs > 1:
+    elif jobs > 1:
         outcomes = _parallel(sources, policy, fail_under, settings, jobs)
     else:
         validator = Validator(policy, fail_under)
