@@ -380,3 +380,27 @@ def test_write_reports_writes_the_files_of_arh_validate(tmp_path: Path, client: 
         "duplicate trace_id '",
     ]
     assert (tmp_path / "r.sarif").exists()
+
+
+def test_the_python_example_of_large_runs_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    from conftest import ROOT
+
+    page = (ROOT / "docs" / "large-runs.md").read_text(encoding="utf-8")
+    (code,) = re.findall(r"^```python\n(.*?)^```", page, re.MULTILINE | re.DOTALL)
+    (tmp_path / "samples").mkdir()
+    shutil.copy(POLICY, tmp_path / "samples" / POLICY.name)
+    (tmp_path / "runs").mkdir()
+    lines = [json.dumps(_trace(f"t{i}", "delete_account" if i < 2 else "x")) for i in range(5)]
+    (tmp_path / "runs" / "a.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    import dask
+
+    with dask.config.set(scheduler="synchronous"):  # (the files are in this test's directory)
+        exec(compile(code, "docs/large-runs.md", "exec"), {"__name__": "doc"})  # noqa: S102
+    assert capsys.readouterr().out == "5 5 0\n"
+    assert (tmp_path / "report.json").is_file()
+    assert (tmp_path / "arh.sarif").is_file()
