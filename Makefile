@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/$(if $(filter Windows_NT,$(OS)),Scripts,bin)
 EXE := $(if $(filter Windows_NT,$(OS)),.exe,)
 
-.PHONY: demo test lint typecheck unit bench docs goldens perf fuzz clean dist dist-check
+.PHONY: demo test lint typecheck unit bench docs goldens perf perf-dask fuzz clean dist dist-check
 
 $(BIN)/python$(EXE):
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "arh needs Python >= 3.11")'
@@ -16,8 +16,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python$(EXE)
 	$(BIN)/python -m pip install --quiet -e .
 	@touch $@
 
+# (with the dask extra: its tests run in `make test`, on a local cluster)
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python$(EXE)
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,dask]'
 	@touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -65,6 +66,12 @@ docs: $(VENV)/.installed
 # Example: make perf PERF_ARGS='--quick' or PERF_ARGS='--scales 1000x200 --repeat 5'
 perf: $(VENV)/.installed
 	$(BIN)/python benchmarks/perf/perf.py --write $(PERF_ARGS)
+	$(MAKE) --no-print-directory perf-dask
+
+# --executor dask on a local cluster of two workers against --jobs 2 (needs the dask extra,
+# which the dev install brings); rewrites its section of the results file.
+perf-dask: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/perf/dask_perf.py --write $(DASK_PERF_ARGS)
 
 # The safety prefilter's differential property tests for a long time (minutes; not part of
 # `make test`), with fresh random examples in each round. Example: make fuzz FUZZ_MINUTES=60

@@ -9,6 +9,7 @@ Layers, lowest first; a module may import from its own layer and the layers belo
     4  regression (regression/*)          comparing reports
     5  render (render/*)                  text from reports
     6  io, cli, app, runner, record, __init__, __main__   files, streams, the command line
+    6  dask                               --executor dask and the Dask API (the dask extra)
     7  pytest_plugin                      loaded by pytest only (it may import pytest)
 
 Below layer 6 the code is pure: no printing, no file access, no exiting, no clock and no
@@ -18,6 +19,7 @@ randomness, so a report depends only on its inputs.
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -57,12 +59,17 @@ LAYERS: dict[str, tuple[int, str]] = {
     # the runtime guard is pure and drives the engine; the recorder writes trace files
     "monitor": (3, "engine"),
     "record": (6, "app"),
+    # --executor dask and the Dask API: the only module that imports the dask extra
+    "dask": (6, "app"),
     # loaded by pytest through its entry point; nothing in the package may import it
     "pytest_plugin": (7, "plugin"),
 }
 PURE_BELOW = 6
 # third-party imports a module may make (the pytest plugin runs inside pytest)
-THIRD_PARTY: dict[str, set[str]] = {"pytest_plugin": {"pytest", "_pytest"}}
+THIRD_PARTY: dict[str, set[str]] = {
+    "pytest_plugin": {"pytest", "_pytest"},
+    "dask": {"dask", "distributed", "fsspec"},  # the dask extra
+}
 
 FORBIDDEN_NAMES = {
     "print": "prints",
@@ -318,6 +325,55 @@ def test_architecture_md_names_every_top_level_module() -> None:
         if name != "__main__":
             shown = f"{name}/" if (SOURCE / name).is_dir() else name
             assert f"`{shown}" in text or f"`{name}`" in text, name
+
+
+def test_only_the_dask_module_imports_the_dask_extra() -> None:
+    # its layer allows the package's modules of layer 6 to import it: only at the place that
+    # runs --executor dask, inside a function (the command line must not load dask)
+    extra = THIRD_PARTY["dask"]
+    outside = [
+        module.where(node)
+        for module in MODULES
+        if module.name != "dask"
+        for node, target in imports(module)
+        if target.split(".")[0] in extra
+    ]
+    assert not outside, _report(outside)
+    importers = [
+        (module, node)
+        for module in MODULES
+        for node, target in imports(module)
+        if target == f"{PACKAGE}.dask"
+    ]
+    assert [module.name for module, _ in importers] == ["app.inputs"]
+    for module, node in importers:
+        assert node.col_offset > 0, f"{module.where(node)}: import it where --executor dask runs"
+
+
+def test_arh_validate_does_not_load_dask(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from agent_reliability_harness.cli import main\n"
+        "status = main(['validate', '--policy', sys.argv[1], sys.argv[2], '--jobs', '2', '-q'])\n"
+        "loaded = sorted({m.split('.')[0] for m in sys.modules} & {'dask', 'distributed', "
+        "'fsspec'})\n"
+        "print(status, loaded)\n"
+    )
+    samples = ROOT / "samples"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(samples / "policy_trajectory.json"),
+            str(samples / "traces"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.stdout == "1 []\n", done.stderr
 
 
 def test_the_monitor_imports_nothing_private_from_the_rules() -> None:

@@ -438,6 +438,7 @@ def _validate_arguments(validate: _Parser) -> None:
         "the same as with one",
     )
     _max_input_option(validate)
+    _executor_options(validate)
 
 
 def _compare_arguments(compare: _Parser) -> None:
@@ -515,6 +516,7 @@ def _compare_arguments(compare: _Parser) -> None:
     compare.add_argument("--allow-risky-patterns", action="store_true", help=_RISKY_HELP)
     _selection_options(compare)
     _max_input_option(compare)
+    _executor_options(compare)
     _stat_options(compare)
     compare.set_defaults(usage=compare.format_usage())
 
@@ -527,6 +529,57 @@ def _positive_k(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {excerpt(text)}")
     return value
+
+
+def _executor_options(parser: argparse.ArgumentParser) -> None:
+    """Where the traces are checked: in this process (and its --jobs workers) or on Dask."""
+    parser.add_argument(
+        "--executor",
+        choices=("local", "dask"),
+        default="local",
+        help="check the traces in this process and its --jobs workers (local, the default), or "
+        "on a Dask cluster (dask: needs pip install 'agent-reliability-harness[dask]'; inputs "
+        "may then be fsspec URLs such as s3://bucket/runs/*.jsonl; docs/large-runs.md)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="with --executor dask, the scheduler to use (tcp://HOST:8786; default: a local "
+        "cluster of one worker process per CPU, started for the run)",
+    )
+    parser.add_argument(
+        "--dask-workers",
+        type=_positive_k,
+        metavar="N",
+        help="with --executor dask and no --scheduler, the local cluster's worker processes",
+    )
+
+
+# The modules --executor dask needs (the dask extra); looked for, not imported, before the run.
+_DASK_MODULES: Final = ("dask", "distributed", "fsspec")
+
+
+def _executor_usage(args: argparse.Namespace) -> str | None:
+    if args.executor != "dask":
+        for option, value in (
+            ("--scheduler", args.scheduler),
+            ("--dask-workers", args.dask_workers),
+        ):
+            if value is not None:
+                return f"{option} applies only with --executor dask"
+        return None
+    if args.scheduler is not None and args.dask_workers is not None:
+        return "--dask-workers sizes the local cluster: it does not apply with --scheduler"
+    if getattr(args, "candidate", None) is not None:
+        return "--executor applies only when validating traces with --policy"
+    import importlib.util  # only --executor dask needs it
+
+    if any(importlib.util.find_spec(name) is None for name in _DASK_MODULES):
+        return (
+            "--executor dask needs the dask extra, which is not installed: "
+            "pip install 'agent-reliability-harness[dask]'"
+        )
+    return None
 
 
 def _label_options(parser: argparse.ArgumentParser) -> None:
@@ -968,22 +1021,30 @@ def _stat_usage(args: argparse.Namespace, *, baseline: bool = True) -> str | Non
 
 
 def _validate_usage(args: argparse.Namespace) -> str | None:
-    return _record_usage(args) or _overwrite_usage(
-        _report_paths(args, "validate"),
-        [("--policy", args.policy), *(("TRACE", path) for path in args.traces)],
+    return (
+        _record_usage(args)
+        or _executor_usage(args)
+        or _overwrite_usage(
+            _report_paths(args, "validate"),
+            [("--policy", args.policy), *(("TRACE", path) for path in args.traces)],
+        )
     )
 
 
 def _compare_files_usage(args: argparse.Namespace) -> str | None:
-    return _compare_usage(args) or _overwrite_usage(
-        [*_report_paths(args, "compare"), ("--candidate-json-out", args.candidate_json_out)],
-        [
-            *(("--baseline", path) for path in args.baseline),
-            *(("--candidate", path) for path in args.candidate or ()),
-            ("--policy", args.policy),
-            *(("TRACE", path) for path in args.traces),
-            ("--gates", args.gates),
-        ],
+    return (
+        _compare_usage(args)
+        or _executor_usage(args)
+        or _overwrite_usage(
+            [*_report_paths(args, "compare"), ("--candidate-json-out", args.candidate_json_out)],
+            [
+                *(("--baseline", path) for path in args.baseline),
+                *(("--candidate", path) for path in args.candidate or ()),
+                ("--policy", args.policy),
+                *(("TRACE", path) for path in args.traces),
+                ("--gates", args.gates),
+            ],
+        )
     )
 
 

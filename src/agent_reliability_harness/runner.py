@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from itertools import chain, islice
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from agent_reliability_harness._decode import check_json_values, check_tree
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
@@ -66,6 +66,7 @@ from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.model.trace import Trace
 
 __all__ = [
+    "Executor",
     "ReadTrace",
     "StepLines",
     "TraceIds",
@@ -898,6 +899,20 @@ def _parallel(
                     records = 0
 
 
+class Executor(Protocol):
+    """Where the traces are read and checked when not in this process and its ``--jobs``
+    workers: ``arh validate --executor dask`` (:mod:`agent_reliability_harness.dask`). It
+    finds the inputs, then yields the outcome of each source in input order, as
+    :func:`_parallel` does; :func:`iter_reports` checks the ids and reports them, so the
+    reports are those of one process."""
+
+    def expand(self, inputs: Sequence[str]) -> tuple[list[Source], list[InputError]]: ...
+
+    def outcomes(
+        self, sources: Sequence[Source], policy: Policy, fail_under: float, settings: _Settings
+    ) -> Iterator[_Checked | InputError]: ...
+
+
 def iter_reports(
     policy: Policy,
     inputs: Sequence[str],
@@ -914,6 +929,7 @@ def iter_reports(
     max_input_bytes: int = DEFAULT_MAX_INPUT,
     agent_name: str | None = None,
     workflow: str | None = None,
+    executor: Executor | None = None,
 ) -> Iterator[TraceReport]:
     """Validate every trace found in ``inputs`` and yield its report, in input order (sorted
     paths, then JSON Lines order, then array order); problems go to ``on_error`` as they occur.
@@ -921,7 +937,8 @@ def iter_reports(
     With ``jobs`` > 1, worker processes read and validate the traces; the reports, errors and
     their order are exactly those of one process. ``max_input_bytes`` is the most one input (a
     file read whole, or a line of JSON Lines) may hold; a larger one is an input error.
-    ``agent_name`` and ``workflow``, when given, replace those of every trace.
+    ``agent_name`` and ``workflow``, when given, replace those of every trace. An ``executor``
+    (``--executor dask``) finds the inputs and checks them in place of ``jobs``.
 
     ``messages_at`` and ``trace_id_at`` read each input record; ``task_key`` and ``outcome_at``
     read the canonical trace made of it. When one of them matches nothing in any record of the
@@ -943,13 +960,15 @@ def iter_reports(
     guard = _Unmatched(on_error) if trace_id_at or any(p is not None for p in pointers) else None
     if guard is not None:
         on_error = guard.error
-    sources, bad_inputs = expand_inputs(inputs)
+    sources, bad_inputs = expand_inputs(inputs) if executor is None else executor.expand(inputs)
     for error in bad_inputs:
         on_error(error)
     outcomes: Iterable[_Checked | InputError]
     if jobs > 1:  # checking is CPU-bound: more workers than CPUs would only take memory
         jobs = min(jobs, usable_cpus())
-    if jobs > 1:
+    if executor is not None:
+        outcomes = executor.outcomes(sources, policy, fail_under, settings)
+    elif jobs > 1:
         outcomes = _parallel(sources, policy, fail_under, settings, jobs)
     else:
         validator = Validator(policy, fail_under)
@@ -998,6 +1017,7 @@ def run_validation(
     max_input_bytes: int = DEFAULT_MAX_INPUT,
     agent_name: str | None = None,
     workflow: str | None = None,
+    executor: Executor | None = None,
 ) -> RunReport:
     """Validate every trace found in ``inputs`` and collect the run's report.
 
@@ -1008,7 +1028,8 @@ def run_validation(
     its success label, recorded in its report (``task``, ``outcome``) for the statistics.
     ``max_input_bytes`` is the most one input may hold (see :func:`iter_reports`), which also
     says when :class:`UnmatchedPointerError` is raised.
-    ``agent_name`` and ``workflow``, when given, replace those of every trace.
+    ``agent_name`` and ``workflow``, when given, replace those of every trace; ``executor``
+    checks the traces elsewhere (see :func:`iter_reports`).
     """
     errors: list[InputError] = []
 
@@ -1033,6 +1054,7 @@ def run_validation(
             max_input_bytes=max_input_bytes,
             agent_name=agent_name,
             workflow=workflow,
+            executor=executor,
         )
     )
     return RunReport(

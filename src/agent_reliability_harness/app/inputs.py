@@ -22,10 +22,11 @@ if TYPE_CHECKING:
     from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.report import RunReport
     from agent_reliability_harness.regression.stat_gates import GatePlan
-    from agent_reliability_harness.runner import UnmatchedPointerError
+    from agent_reliability_harness.runner import Executor, UnmatchedPointerError
 
 __all__ = [
     "command_line_selection",
+    "executor",
     "gate_plan",
     "no_traces",
     "policy",
@@ -72,7 +73,19 @@ def reading_options(args: Namespace) -> dict[str, Any]:
         "task_key": args.task_key,
         "outcome_at": args.outcome_at,
         "max_input_bytes": args.max_input_size,
+        "executor": executor(args),
     }
+
+
+def executor(args: Namespace) -> Executor | None:
+    """The executor of ``--executor dask`` (it starts its cluster, or connects to
+    ``--scheduler``, when the traces are checked), or None: this process checks them."""
+    if getattr(args, "executor", "local") != "dask":
+        return None
+    # imported only here: it imports dask, which nothing else in arh does
+    from agent_reliability_harness.dask import DaskExecutor
+
+    return DaskExecutor(args.scheduler, args.dask_workers)
 
 
 def command_line_selection(args: Namespace) -> RuleSelection:

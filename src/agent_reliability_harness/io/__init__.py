@@ -26,6 +26,8 @@ from agent_reliability_harness.io.read import (
     read_whole,
     size_text,
     stdin_chunks,
+    stream_chunks,
+    stream_documents,
     utf8_name,
 )
 from agent_reliability_harness.io.write import Spool, refuse_directory, write_atomic, write_stdout
@@ -53,6 +55,8 @@ __all__ = [
     "refuse_directory",
     "size_text",
     "stdin_chunks",
+    "stream_chunks",
+    "stream_documents",
     "utf8_name",
     "write_atomic",
     "write_stdout",

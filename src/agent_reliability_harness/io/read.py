@@ -38,6 +38,8 @@ __all__ = [
     "read_whole",
     "size_text",
     "stdin_chunks",
+    "stream_chunks",
+    "stream_documents",
     "utf8_name",
 ]
 
@@ -437,20 +439,26 @@ def jsonl_chunks(path: str, size: int) -> Iterator[Chunk]:
     """Cut a JSON Lines file into chunks of about ``size`` bytes that end at line ends. Only
     their places are kept: no more than ``size`` bytes are held at once, however long a line."""
     with open(path, "rb") as stream:
-        offset, line = 0, 1
-        while True:
-            data = stream.read(size)
-            if not data:
-                return
-            length, breaks, ended = len(data), data.count(b"\n"), data.endswith(b"\n")
-            del data
-            while not ended and (rest := stream.readline(size)):  # to the end of its last line
-                length += len(rest)
-                ended = rest.endswith(b"\n")
-                breaks += ended
-            yield Chunk(offset, length, line, breaks)
-            offset += length
-            line += breaks
+        yield from stream_chunks(stream, size)
+
+
+def stream_chunks(stream: IO[bytes], size: int) -> Iterator[Chunk]:
+    """:func:`jsonl_chunks` of JSON Lines read from an open binary stream (an object of a
+    store, as the Dask executor reads it)."""
+    offset, line = 0, 1
+    while True:
+        data = stream.read(size)
+        if not data:
+            return
+        length, breaks, ended = len(data), data.count(b"\n"), data.endswith(b"\n")
+        del data
+        while not ended and (rest := stream.readline(size)):  # to the end of its last line
+            length += len(rest)
+            ended = rest.endswith(b"\n")
+            breaks += ended
+        yield Chunk(offset, length, line, breaks)
+        offset += length
+        line += breaks
 
 
 def read_chunk(
@@ -595,6 +603,42 @@ def read_documents(
         error = exc.located(source.name)
     except MemoryError:
         error = _no_memory("input").located(source.name)
+    if error is not None:
+        yield error
+        return
+    assert data is not None
+    whole = read_whole(source, data, limit)
+    del data  # read_whole lets go of the bytes once it has decoded them
+    yield from whole
+
+
+def stream_documents(
+    source: Source,
+    stream: IO[bytes],
+    max_input_bytes: int = DEFAULT_MAX_INPUT,
+    *,
+    chunk: Chunk | None = None,
+    tally: list[int] | None = None,
+) -> Iterator[Document | InputError]:
+    """The documents of an input opened elsewhere (an object of a store, as the Dask executor
+    reads it through fsspec), read as :func:`read_documents` reads a file: JSON Lines a line at
+    a time (with ``chunk``, the lines of that chunk only, from the stream's current position,
+    as :func:`read_chunk` reads them), anything else whole, at most ``max_input_bytes``. An
+    ``OSError`` raised while reading is the caller's to report (:func:`cannot_read`)."""
+    limit = max_input_bytes
+    if chunk is not None:
+        yield from _jsonl_records(
+            source.name, _lines(stream, limit, chunk.length), chunk.first_line, tally
+        )
+        return
+    if source.jsonl:
+        yield from _jsonl_records(source.name, _lines(stream, limit))
+        return
+    try:
+        data = _read_capped(stream, limit)
+        error = None if data is not None else _too_large(limit).located(source.name)
+    except MemoryError:
+        data, error = None, _no_memory("input").located(source.name)
     if error is not None:
         yield error
         return
