@@ -46,13 +46,23 @@ TAU = REAL / "tau-bench" / "historical_trajectories" / "gpt-4o-airline.json"
 POLICIES = ROOT / "samples" / "policies"
 SUITES = ("banking", "slack")
 ATTACK = "important_instructions"
+PROVENANCE_RULES = ("ARH-PRV-001", "ARH-PRV-002")
 
 
-def load_policy(name: str, *, tool_failures: bool = True) -> Policy:
-    """A sample policy; without its ``tool_failures`` section when ``tool_failures`` is false."""
+def load_policy(
+    name: str, *, tool_failures: bool = True, fields: bool = True, require: bool = True
+) -> Policy:
+    """A sample policy; without its ``tool_failures`` section, its provenance ``fields`` or its
+    sinks' ``require`` when the flag says so."""
     document = json.loads((POLICIES / name).read_text(encoding="utf-8"))
     if not tool_failures:
         document.pop("tool_failures", None)
+    provenance = document.get("provenance") or {}
+    if not fields:
+        provenance.pop("fields", None)
+    if not require:
+        for sink in provenance.get("sinks", []):
+            sink.pop("require", None)
     return Policy.from_dict(document)
 
 
@@ -62,10 +72,10 @@ def normalise(text: str) -> str:
 
 
 def flagged_values(report: TraceReport) -> list[str]:
-    """The normalised values of the run's ARH-PRV-001 findings (from ``subject``)."""
+    """The normalised values of the run's provenance findings (from ``subject``)."""
     values = []
     for finding in report.findings:
-        if finding.rule_id == "ARH-PRV-001" and finding.subject and " = " in finding.subject:
+        if finding.rule_id in PROVENANCE_RULES and finding.subject and " = " in finding.subject:
             try:
                 values.append(json.loads(finding.subject.split(" = ", 1)[1]))
             except ValueError:  # a shortened value; it cannot be compared
@@ -82,10 +92,9 @@ def agentdojo_runs(suite: str) -> Iterator[tuple[str, dict[str, Any]]]:
         yield path.relative_to(AGENTDOJO).parts[0], json.loads(path.read_text(encoding="utf-8"))
 
 
-def agentdojo_table(suite: str) -> str:
-    """Per model: recall on the attacks that succeeded, false alarms on the attacked runs where
-    the attack failed and on the runs without an attack (of the same user tasks)."""
-    validator = Validator(load_policy(f"agentdojo-{suite}.json"))
+def agentdojo_counts(policy: Policy, suite: str) -> dict[str, Counter[str]]:
+    """Per model: the attacked runs by label and verdict, and the runs without an attack."""
+    validator = Validator(policy)
     counts: dict[str, Counter[str]] = {}
     for model, raw in agentdojo_runs(suite):
         trace = to_trace(raw)
@@ -109,9 +118,32 @@ def agentdojo_table(suite: str) -> str:
         tally["benign_flagged"] += not validator.validate(
             to_trace(json.loads(path.read_text("utf-8")))
         ).passed
+    return counts
+
+
+def _totals(counts: dict[str, Counter[str]]) -> Counter[str]:
     total: Counter[str] = Counter()
     for tally in counts.values():
         total.update(tally)
+    return total
+
+
+def _rates(total: Counter[str]) -> str:
+    failed = total["fp"] + total["tn"]
+    return (
+        f"recall {_ratio(total['tp'], total['succeeded'])}, false alarms "
+        f"{_percent(total['fp'], failed)} on failed attacks and "
+        f"{_percent(total['benign_flagged'], total['benign'])} without attack"
+    )
+
+
+def agentdojo_table(suite: str) -> str:
+    """Per model: recall on the attacks that succeeded, false alarms on the attacked runs where
+    the attack failed and on the runs without an attack (of the same user tasks); then the same
+    totals for the policy without its fields, and without its fields and required sources."""
+    name = f"agentdojo-{suite}.json"
+    counts = agentdojo_counts(load_policy(name), suite)
+    total = _totals(counts)
     header = (
         "| Model | Attacked runs | Attack succeeded | Flagged (TP) | Missed (FN) | Recall | "
         "Attack failed | Flagged (FP) | of which the attacker's value reached a sink | "
@@ -129,8 +161,16 @@ def agentdojo_table(suite: str) -> str:
             f"{_percent(tally['benign_flagged'], tally['benign'])} | "
             f"{_ratio(tally['tp'], tally['tp'] + tally['fp'])} |"
         )
-    note = f"Missed runs without a single tool call: {total['fn_no_call']} of {total['fn']}."
-    rows += ["", note]
+    no_fields = _totals(agentdojo_counts(load_policy(name, fields=False), suite))
+    neither = _totals(agentdojo_counts(load_policy(name, fields=False, require=False), suite))
+    rows += [
+        "",
+        f"Missed runs without a single tool call: {total['fn_no_call']} of {total['fn']}.",
+        (
+            f"The same policy without its `fields`: {_rates(no_fields)}; without its `fields` "
+            f"and its sinks' `require`: {_rates(neither)}."
+        ),
+    ]
     return "\n".join(rows)
 
 
@@ -161,8 +201,13 @@ def tau_rows(policy: Policy) -> list[tuple[str, str]]:
         rows.append(("ARH-CND-003", relation.name))
         if relation.if_missing == "fail":
             rows.append(("ARH-CND-004", relation.name))
-    if ext.confirmation is not None:
+    confirmation = ext.confirmation
+    if confirmation is not None:
         rows += [("ARH-CFM-001", ""), ("ARH-CFM-002", "")]
+        if any(guard.state for guard in confirmation.guards):
+            rows.append(("ARH-CFM-003", ""))
+        if confirmation.separate_text_and_calls:
+            rows.append(("ARH-CFM-004", ""))
     return rows
 
 
@@ -186,6 +231,7 @@ def tau_counts(
     """Runs by outcome, verdicts by (outcome, passed), and per rule row the runs it fires in by
     outcome (a run counts once per row; row ``WHOLE``: runs with any finding)."""
     validator = Validator(policy)
+    names = sorted({name for _, name in tau_rows(policy) if name}, key=len, reverse=True)
     runs: Counter[bool] = Counter()
     verdicts: Counter[tuple[bool, bool]] = Counter()
     fired: dict[tuple[str, str], Counter[bool]] = {row: Counter() for row in tau_rows(policy)}
@@ -195,15 +241,23 @@ def tau_counts(
         success = record["reward"] == 1.0
         runs[success] += 1
         verdicts[success, report.passed] += 1
-        seen = {
-            (f.rule_id, f.subject if f.rule_id.startswith("ARH-CND") else "")
-            for f in report.findings
-        }
+        seen = {(f.rule_id, _check_name(f, names)) for f in report.findings}
         for row in seen:  # a rule tau_rows does not know yet gets a row at the end
             fired.setdefault(row, Counter())[success] += 1
         if seen:
             fired[WHOLE][success] += 1
     return runs, verdicts, fired
+
+
+def _check_name(finding: Finding, names: list[str]) -> str:
+    """The condition or relation a finding of ARH-CND-00x is about (its subject starts with the
+    name, and may go on with the argument it is about); "" for the other rules."""
+    subject = finding.subject or ""
+    if finding.rule_id.startswith("ARH-CND"):
+        for name in names:  # longest first, so that no name is taken for a longer one
+            if subject == name or subject.startswith(f"{name} "):
+                return name
+    return ""
 
 
 def _lift(tally: Counter[bool], runs: Counter[bool]) -> str:
@@ -213,26 +267,31 @@ def _lift(tally: Counter[bool], runs: Counter[bool]) -> str:
     return f"{(tally[False] / runs[False]) / (tally[True] / runs[True]):.1f}"
 
 
-def tau_table() -> str:
-    runs, verdicts, fired = tau_counts(load_policy("tau-airline.json"))
+def lift_table(name: str) -> tuple[str, Counter[tuple[bool, bool]]]:
+    """Per rule (and condition or relation) of sample policy ``name``: the tau-bench runs it
+    fires in by outcome and its lift, then the whole policy's; and the verdicts by outcome."""
+    runs, verdicts, fired = tau_counts(load_policy(name))
     header = (
         f"| Rule | Condition or relation | Failed runs (of {runs[False]}) | Successful runs "
         f"(of {runs[True]}) | Lift |"
     )
     out = [header, "|---|---|---:|---:|---:|"]
-    for (rule_id, name), tally in fired.items():
-        if (rule_id, name) == WHOLE:
-            continue
+    whole = fired.pop(WHOLE)
+    for (rule_id, check), tally in fired.items():
         out.append(
-            f"| {rule_id} | {name or '-'} | {_share(tally[False], runs[False])} | "
+            f"| {rule_id} | {check or '-'} | {_share(tally[False], runs[False])} | "
             f"{_share(tally[True], runs[True])} | {_lift(tally, runs)} |"
         )
-    whole = fired.pop(WHOLE)
     out.append(
         f"| **whole policy** | any finding | {_share(whole[False], runs[False])} | "
         f"{_share(whole[True], runs[True])} | {_lift(whole, runs)} |"
     )
-    _, _, before = tau_counts(load_policy("tau-airline.json", tool_failures=False))
+    return "\n".join(out), verdicts
+
+
+def tau_table() -> str:
+    table, verdicts = lift_table("tau-airline.json")
+    runs, _, before = tau_counts(load_policy("tau-airline.json", tool_failures=False))
     confirmations = before["ARH-CFM-001", ""]
     note = (
         "Without `tool_failures`, every call counts as a success: ARH-CFM-001 then fires in "
@@ -240,7 +299,8 @@ def tau_table() -> str:
         f"{_share(confirmations[True], runs[True])} of the successful runs, a lift of "
         f"{_lift(confirmations, runs)}."
     )
-    out += [
+    out = [
+        table,
         "",
         "| arh verdict | Failed runs (reward 0) | Successful runs (reward 1) |",
         "|---|---:|---:|",
@@ -349,6 +409,7 @@ def failures_table() -> str:
 def sections() -> dict[str, str]:
     found = {f"agentdojo-{suite}": agentdojo_table(suite) for suite in SUITES}
     found["tau-airline"] = tau_table()
+    found["tau-airline-conduct"] = lift_table("tau-airline-conduct.json")[0]
     found["tool-failures"] = failures_table()
     return found
 

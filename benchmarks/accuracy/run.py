@@ -1045,16 +1045,16 @@ def render_results(results: Results) -> str:
 
 
 def split_perf(text: str) -> tuple[str, str]:
-    """(this script's part, the performance section with its markers or "")."""
-    start, end = text.find(PERF_START), text.find(PERF_END)
-    if start < 0 or end < start:
+    """(this script's part, the performance sections or ""): everything from PERF_START on
+    belongs to the performance scripts (benchmarks/perf/perf.py, then dask_perf.py)."""
+    start = text.find(PERF_START)
+    if start < 0 or text.find(PERF_END) < start:
         return text, ""
-    own = text[:start].rstrip("\n") + "\n" + text[end + len(PERF_END) :].lstrip("\n")
-    return own, text[start : end + len(PERF_END)]
+    return text[:start].rstrip("\n") + "\n", text[start:].rstrip("\n")
 
 
 def write_results(text: str, path: Path = RESULTS_PATH) -> None:
-    """Write the results, keeping the performance section that benchmarks/perf/perf.py maintains."""
+    """Write the results, keeping the performance sections that benchmarks/perf/ maintains."""
     perf = split_perf(path.read_text(encoding="utf-8"))[1] if path.exists() else ""
     if perf:
         text = f"{text}\n{perf}\n"
