@@ -61,6 +61,9 @@ LAYERS: dict[str, tuple[int, str]] = {
     "record": (6, "app"),
     # --executor dask and the Dask API: the only module that imports the dask extra
     "dask": (6, "app"),
+    # rubrics, judgments, calibration records, the rubric engine and the model judge's HTTP
+    # client: it reads files and calls a model, so it sits with the commands
+    "judge": (6, "app"),
     # loaded by pytest through its entry point; nothing in the package may import it
     "pytest_plugin": (7, "plugin"),
 }

@@ -1,0 +1,51 @@
+"""The judge: rubrics, the deterministic rubric engine, a model judge over an OpenAI-compatible
+chat-completions API, replayable judgments and the calibration that decides whether judge
+findings may fail a build (docs/answers-and-judge.md)."""
+
+from agent_reliability_harness.judge.model import (
+    DETERMINISTIC,
+    KAPPA_GATE,
+    CalibrationRecord,
+    Check,
+    Confusion,
+    Criterion,
+    CriterionErrors,
+    Gate,
+    JudgeInput,
+    Judgment,
+    JudgmentKey,
+    Rubric,
+    Scale,
+    find_calibration,
+    gate,
+    input_hash,
+    judge_input,
+    judgment_line,
+    parse_calibration,
+    parse_judgments,
+    parse_rubric,
+)
+
+__all__ = [
+    "DETERMINISTIC",
+    "KAPPA_GATE",
+    "CalibrationRecord",
+    "Check",
+    "Confusion",
+    "Criterion",
+    "CriterionErrors",
+    "Gate",
+    "JudgeInput",
+    "Judgment",
+    "JudgmentKey",
+    "Rubric",
+    "Scale",
+    "find_calibration",
+    "gate",
+    "input_hash",
+    "judge_input",
+    "judgment_line",
+    "parse_calibration",
+    "parse_judgments",
+    "parse_rubric",
+]
