@@ -157,7 +157,13 @@ class JudgeStage:
         key = (self.rubric.rubric_id, self.rubric.version, self.model, digest)
         if self.model == DETERMINISTIC:
             judgment = judge_deterministic(self.rubric, seen, digest, trace.trace_id)
-            if self.mode == "live" and self.judgments.get(key) != judgment:
+            kept = self.judgments.get(key)
+            # the same judgment (made for another trace of the same input, too) is not written
+            # again
+            same = kept is not None and judgment_line(
+                replace(kept, trace_id=judgment.trace_id)
+            ) == judgment_line(judgment)
+            if self.mode == "live" and not same:
                 self._append(judgment)
             return digest, _Verdict(judgment, judgment.verdict)
         found = self.judgments.get(key)
