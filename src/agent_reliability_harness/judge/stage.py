@@ -38,7 +38,8 @@ from agent_reliability_harness.judge.model import (
     parse_judgments,
     parse_rubric,
 )
-from agent_reliability_harness.model.report import Finding, JudgeOutcome, TraceReport
+from agent_reliability_harness.model.judge_outcome import JudgeOutcome
+from agent_reliability_harness.model.report import Finding, TraceReport
 from agent_reliability_harness.model.trace import Trace
 from agent_reliability_harness.rules.judge import JUDGE_ERROR, JUDGE_FAILED, NOT_JUDGED
 from agent_reliability_harness.rules.selection import Findings, RuleSelection
