@@ -11,6 +11,7 @@ from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import Finding, TraceReport
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
 from agent_reliability_harness.regression.gate import GateResult
+from agent_reliability_harness.regression.judged import judge_comparison, judge_flips, side_rates
 from agent_reliability_harness.render._markdown import (
     MAX_CHARS,
     MESSAGE_CHARS,
@@ -33,6 +34,7 @@ from agent_reliability_harness.render.console import (
     trace_location,
 )
 from agent_reliability_harness.render.github import annotation
+from agent_reliability_harness.render.stats import judge_rate_lines
 
 __all__ = [
     "COMPARE_RENDERERS",
@@ -78,6 +80,9 @@ def render_compare_json(
     }
     if statistics is not None:
         data["statistics"] = statistics
+    judged = judge_comparison(result)
+    if judged is not None:  # only then: comparisons of runs without a judge stay as they were
+        data["judge"] = judged
     return dumps_indented(data) + "\n"
 
 
@@ -240,6 +245,7 @@ def render_compare_console(
         them = "it" if unlisted == 1 else "them"
         passing = plural(unlisted, "passing trace", grouped=True)
         lines += ["", f"{passing} with changes not listed{note}; --show-passing lists {them}"]
+    lines += _judge_lines(result)
     if result.warnings:
         lines.append("")
         lines += [f"warning: {terminal_safe(w)}" for w in result.warnings]
@@ -250,6 +256,25 @@ def render_compare_console(
     else:
         lines += [f"  - {terminal_safe(reason)}" for reason in gate.reasons]
     return "\n".join(lines) + "\n"
+
+
+def _judge_lines(result: CompareResult) -> list[str]:
+    """The judge's pass rates on each side and its verdict flips (none without a judge)."""
+    judged = judge_comparison(result)
+    if judged is None:
+        return []
+    lines = [""]
+    for side in ("baseline", "candidate"):
+        lines += [f"{side}: {line}" for line in judge_rate_lines(side_rates(result, side))]
+    lines.append(
+        f"judge verdict flips: pass->fail {judged['pass_to_fail']} \u00b7 fail->pass "
+        f"{judged['fail_to_pass']}"
+    )
+    lines += [
+        terminal_safe(f"  {flip.trace_id}: judge {flip.baseline} -> {flip.candidate}")
+        for flip in judge_flips(result)
+    ]
+    return lines
 
 
 def _md_change(delta: TraceDelta) -> str:

@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Final
 
 from agent_reliability_harness._json import dumps_indented
+from agent_reliability_harness.regression.judged import JudgeRate
 from agent_reliability_harness.regression.stat_gates import (
     GateCheck,
     change_text,
@@ -41,6 +42,7 @@ __all__ = [
     "comparison_console_lines",
     "comparison_intro",
     "comparison_markdown_lines",
+    "judge_rate_lines",
     "render_stats_console",
     "render_stats_json",
     "render_stats_markdown",
@@ -202,12 +204,38 @@ def render_stats_console(result: StatsResult) -> str:
     blocks = ([overall] if workflows > 1 else []) + list(result.workflows)
     for summary in blocks:
         lines += ["", *_summary_lines(summary)]
+    if result.judge:
+        lines += ["", *judge_rate_lines(result.judge)]
     if result.warnings:
         lines.append("")
         lines += [f"warning: {terminal_safe(w)}" for w in result.warnings]
     if result.gate is not None:
         lines += ["", *_gate_lines(result.gate.checks, result.gate.passed)]
     return "\n".join(lines) + "\n"
+
+
+def judge_rate_lines(rates: Sequence[JudgeRate]) -> list[str]:
+    """One line per rubric version and model: its judge pass rate with the 95% Wilson
+    interval, and the traces not judged or without a judgment (never in the rate)."""
+    lines = []
+    for rate in rates:
+        low, high = rate.interval
+        shown = (
+            "-"
+            if rate.pass_rate is None
+            else (f"{rate_text(rate.pass_rate)} ({low:.3f}\u2013{high:.3f})")
+        )
+        aside = [f"{rate.not_judged} not judged"] if rate.not_judged else []
+        aside += [f"{plural(rate.errors, 'judgment error')}"] if rate.errors else []
+        tail = f"; {', '.join(aside)}" if aside else ""
+        lines.append(
+            terminal_safe(
+                f"judge {rate.rubric} v{rate.rubric_version} by {rate.model}: pass rate {shown}, "
+                f"{rate.passed} of {rate.judged} judged traces passed{tail}"
+                + ("" if rate.gating else " (not calibrated: warnings only)")
+            )
+        )
+    return lines
 
 
 def render_stats_json(result: StatsResult) -> str:
