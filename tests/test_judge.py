@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
 
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.judge.engine import judge_deterministic
@@ -31,7 +33,7 @@ from agent_reliability_harness.judge.model import (
 from agent_reliability_harness.model.trace import Trace
 from judge_server import Reply, completion, fake_api, verdict
 
-from conftest import SAMPLES, Run, load_json
+from conftest import ROOT, SAMPLES, Run, load_json, schema_validator
 
 FIXTURES = Path(__file__).parent / "fixtures" / "judge"
 RUBRIC_FILE = FIXTURES / "rubric_deterministic.json"
@@ -773,3 +775,157 @@ def test_deterministic_live_appends_the_engines_judgments(arh: Arh, tmp_path: Pa
     )
     [line] = judgments.read_text("utf-8").splitlines()
     assert json.loads(line)["model"] == "deterministic"
+
+
+# ---------------------------------------------------------------------------------------------
+# arh stats and arh compare
+
+
+def _two_runs(arh: Arh, tmp_path: Path) -> tuple[Path, Path]:
+    """The samples judged by the sample rubric (3 of 6 pass), and a candidate in which
+    rebook-1001's answer no longer says "confirmed on" (its judge verdict flips to fail)."""
+    candidate = tmp_path / "candidate"
+    shutil.copytree(TRACES, candidate)
+    flipped = (TRACES / "rebook_pass.json").read_text("utf-8").replace("confirmed on", "booked on")
+    (candidate / "rebook_pass.json").write_text(flipped, encoding="utf-8")
+    base, cand = tmp_path / "base.json", tmp_path / "cand.json"
+    for inputs, out in ((TRACES, base), (candidate, cand)):
+        arh(
+            "validate", "--policy", POLICY, inputs, "--rubric", RUBRIC_FILE, "-q", "--json-out", out
+        )
+    return base, cand
+
+
+def test_stats_gives_the_judge_pass_rate_with_its_wilson_interval(arh: Arh, tmp_path: Path) -> None:
+    base, _ = _two_runs(arh, tmp_path)
+    out = tmp_path / "stats.json"
+    run = arh("stats", base, "--json-out", out)
+    [rate] = load_json(out)["judge"]
+    # Wilson, 3 of 6, z = 1.96: centre 0.5, half-width 1.96 / 1.6403 x sqrt(1/24 + 3.8416/144)
+    # = 0.3124 (worked out by hand)
+    assert rate["interval"] == pytest.approx([0.1876, 0.8124], abs=5e-5)
+    assert {k: v for k, v in rate.items() if k != "interval"} == {
+        "rubric": "rebooking-answer",
+        "rubric_version": "1",
+        "model": "deterministic",
+        "judged": 6,
+        "passed": 3,
+        "failed": 3,
+        "not_judged": 0,
+        "errors": 0,
+        "pass_rate": 0.5,
+        "gating": False,
+    }
+    assert (
+        "judge rebooking-answer v1 by deterministic: pass rate 0.500 (0.188\u20130.812), 3 of 6 "
+        "judged traces passed (not calibrated: warnings only)"
+    ) in run.out
+    assert list(schema_validator("stats").iter_errors(load_json(out))) == []
+
+
+def test_not_judged_traces_are_not_in_the_rate(arh: Arh, tmp_path: Path) -> None:
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text(
+        judgment_line(_model_judgment("rebook_pass.json", "pass", {"resolves": 2, "accurate": 1})),
+        encoding="utf-8",
+    )
+    report, out = tmp_path / "r.json", tmp_path / "stats.json"
+    arh(
+        "validate",
+        "--policy",
+        POLICY,
+        TRACES,
+        "--rubric",
+        MODEL_RUBRIC_FILE,
+        "--judgments",
+        judgments,
+        "-q",
+        "--json-out",
+        report,
+    )
+    assert list(schema_validator("report").iter_errors(load_json(report))) == []
+    run = arh("stats", report, "--json-out", out)
+    [rate] = load_json(out)["judge"]
+    # rebook-1004 has rebook-1001's task and final answer, so the one judgment (of their input
+    # hash) judges both: 2 judged, 4 not judged
+    assert (rate["judged"], rate["passed"], rate["not_judged"], rate["pass_rate"]) == (2, 2, 4, 1.0)
+    assert rate["interval"][1] == 1.0
+    assert "2 of 2 judged traces passed; 4 not judged" in run.out
+
+
+def test_compare_reports_judge_flips(arh: Arh, tmp_path: Path) -> None:
+    base, cand = _two_runs(arh, tmp_path)
+    out = tmp_path / "compare.json"
+    run = arh("compare", "--baseline", base, "--candidate", cand, "--json-out", out)
+    data = load_json(out)
+    judged = data["judge"]
+    assert (judged["pass_to_fail"], judged["fail_to_pass"]) == (1, 0)
+    assert judged["flips"] == [{"trace_id": "rebook-1001", "baseline": "pass", "candidate": "fail"}]
+    assert [r["passed"] for r in judged["baseline"]] == [3]
+    assert [r["passed"] for r in judged["candidate"]] == [2]
+    assert "judge verdict flips: pass->fail 1 \u00b7 fail->pass 0" in run.out
+    assert "rebook-1001: judge pass -> fail" in run.out
+    stats_schema = load_json(ROOT / "schemas" / "stats.schema.json")
+    registry = Registry().with_resource("stats.schema.json", Resource.from_contents(stats_schema))
+    compare = Draft202012Validator(
+        load_json(ROOT / "schemas" / "compare.schema.json"), registry=registry
+    )
+    assert list(compare.iter_errors(data)) == []
+    # the flip is a warning, not a regression of the gate: the judge is not calibrated
+    assert run.status == 0
+
+
+def test_stats_and_compare_without_judge_outcomes_are_unchanged(arh: Arh, tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    arh("validate", "--policy", POLICY, TRACES, "-q", "--json-out", report)
+    stats, compare = tmp_path / "s.json", tmp_path / "c.json"
+    run = arh("stats", report, "--json-out", stats)
+    assert "judge" not in load_json(stats)
+    assert "judge" not in run.out
+    arh("compare", "--baseline", report, "--candidate", report, "--json-out", compare)
+    assert "judge" not in load_json(compare)
+
+
+# ---------------------------------------------------------------------------------------------
+# The schemas of the rubric and the judgment file
+
+
+def test_the_sample_and_fixture_rubrics_match_the_schema() -> None:
+    for name in ("rubric", "judgment"):
+        Draft202012Validator.check_schema(load_json(ROOT / "schemas" / f"{name}.schema.json"))
+    for path in [SAMPLES / "rubrics" / "rebooking-answer.json", RUBRIC_FILE, MODEL_RUBRIC_FILE]:
+        assert list(schema_validator("rubric").iter_errors(load_json(path))) == [], path
+    assert parse_rubric((SAMPLES / "rubrics" / "rebooking-answer.json").read_text("utf-8"), "s")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"pass_threshold": 1.5},
+        {"criteria": []},
+        {"prompt_template": "no answer"},
+        {"version": ""},
+        {"criteria": [{"id": "a", "description": "d", "check": {"kind": "length"}}]},
+        {"criteria": [{"id": "a", "description": "d", "check": {"kind": "vibes"}}]},
+        {"criteria": [{"id": "a", "description": "d", "weight": 0}]},
+        {"extra": True},
+    ],
+)
+def test_the_rubric_schema_and_parser_refuse_the_same(edit: dict[str, Any]) -> None:
+    data = {**load_json(RUBRIC_FILE), **edit}
+    assert not schema_validator("rubric").is_valid(data)
+    with pytest.raises(InputError):
+        parse_rubric(json.dumps(data), "r.json")
+
+
+def test_judgment_lines_match_the_schema(arh: Arh, tmp_path: Path) -> None:
+    judgments = tmp_path / "judgments.jsonl"
+    arh("validate", "--policy", POLICY, TRACES, "--rubric", RUBRIC_FILE, "--judge", "live",
+        "--judgments", judgments, "-q")  # fmt: skip
+    lines = judgments.read_text("utf-8").splitlines()
+    assert len(lines) == 5  # 6 traces, two of one input
+    for line in lines:
+        assert list(schema_validator("judgment").iter_errors(json.loads(line))) == []
+    bad = {**json.loads(lines[0]), "verdict": "maybe"}
+    assert not schema_validator("judgment").is_valid(bad)
+    assert parse_judgments(json.dumps(bad), "j")[1]
