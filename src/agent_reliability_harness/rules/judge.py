@@ -37,7 +37,7 @@ JUDGE_FAILED = rule(
     "the score, the criteria that scored below their maximum, the rationale and whether the "
     "finding gates and why.",
     scoring="None: judge findings are not scored; as an error it fails the trace.",
-    anchor="the last model_response step (the trace, when there is none)",
+    anchor="the trace (the subject is the rubric and its version)",
     remediation="Read the rationale and the low criteria; fix the agent's answer, or the rubric "
     "if it is wrong (a new rubric version needs its own calibration).",
 )
@@ -51,7 +51,7 @@ NOT_JUDGED = rule(
     "without --judge live, and the judgment file has no judgment for the trace's input hash "
     "under that rubric version and model. The judge verdict is then not_judged: not a pass.",
     scoring="None: not scored; the judge verdict is not_judged, never pass.",
-    anchor="the trace",
+    anchor="the trace (the subject is the rubric and its version)",
     remediation="Run arh validate --judge live once (it calls the model and appends the "
     "judgment to the judgment file), review the file and commit it.",
 )
@@ -67,7 +67,7 @@ JUDGE_ERROR = rule(
     "criterion score, a confidence outside 0 to 1). Nothing is written to the judgment file; "
     "the judge verdict is error.",
     scoring="None: not scored.",
-    anchor="the trace",
+    anchor="the trace (the subject is the rubric and its version)",
     remediation="Check the base URL, the API key variable and the model; a malformed reply "
     "may need a clearer prompt template or a model that supports structured output.",
 )
