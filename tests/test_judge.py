@@ -14,6 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
+from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.judge.engine import judge_deterministic
 from agent_reliability_harness.judge.model import (
@@ -30,6 +31,8 @@ from agent_reliability_harness.judge.model import (
     parse_judgments,
     parse_rubric,
 )
+from agent_reliability_harness.judge.stage import JudgeStage
+from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.trace import Trace
 from judge_server import Reply, completion, fake_api, verdict
 
@@ -929,3 +932,23 @@ def test_judgment_lines_match_the_schema(arh: Arh, tmp_path: Path) -> None:
     bad = {**json.loads(lines[0]), "verdict": "maybe"}
     assert not schema_validator("judgment").is_valid(bad)
     assert parse_judgments(json.dumps(bad), "j")[1]
+
+
+def test_live_needs_a_judgment_file_it_can_write(arh: Arh, tmp_path: Path) -> None:
+    nowhere = tmp_path / "no such folder" / "judgments.jsonl"
+    run = arh("validate", "--policy", POLICY, TRACES / "rebook_pass.json", "--rubric",
+              RUBRIC_FILE, "--judge", "live", "--judgments", nowhere)  # fmt: skip
+    assert run.status == 2
+    assert f"--judge live cannot write the judgment file {nowhere}" in run.err
+
+
+def test_a_judgment_that_cannot_be_written_is_a_judgment_error(tmp_path: Path) -> None:
+
+    trace = _trace("rebook_pass.json")
+    report = Validator(Policy.from_dict(load_json(POLICY))).validate(trace)
+    stage = JudgeStage(RUBRIC, "deterministic", mode="live", judgments_path=str(tmp_path))
+    judged = stage(trace, report)
+    assert judged.judge is not None
+    assert judged.judge.verdict == "error"
+    [finding] = [f for f in judged.findings if f.rule_id == "ARH-JDG-003"]
+    assert f"cannot write the judgment file {tmp_path}" in finding.message

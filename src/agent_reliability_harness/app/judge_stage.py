@@ -27,6 +27,13 @@ DEFAULT_API_KEY_ENV: Final = "OPENAI_API_KEY"
 Judged = tuple[JudgeStage | None, tuple[InputError, ...]]
 
 
+def _writable(path: str) -> bool:
+    """Whether a live run can append to the judgment file (or create it)."""
+    if os.path.lexists(path):
+        return os.path.isfile(path) and os.access(path, os.W_OK)
+    return os.access(os.path.dirname(path) or ".", os.W_OK)
+
+
 def judge_stage(args: Namespace, policy: Policy) -> Judged | None:
     """The judge stage of ``args`` (None in it without ``--rubric``) and the errors of the
     judgment file's bad lines; None, after printing why, when a file cannot be used (a usage or
@@ -57,6 +64,9 @@ def judge_stage(args: Namespace, policy: Policy) -> Judged | None:
         except InputError as exc:
             error(f"cannot use the judgment file: {exc}")
             return None
+    if live and judgments_path is not None and not _writable(judgments_path):
+        error(f"--judge live cannot write the judgment file {judgments_path}")
+        return None
     client = None
     if live and model != DETERMINISTIC:
         variable = args.judge_api_key_env or rubric.api_key_env or DEFAULT_API_KEY_ENV

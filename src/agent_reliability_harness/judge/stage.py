@@ -137,20 +137,25 @@ class JudgeStage:
         self._selection = selection
         self._fail_under = fail_under
 
-    def _append(self, judgment: Judgment) -> None:
+    def _append(self, judgment: Judgment) -> str:
         """Append ``judgment`` to the judgment file (starting a new line if the file's last
-        one has no line feed), and keep it for the inputs still to come."""
+        one has no line feed), and keep it for the inputs still to come; why it could not be
+        written, or ``""``."""
         self.judgments[judgment.key] = judgment
         if self.judgments_path is None:
-            return
+            return ""
         path = self.judgments_path
-        with open(path, "a+b") as stream:
-            stream.seek(0, os.SEEK_END)
-            if stream.tell():
-                stream.seek(-1, os.SEEK_END)
-                if stream.read(1) != b"\n":
-                    stream.write(b"\n")
-            stream.write(judgment_line(judgment).encode("utf-8"))
+        try:
+            with open(path, "a+b") as stream:
+                stream.seek(0, os.SEEK_END)
+                if stream.tell():
+                    stream.seek(-1, os.SEEK_END)
+                    if stream.read(1) != b"\n":
+                        stream.write(b"\n")
+                stream.write(judgment_line(judgment).encode("utf-8"))
+        except OSError as exc:
+            return f"cannot write the judgment file {path}: {exc.strerror or exc}"
+        return ""
 
     def _verdict(self, trace: Trace) -> tuple[str, _Verdict]:
         seen = judge_input(trace)
@@ -164,8 +169,9 @@ class JudgeStage:
             same = kept is not None and judgment_line(
                 replace(kept, trace_id=judgment.trace_id)
             ) == judgment_line(judgment)
-            if self.mode == "live" and not same:
-                self._append(judgment)
+            problem = self._append(judgment) if self.mode == "live" and not same else ""
+            if problem:
+                return digest, _Verdict(None, "error", problem)
             return digest, _Verdict(judgment, judgment.verdict)
         found = self.judgments.get(key)
         if found is not None:
@@ -176,7 +182,9 @@ class JudgeStage:
             judgment = self.client.judge(self.rubric, seen, digest, trace.trace_id)
         except JudgeCallError as exc:
             return digest, _Verdict(None, "error", str(exc))
-        self._append(judgment)
+        problem = self._append(judgment)
+        if problem:  # not replayable: the judgment would be lost, so it is not used either
+            return digest, _Verdict(None, "error", problem)
         return digest, _Verdict(judgment, judgment.verdict)
 
     def _which(self) -> str:
