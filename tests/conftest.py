@@ -56,9 +56,11 @@ def _offline() -> Iterator[None]:
     socket.create_connection) to an address outside the loopback interface, or looking up a
     name that is not localhost, raises :class:`OutsideLoopbackError` for the whole session.
     Unix sockets and loopback servers (the fake judge API of tests/test_judge_client.py) work;
-    tests/test_offline.py proves that the guard trips."""
+    tests/test_offline.py proves that the guard trips. (It guards this process: the commands
+    that tests run in subprocesses call no model, and pip runs there with --no-index.)"""
     connect = socket.socket.connect
     connect_ex = socket.socket.connect_ex
+    sendto = socket.socket.sendto
     getaddrinfo = socket.getaddrinfo
 
     def guarded_connect(self: socket.socket, address: Any) -> None:
@@ -71,6 +73,11 @@ def _offline() -> Iterator[None]:
             _guarded_address(address)
         return connect_ex(self, address)
 
+    def guarded_sendto(self: socket.socket, data: Any, *rest: Any) -> int:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            _guarded_address(rest[-1])  # sendto(data, address) or sendto(data, flags, address)
+        return sendto(self, data, *rest)
+
     def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
         if not _loopback(host):
             raise OutsideLoopbackError(f"the tests look up no host outside loopback: {host!r}")
@@ -79,8 +86,24 @@ def _offline() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(socket.socket, "connect", guarded_connect)
         patch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+        patch.setattr(socket.socket, "sendto", guarded_sendto)
         patch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
         yield
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """urllib sends requests through the proxy the environment names, even to 127.0.0.1: the
+    judge tests talk to their fake API on loopback directly."""
+    for name in (
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+    ):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(autouse=True)

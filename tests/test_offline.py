@@ -27,6 +27,14 @@ def test_connecting_outside_loopback_is_refused(address: tuple[object, ...]) -> 
         sock.connect_ex(address)
 
 
+def test_a_datagram_outside_loopback_is_refused() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        with pytest.raises(OutsideLoopbackError):
+            sock.sendto(b"x", ("192.0.2.1", 53))
+        with pytest.raises(OutsideLoopbackError):
+            sock.sendto(b"x", 0, ("192.0.2.1", 53))
+
+
 def test_a_name_is_not_looked_up() -> None:
     with pytest.raises(OutsideLoopbackError):
         socket.getaddrinfo("api.openai.com", 443)
