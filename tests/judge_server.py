@@ -76,7 +76,8 @@ def fake_api(*replies: Reply) -> Iterator[FakeApi]:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(reply.body)))
+                if "Content-Length" not in reply.headers:
+                    self.send_header("Content-Length", str(len(reply.body)))
                 self.end_headers()
                 self.wfile.write(reply.body)
             except (BrokenPipeError, ConnectionResetError):  # the client timed out and left

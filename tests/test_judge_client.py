@@ -214,3 +214,18 @@ def test_a_closed_port_is_a_judgment_error() -> None:
 def test_only_http_urls() -> None:
     with pytest.raises(UsageError, match="must start with http:// or https://"):
         judge_at("file:///etc/passwd", [])
+
+
+def test_a_cut_short_response_is_retried_then_an_error() -> None:
+    # Content-Length promises more than the body holds: http.client raises IncompleteRead
+    short = Reply(200, b'{"choices": []}', {"Content-Length": "999"})
+    waits: list[float] = []
+    with fake_api(short, short) as api, pytest.raises(JudgeCallError) as caught:
+        judge_at(api.url, waits, retries=1, timeout=1.0).judge(RUBRIC, SEEN, DIGEST)
+    assert "a broken HTTP response (IncompleteRead" in str(caught.value)
+    assert len(api.requests) == 2
+
+
+def test_a_url_http_client_refuses_is_a_judgment_error() -> None:
+    with pytest.raises(JudgeCallError, match="cannot send the request"):
+        judge_at("http://127.0.0.1:notaport/v1", []).judge(RUBRIC, SEEN, DIGEST)

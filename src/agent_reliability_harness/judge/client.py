@@ -15,6 +15,7 @@ is not the JSON object asked for, is a :class:`JudgeCallError`: the trace gets a
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import time
@@ -270,6 +271,13 @@ class ChatJudge:
                 last = f"cannot reach {self._url}: {exc.reason}"
             except OSError as exc:  # a connection reset while the body was read
                 last = f"the connection failed: {exc}"
+            except (
+                http.client.InvalidURL,
+                ValueError,
+            ) as exc:  # a URL http.client refuses, a header it cannot send
+                raise JudgeCallError(f"cannot send the request to {self._url}: {exc}") from None
+            except http.client.HTTPException as exc:  # a malformed or cut-short response
+                last = f"a broken HTTP response ({type(exc).__name__}: {exc})"
             if attempt + 1 < attempts:
                 self._sleep(wait)
         raise JudgeCallError(f"{last} (after {attempts} attempts)")
