@@ -824,6 +824,12 @@ def test_stats_gives_the_judge_pass_rate_with_its_wilson_interval(arh: Arh, tmp_
         "judged traces passed (not calibrated: warnings only)"
     ) in run.out
     assert list(schema_validator("stats").iter_errors(load_json(out))) == []
+    markdown = tmp_path / "stats.md"
+    arh("stats", base, "--md-out", markdown, "-q")
+    assert (
+        "| `rebooking-answer` | `1` | `deterministic` | 0.500 (0.188\u20130.812) | 6 | 0 | 0 | "
+        "no (warnings only) |"
+    ) in markdown.read_text("utf-8")
 
 
 def test_not_judged_traces_are_not_in_the_rate(arh: Arh, tmp_path: Path) -> None:
@@ -868,6 +874,11 @@ def test_compare_reports_judge_flips(arh: Arh, tmp_path: Path) -> None:
     assert [r["passed"] for r in judged["candidate"]] == [2]
     assert "judge verdict flips: pass->fail 1 \u00b7 fail->pass 0" in run.out
     assert "rebook-1001: judge pass -> fail" in run.out
+    markdown = tmp_path / "compare.md"
+    arh("compare", "--baseline", base, "--candidate", cand, "--md-out", markdown, "-q")
+    assert "| Judge verdict flips (pass to fail / fail to pass) | 1 / 0 |" in markdown.read_text(
+        "utf-8"
+    )
     stats_schema = load_json(ROOT / "schemas" / "stats.schema.json")
     registry = Registry().with_resource("stats.schema.json", Resource.from_contents(stats_schema))
     compare = Draft202012Validator(
@@ -884,7 +895,7 @@ def test_stats_and_compare_without_judge_outcomes_are_unchanged(arh: Arh, tmp_pa
     stats, compare = tmp_path / "s.json", tmp_path / "c.json"
     run = arh("stats", report, "--json-out", stats)
     assert "judge" not in load_json(stats)
-    assert "judge" not in run.out
+    assert "judge" not in run.out.lower()
     arh("compare", "--baseline", report, "--candidate", report, "--json-out", compare)
     assert "judge" not in load_json(compare)
 

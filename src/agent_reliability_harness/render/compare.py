@@ -378,6 +378,12 @@ def render_compare_markdown(
         f"| Average score delta | {s['average_score_delta']:+.2f} |",
         f"| Largest score drop | {s['max_score_drop']:.2f} |",
     ]
+    judged = judge_comparison(result)
+    if judged is not None:  # only then: comparisons without a judge stay as they were
+        out.append(
+            f"| Judge verdict flips (pass to fail / fail to pass) | {judged['pass_to_fail']} / "
+            f"{judged['fail_to_pass']} |"
+        )
     md_fit(out, list(extra), md_size(out) + MAX_CHARS // 4, "line of statistics")
     notable = [d for d in result.traces if d.notable]
     if notable:

@@ -331,6 +331,27 @@ def render_stats_markdown(result: StatsResult) -> str:
             values = {k: hat_k if hat else at_k for k, hat_k, at_k, _ in s.curve()}
             name = "all workflows" if s.workflow is None else md_code(s.workflow)
             out.append(md_row([name] + [rate_text(values.get(k)) for k in range(1, most + 1)]))
+    if result.judge:
+        out += [
+            "",
+            "### Judge",
+            "",
+            (
+                "| Rubric | Version | Model | Pass rate (95% CI) | Judged | Not judged | Errors "
+                "| Gating |"
+            ),
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for rate in result.judge:
+            low, high = rate.interval
+            shown = (
+                "-"
+                if rate.pass_rate is None
+                else (f"{rate_text(rate.pass_rate)} ({low:.3f}\u2013{high:.3f})")
+            )
+            cells = [md_code(rate.rubric), md_code(rate.rubric_version), md_code(rate.model)]
+            cells += [shown, str(rate.judged), str(rate.not_judged), str(rate.errors)]
+            out.append(md_row([*cells, "yes" if rate.gating else "no (warnings only)"]))
     flaky = [(s, s.flaky) for s in result.workflows if s.flaky]
     if flaky:
         out += ["", "### Flaky tasks", ""]
