@@ -11,7 +11,6 @@ from agent_reliability_harness.app import Status
 from agent_reliability_harness.app.formats import output_formats, report_to_stdout
 from agent_reliability_harness.app.inputs import no_traces, reading_options, unmatched
 from agent_reliability_harness.app.inputs import policy as read_policy
-from agent_reliability_harness.app.judge_stage import judge_stage
 from agent_reliability_harness.app.output import (
     error,
     report_error,
@@ -36,10 +35,17 @@ def validate(args: Namespace) -> Status:
     policy = read_policy(args)
     if policy is None:
         return Status.USAGE
-    judged = judge_stage(args, policy)
-    if judged is None:
-        return Status.USAGE
-    stage, judgment_errors = judged
+    stage = None
+    judgment_errors: tuple[InputError, ...] = ()
+    if args.rubric is not None:
+        # only --rubric needs it: the model judge's client loads urllib, http and email, which a
+        # plain `arh validate` must not pay for at start-up (tests/test_smoke.py)
+        from agent_reliability_harness.app.judge_stage import judge_stage
+
+        judged = judge_stage(args, policy)
+        if judged is None:
+            return Status.USAGE
+        stage, judgment_errors = judged
     quiet = args.quiet or report_to_stdout(args, "validate")
     # Reports are written as the traces are checked: the console report goes out trace by
     # trace, the files' bodies are spooled and their heads (which hold the totals) come last.
