@@ -963,3 +963,45 @@ def test_a_judgment_that_cannot_be_written_is_a_judgment_error(tmp_path: Path) -
     assert judged.judge.verdict == "error"
     [finding] = [f for f in judged.findings if f.rule_id == "ARH-JDG-003"]
     assert f"cannot write the judgment file {tmp_path}" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("scores", "problem"),
+    [
+        ({"resolves": 2}, "criterion 'accurate' has no score: was the rubric changed"),
+        ({"resolves": 5, "accurate": 1}, "criterion 'resolves' scores 5, off its scale 0 to 2"),
+    ],
+)
+def test_a_replayed_judgment_that_does_not_fit_the_rubric_is_a_judgment_error(
+    scores: dict[str, float], problem: str
+) -> None:
+    trace = _trace("rebook_pass.json")
+    report = Validator(Policy.from_dict(load_json(POLICY))).validate(trace)
+    judgment = _model_judgment("rebook_pass.json", "fail", scores)
+    stage = JudgeStage(
+        MODEL_RUBRIC, "fake-judge-1", judgments={judgment.key: judgment}, judgments_path="j.jsonl"
+    )
+    judged = stage(trace, report)
+    assert judged.judge is not None
+    assert judged.judge.verdict == "error"
+    [finding] = [f for f in judged.findings if f.rule_id.startswith("ARH-JDG")]
+    assert (finding.rule_id, finding.severity) == ("ARH-JDG-003", "warning")
+    assert problem in finding.message
+
+
+def test_a_model_judges_fail_message_gives_its_confidence(arh: Arh, tmp_path: Path) -> None:
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text(
+        judgment_line(_model_judgment("rebook_pass.json", "fail", {"resolves": 0, "accurate": 1})),
+        encoding="utf-8",
+    )
+    out = tmp_path / "r.json"
+    arh("validate", "--policy", POLICY, TRACES / "rebook_pass.json", "--rubric",
+        MODEL_RUBRIC_FILE, "--judgments", judgments, "--json-out", out)  # fmt: skip
+    [finding] = _reports(out)["rebook-1001"]["findings"]
+    # (2 x 0/2 + 1 x 1/1) / 3 = 0.33 < 0.6
+    assert finding["message"].startswith(
+        "judge verdict fail (rubric helpful-answer version 2, model fake-judge-1): score 0.33 "
+        "below the pass threshold 0.6; below their maximum: resolves 0/2; confidence 0.90; "
+        "rationale: replayed; warning only: no calibration record"
+    )

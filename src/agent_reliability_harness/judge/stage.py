@@ -97,6 +97,23 @@ class _Verdict:
     problem: str = ""
 
 
+def _misfit(rubric: Rubric, judgment: Judgment) -> str:
+    """Why a judgment of the judgment file does not fit ``rubric`` (a criterion without a score,
+    or a score off its scale: the rubric changed without a new version), or ``""``."""
+    scores = dict(judgment.scores)
+    for criterion in rubric.criteria:
+        score = scores.get(criterion.criterion_id)
+        where = f"the judgment file's judgment of criterion {criterion.criterion_id!r}"
+        if score is None:
+            return f"{where} has no score: was the rubric changed without a new version?"
+        if not criterion.scale.low <= score <= criterion.scale.high:
+            return (
+                f"{where} scores {score:g}, off its scale {criterion.scale.low} to "
+                f"{criterion.scale.high}: was the rubric changed without a new version?"
+            )
+    return ""
+
+
 class JudgeStage:
     """Judges each trace's final answer under ``rubric`` by ``model`` and adds the outcome to
     its report. ``judgments`` are those of the judgment file ``judgments_path``; ``client``
@@ -175,6 +192,9 @@ class JudgeStage:
             return digest, _Verdict(judgment, judgment.verdict)
         found = self.judgments.get(key)
         if found is not None:
+            problem = _misfit(self.rubric, found)
+            if problem:
+                return digest, _Verdict(None, "error", problem)
             return digest, _Verdict(found, found.verdict)
         if self.mode == "replay" or self.client is None:
             return digest, _Verdict(None, "not_judged")
@@ -206,6 +226,11 @@ class JudgeStage:
                 f"judge verdict fail ({self._which()}): score {score:.2f} below the pass "
                 f"threshold {self.rubric.pass_threshold:g}"
                 + (f"; below their maximum: {', '.join(low)}" if low else "")
+                + (
+                    f"; confidence {judgment.confidence:.2f}"
+                    if judgment.confidence is not None and self.model != DETERMINISTIC
+                    else ""
+                )
                 + (f"; rationale: {judgment.rationale}" if judgment.rationale else "")
                 + f"; {self.gate.reason}"
             )

@@ -61,15 +61,18 @@ JUDGE_ERROR = rule(
     category=CATEGORY,
     severity="warning",
     title="Judge gave no usable judgment",
-    trigger="arh validate --judge live called the model and got no usable judgment: the "
-    "request failed after its retries (timeout, connection error, HTTP error), or the reply "
-    "was not the JSON object the rubric asks for (malformed JSON, a missing or out-of-scale "
-    "criterion score, a confidence outside 0 to 1). Nothing is written to the judgment file; "
-    "the judge verdict is error.",
+    trigger="The judge has no usable judgment of the trace's input: arh validate --judge live "
+    "called the model and the request failed after its retries (timeout, connection error, HTTP "
+    "error), or the reply was not the JSON object the rubric asks for (malformed JSON, a missing "
+    "or out-of-scale criterion score, a confidence outside 0 to 1), or the judgment could not "
+    "be written to the judgment file; or the judgment file's judgment of the input does not fit "
+    "the rubric (a criterion without a score, or a score off its scale). Nothing is written to "
+    "the judgment file; the judge verdict is error.",
     scoring="None: not scored.",
     anchor="the trace (the subject is the rubric and its version)",
     remediation="Check the base URL, the API key variable and the model; a malformed reply "
-    "may need a clearer prompt template or a model that supports structured output.",
+    "may need a clearer prompt template or a model that supports structured output. A rubric "
+    "changed without a new version no longer fits its judgments: give it a new version.",
 )
 
 
