@@ -10,6 +10,7 @@ returning the category's :class:`~agent_reliability_harness.model.report.Categor
 from typing import Final
 
 from agent_reliability_harness.rules import (
+    answers,
     budget,
     completion,
     conditions,
@@ -47,6 +48,7 @@ RULE_SETS: Final = (
     conditions.RULE_SET,
     confirmation.RULE_SET,
     loops.RULE_SET,
+    answers.RULE_SET,
     lint.RULE_SET,
 )
 if tuple(s.category for s in RULE_SETS if s.category) != tuple(c.name for c in CATEGORIES):
