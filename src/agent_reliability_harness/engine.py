@@ -291,9 +291,24 @@ _cache: dict[tuple[int, float], tuple[Policy, Validator]] = {}
 
 
 def validate_trace(
-    trace: Trace, policy: Policy, fail_under: float = DEFAULT_FAIL_UNDER
+    trace: Trace,
+    policy: Policy,
+    fail_under: float = DEFAULT_FAIL_UNDER,
+    *,
+    expectations: Expectations | None = None,
 ) -> TraceReport:
-    """Validate one trace against a policy and return its report (score, verdict, findings)."""
+    """Validate one trace against a policy and return its report (score, verdict, findings);
+    ``expectations`` give its expected outcome when it carries none (by trace id or workflow)."""
+    if expectations is not None:
+        if not isinstance(expectations, Expectations):
+            raise UsageError(
+                f"expectations must be Expectations, got {type(expectations).__name__}; "
+                "build them with Expectations.from_dict(data)"
+            )
+        if isinstance(trace, Trace) and trace.expected is None:
+            found = expectations.for_trace(trace.trace_id, trace.workflow)
+            if found is not None:
+                trace = replace(trace, expected=found)
     key = (id(policy), check_fail_under(fail_under))
     cached = _cache.get(key)
     if cached is None or cached[0] is not policy:

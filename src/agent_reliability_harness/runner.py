@@ -55,12 +55,14 @@ from agent_reliability_harness.io.load import (  # (load_* and StepLines: their 
     StepLines,
     file_size,
     is_span_export_file,
+    load_expectations,
     load_gate_file,
     load_policy,
     load_report,
     names_spans,
     step_lines,
 )
+from agent_reliability_harness.model.answers import Expectations
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.model.trace import Trace
@@ -72,6 +74,7 @@ __all__ = [
     "TraceIds",
     "UnmatchedPointerError",
     "iter_reports",
+    "load_expectations",
     "load_gate_file",
     "load_policy",
     "load_report",
@@ -552,6 +555,7 @@ class _Settings:
     outcome_at: str | None = None
     agent_name: str | None = None  # the names of every trace, when the run is given them
     workflow: str | None = None
+    expectations: Expectations | None = None  # the expected outcomes of --expect
 
 
 @dataclass(frozen=True, slots=True)
@@ -668,7 +672,7 @@ def _start_worker(policy: Policy, fail_under: float, settings: _Settings, digits
     # the longest integer JSON may hold is the main process's (a spawned worker would otherwise
     # take it from the environment)
     sys.set_int_max_str_digits(digits)
-    _worker = (Validator(policy, fail_under), settings)
+    _worker = (Validator(policy, fail_under, expectations=settings.expectations), settings)
 
 
 def _unit_outcomes(
@@ -830,7 +834,9 @@ def _parallel(
     jobs: int,
 ) -> Iterator[_Checked | InputError]:
     """The outcomes of every source in input order, computed by ``jobs`` worker processes."""
-    local = Validator(policy, fail_under)  # for what this process checks itself
+    local = Validator(  # for what this process checks itself
+        policy, fail_under, expectations=settings.expectations
+    )
     total = sum(file_size(source.path) for source in sources if source.path is not None)
     chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
     units = _units(sources, settings.fmt, chunk_bytes, settings.max_input)
@@ -930,6 +936,7 @@ def iter_reports(
     agent_name: str | None = None,
     workflow: str | None = None,
     executor: Executor | None = None,
+    expectations: Expectations | None = None,
 ) -> Iterator[TraceReport]:
     """Validate every trace found in ``inputs`` and yield its report, in input order (sorted
     paths, then JSON Lines order, then array order); problems go to ``on_error`` as they occur.
@@ -939,6 +946,7 @@ def iter_reports(
     file read whole, or a line of JSON Lines) may hold; a larger one is an input error.
     ``agent_name`` and ``workflow``, when given, replace those of every trace. An ``executor``
     (``--executor dask``) finds the inputs and checks them in place of ``jobs``.
+    ``expectations`` (``--expect``) give the expected outcome of traces that carry none.
 
     ``messages_at`` and ``trace_id_at`` read each input record; ``task_key`` and ``outcome_at``
     read the canonical trace made of it. When one of them matches nothing in any record of the
@@ -955,6 +963,7 @@ def iter_reports(
         outcome_at,
         agent_name,
         workflow,
+        expectations,
     )
     pointers = (messages_at, task_key, outcome_at)
     guard = _Unmatched(on_error) if trace_id_at or any(p is not None for p in pointers) else None
@@ -971,7 +980,7 @@ def iter_reports(
     elif jobs > 1:
         outcomes = _parallel(sources, policy, fail_under, settings, jobs)
     else:
-        validator = Validator(policy, fail_under)
+        validator = Validator(policy, fail_under, expectations=settings.expectations)
         outcomes = (o for source in sources for o in _outcomes(validator, source, settings))
     ids = TraceIds()
     for outcome in outcomes:
@@ -1018,6 +1027,7 @@ def run_validation(
     agent_name: str | None = None,
     workflow: str | None = None,
     executor: Executor | None = None,
+    expectations: Expectations | None = None,
 ) -> RunReport:
     """Validate every trace found in ``inputs`` and collect the run's report.
 
@@ -1029,7 +1039,8 @@ def run_validation(
     ``max_input_bytes`` is the most one input may hold (see :func:`iter_reports`), which also
     says when :class:`UnmatchedPointerError` is raised.
     ``agent_name`` and ``workflow``, when given, replace those of every trace; ``executor``
-    checks the traces elsewhere (see :func:`iter_reports`).
+    checks the traces elsewhere (see :func:`iter_reports`); ``expectations`` give the expected
+    outcome of traces that carry none.
     """
     errors: list[InputError] = []
 
@@ -1055,6 +1066,7 @@ def run_validation(
             agent_name=agent_name,
             workflow=workflow,
             executor=executor,
+            expectations=expectations,
         )
     )
     return RunReport(

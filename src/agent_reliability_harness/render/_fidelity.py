@@ -24,7 +24,11 @@ def console_lines(report: TraceReport, indent: str, width: int) -> list[str]:
 
     for check in report.not_applicable:
         head = f"{indent}{'n/a':<8}{check.rule_id}  "
-        message = f"{check.check}: not applicable, the trace's source provides no {check.field}"
+        message = (
+            f"{check.check}: not applicable, the trace has no {check.field}"
+            if check.field.startswith("expected")  # an answer check (rules/answers.py)
+            else f"{check.check}: not applicable, the trace's source provides no {check.field}"
+        )
         lines += textwrap.wrap(
             terminal_safe(message),
             width=width,
