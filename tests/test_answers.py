@@ -71,6 +71,8 @@ def _trace(text: str, expected: dict[str, Any] | None = None, version: str = "1.
         ("v1.2.3", "v1.2.3"),  # not a number
         ("1,5", "1,5"),  # not a grouping of three: left as written
         ("1,234,5", "1,234,5"),
+        ("ORD-0012 and 2024-01-05, a 3-day stay", "ord-0012 and 2024-01-05, a 3-day stay"),
+        ("x - 5.50", "x - 5.5"),
         ("Total:\t 1,234,567.890  EUR", "total: 1234567.89 eur"),
         ("\uff21\uff22\uff23 \uff11\uff12", "abc 12"),  # NFKC: full-width letters and digits
         ("STRASSE", "strasse"),
@@ -88,6 +90,7 @@ def test_parse_and_last_number_by_hand() -> None:
     assert last_number("3 apples and 4 pears, so 7.") == Decimal(7)
     assert last_number("no digits here") is None
     assert last_number("-2.50") == Decimal("-2.5")
+    assert last_number("Refunded 12.50 for ORD-0012") == Decimal("12.5")
 
 
 _NUMBERS = st.decimals(min_value=-(10**12), max_value=10**12, places=4, allow_nan=False)

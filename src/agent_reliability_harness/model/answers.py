@@ -39,9 +39,11 @@ EXPECTATION_KEYS: Final = ("answer", "pattern", "must_mention", "must_not_mentio
 
 # A number as written in an answer: an optional sign, digits with optional groups of three after
 # commas ("1,000"), an optional fraction; not part of a longer run of letters, digits, dots or
-# commas (so "v1.2.3", "1,5" and "A12" hold no number, and "1,234,5" is left as written).
+# commas (so "v1.2.3", "1,5" and "A12" hold no number, and "1,234,5" is left as written), nor
+# joined by a hyphen to one ("ORD-0012", "2024-01-05" and "3-day" hold none either).
 NUMBER: Final = re.compile(
-    r"(?<![\w.,])[-+]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?(?![\w]|[.,][0-9])"
+    r"(?<![\w.,])(?<!\w-)[-+]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?"
+    r"(?![\w]|[.,][0-9]|-\w)"
 )
 
 
