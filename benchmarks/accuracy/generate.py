@@ -3284,7 +3284,6 @@ def _e_source_when(dom: Domain, rng: random.Random) -> Built:
     )
 
 
-
 # ---- answer checks (policy language 1.2) ------------------------------------------------------
 # The trace carries the expected outcome of its task (``expected``); the policy's answers section
 # says which checks apply. The answer is the final response's text (dom.final_text).
@@ -3432,8 +3431,10 @@ def _f_ans002(d: Draft, k: int) -> tuple[str, str]:
     expect_outcome(d, answer=expected)
     d.expect("error", "ARH-ANS-002", "final")
     return (
-        "The expected answer differs from the final text in case, punctuation or spacing "
-        "inside it; an exact match takes none of these: ARH-ANS-002.",
+        (
+            "The expected answer differs from the final text in case, punctuation or spacing "
+            "inside it; an exact match takes none of these: ARH-ANS-002."
+        ),
         "expected answer: the final text with one difference",
     )
 
@@ -3447,9 +3448,11 @@ def _f_ans003(d: Draft, k: int) -> tuple[str, str]:
     expect_outcome(d, answer=wrong.upper())
     d.expect("error", "ARH-ANS-003", "final")
     return (
-        "The expected answer is the final text in capitals with one real difference (a "
-        "word, another channel, the end mark), which normalisation does not remove: "
-        "ARH-ANS-003.",
+        (
+            "The expected answer is the final text in capitals with one real difference (a "
+            "word, another channel, the end mark), which normalisation does not remove: "
+            "ARH-ANS-003."
+        ),
         "expected answer: the final text changed in one word, channel or mark",
     )
 
@@ -3474,8 +3477,10 @@ def _f_ans005(d: Draft, k: int) -> tuple[str, str]:
     expect_outcome(d, answer=100)
     d.expect("error", "ARH-ANS-005", "final")
     return (
-        "The answer's last number is just outside the tolerance of the expected 100 "
-        "(0.5 absolute, 1% relative, or none): ARH-ANS-005.",
+        (
+            "The answer's last number is just outside the tolerance of the expected 100 "
+            "(0.5 absolute, 1% relative, or none): ARH-ANS-005."
+        ),
         f"final text ends with a total of {(101.0, 102.5, 100.01)[k]}; expects 100",
     )
 
@@ -3489,8 +3494,10 @@ def _f_ans006(d: Draft, k: int) -> tuple[str, str]:
     expect_outcome(d, answer=items)
     d.expect("error", "ARH-ANS-006", "final")
     return (
-        "The answer's items (a JSON array) are not the expected set: one missing, one extra, "
-        "or one misspelt: ARH-ANS-006.",
+        (
+            "The answer's items (a JSON array) are not the expected set: one missing, one extra, "
+            "or one misspelt: ARH-ANS-006."
+        ),
         f"final text {json.dumps(shown)}; expects {json.dumps(items)} in any order",
     )
 
@@ -3504,8 +3511,10 @@ def _f_ans007(d: Draft, k: int) -> tuple[str, str]:
     expect_outcome(d, answer=items)
     d.expect("error", "ARH-ANS-007", "final")
     return (
-        "The answer's items (split at commas, semicolons or line breaks) are not the expected "
-        "list: another order, one missing, one extra: ARH-ANS-007.",
+        (
+            "The answer's items (split at commas, semicolons or line breaks) are not the expected "
+            "list: another order, one missing, one extra: ARH-ANS-007."
+        ),
         f"final text {shown!r}; expects {json.dumps(items)} in order",
     )
 
@@ -3528,8 +3537,10 @@ def _f_ans008(d: Draft, k: int) -> tuple[str, str]:
     expect_outcome(d, must_mention=[str(d.v["id"])])
     d.expect("error", "ARH-ANS-008", "final")
     return (
-        "The structured answer lacks a required property, breaks a minimum, or is prose "
-        "rather than JSON: ARH-ANS-008.",
+        (
+            "The structured answer lacks a required property, breaks a minimum, or is prose "
+            "rather than JSON: ARH-ANS-008."
+        ),
         f"final text {shown[:40]!r}...",
     )
 
@@ -3553,8 +3564,10 @@ def _f_ans010(d: Draft, k: int) -> tuple[str, str]:
     expect_outcome(d, must_not_mention=["password", said])
     d.expect("error", "ARH-ANS-010", "final")
     return (
-        f"The answer must not mention {said!r}, and it does (phrases are compared "
-        "normalised): ARH-ANS-010.",
+        (
+            f"The answer must not mention {said!r}, and it does (phrases are compared "
+            "normalised): ARH-ANS-010."
+        ),
         f"expects no mention of {said!r}",
     )
 
