@@ -20,6 +20,7 @@ from agent_reliability_harness import (
     Expectations,
     InputError,
     Policy,
+    RunReport,
     Trace,
     Validator,
     validate_trace,
@@ -31,6 +32,7 @@ from agent_reliability_harness.model.answers import (
     normalize,
     parse_number,
 )
+from agent_reliability_harness.render.json_report import render_json
 
 
 def _policy(answers: dict[str, Any], version: str = "1.2") -> Policy:
@@ -433,3 +435,97 @@ def test_cli_expect(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert "/expectations/0/trace_id" in bad.stderr
+
+
+# --- the JSON Schemas follow the parser ------------------------------------------------------
+
+
+def _schema(name: str) -> jsonschema.Draft202012Validator:
+    root = Path(__file__).resolve().parents[1] / "schemas"
+    schema = json.loads((root / f"{name}.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"expectations": [{"trace_id": "t", "answer": 3}]},
+        {"schema_version": "1", "expectations": [{"workflow": "w", "must_mention": ["a"]}]},
+        {"expectations": [{"trace_id": "t", "workflow": "w", "answer": 3}]},
+        {"expectations": [{"trace_id": "t"}]},
+        {"expectations": [{"trace_id": "", "answer": 1}]},
+        {"expectations": [{"workflow": "w", "must_mention": [" "]}]},
+        {"expectations": [{"workflow": "w", "answr": 1}]},
+        {"expectations": []},
+        {},
+    ],
+)
+def test_expectations_schema_agrees_with_parser(document: Any) -> None:
+    try:
+        Expectations.from_dict(document)
+        parsed = True
+    except InputError:
+        parsed = False
+    assert _schema("expectations").is_valid(document) == parsed
+
+
+@pytest.mark.parametrize(
+    ("expected", "version"),
+    [
+        ({"answer": "x"}, "1.2"),
+        ({"must_mention": ["x"], "pattern": "a+"}, "1.2"),
+        ({}, "1.2"),
+        ({"must_mention": []}, "1.2"),
+        ({"answr": 1}, "1.3"),
+        ({"answr": 1}, "1.1"),  # not read before 1.2: any value
+        ("free text", "1"),
+    ],
+)
+def test_trace_schema_agrees_with_parser_on_expected(expected: Any, version: str) -> None:
+    document = _trace("x", version=version).to_dict() | {"expected": expected}
+    try:
+        Trace.from_dict(document)
+        parsed = True
+    except InputError:
+        parsed = False
+    assert _schema("trace").is_valid(document) == parsed
+
+
+@pytest.mark.parametrize(
+    ("answers", "version"),
+    [
+        ({"checks": ["exact"]}, "1.2"),
+        ({"checks": ["exact"]}, "1.1"),
+        ({"checks": ["numeric"], "tolerance": {"absolute": 0.5}}, 1.2),
+        ({"checks": []}, "1.2"),
+        ({"checks": ["fuzzy"]}, "1.2"),
+        ({"checks": ["schema"], "schema": {"type": "object"}}, "1.2"),
+        ({"checks": ["exact"], "from_tool": {"tool": "Finish"}}, "1.2"),
+    ],
+)
+def test_policy_schema_agrees_with_parser_on_answers(answers: Any, version: Any) -> None:
+    document = {
+        "schema_version": version,
+        "policy_id": "p",
+        "allow_unlisted_tools": True,
+        "answers": answers,
+    }
+    try:
+        Policy.from_dict(document)
+        parsed = True
+    except InputError:
+        parsed = False
+    assert _schema("policy").is_valid(document) == parsed
+
+
+def test_report_schema_accepts_answer_reports() -> None:
+    policy = _policy({"checks": ["exact", "must_mention"]})
+    reports = (
+        validate_trace(_trace("Paris", {"answer": "Lyon"}), policy),
+        validate_trace(Trace.from_dict({**_trace("x").to_dict(), "trace_id": "u"}), policy),
+    )
+    document = json.loads(render_json(RunReport(reports, policy_id="p")))
+    assert [c for c in document["reports"][0]["categories"] if c == "answers"] == ["answers"]
+    assert document["reports"][1]["not_applicable"][0]["field"] == "expected"
+    assert list(_schema("report").iter_errors(document)) == []
