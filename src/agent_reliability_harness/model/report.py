@@ -538,6 +538,36 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
         outcome=_get_outcome(data, pointer),
         not_recorded=_get_not_recorded(data, pointer),
         step_ids=_get_step_ids(data, pointer),
+        categories=_get_answers(data, pointer),
+    )
+
+
+def _get_answers(data: Mapping[str, Any], pointer: str) -> tuple[CategoryResult, ...]:
+    """The ``answers`` entry of ``categories`` (the answer outcome that ``arh stats`` and
+    ``arh compare`` count), or nothing; the other categories are not read back."""
+    categories = data.get("categories")
+    if type(categories) is not dict or categories.get("answers") is None:
+        return ()
+    where = join_pointer(pointer, "categories", "answers")
+    entry = categories["answers"]
+    if type(entry) is not dict:
+        raise InputError(f"must be an object, got {json_type(entry)}", pointer=where)
+    applicable = entry.get("applicable")
+    if type(applicable) is not bool:
+        raise InputError(
+            f"must be true or false, got {json_type(applicable)}",
+            pointer=join_pointer(where, "applicable"),
+        )
+    checks = opt_nonneg_int(entry, "checks", where) or 0
+    failed = opt_nonneg_int(entry, "failed", where) or 0
+    if failed > checks:
+        raise InputError(
+            f"must be at most checks ({checks}), got {failed}",
+            pointer=join_pointer(where, "failed"),
+        )
+    score = opt_finite_in(entry, "score", where, _SCORES)
+    return (
+        CategoryResult("answers", applicable, 100.0 if score is None else score, checks, failed),
     )
 
 

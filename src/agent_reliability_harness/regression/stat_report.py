@@ -13,6 +13,7 @@ from typing import Any
 
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import RunReport
+from agent_reliability_harness.regression.answers import AnswerRate, answer_rates
 from agent_reliability_harness.regression.stat_gates import (
     GatePlan,
     StatGateResult,
@@ -101,13 +102,15 @@ class StatsResult:
     workflows: tuple[Summary, ...]
     gate: StatGateResult | None
     warnings: tuple[str, ...]
+    # answer pass rates (all traces, then each workflow); none without answer checks
+    answers: tuple[AnswerRate, ...] = ()
 
     @property
     def passed(self) -> bool:
         return self.gate is None or self.gate.passed
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "schema_version": "1",
             "outcome": self.outcome,
             "reports": [r.to_dict() for r in self.reports],
@@ -117,6 +120,9 @@ class StatsResult:
             "warnings": list(self.warnings),
             "harness": {"name": "agent-reliability-harness", "version": __version__},
         }
+        if self.answers:  # written only with answer outcomes, so other outputs stay as they were
+            out["answers"] = [rate.to_dict() for rate in self.answers]
+        return out
 
 
 def stats_of(
@@ -132,8 +138,15 @@ def stats_of(
     overall = summarize(trials, None, plan.overall_k)
     infos = tuple(ReportInfo.of(path, run) for path, run in runs)
     gate = check_summaries(plan, summaries) if plan.active else None
+    answers = answer_rates(report for _, run in runs for report in run.reports)
     return StatsResult(
-        outcome, infos, overall, tuple(summaries), gate, tuple(_report_warnings("", infos))
+        outcome,
+        infos,
+        overall,
+        tuple(summaries),
+        gate,
+        tuple(_report_warnings("", infos)),
+        answers,
     )
 
 

@@ -11,6 +11,7 @@ from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import Finding, TraceReport
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
 from agent_reliability_harness.regression.gate import GateResult
+from agent_reliability_harness.render._answers import flip_lines
 from agent_reliability_harness.render._markdown import (
     MAX_CHARS,
     MESSAGE_CHARS,
@@ -76,6 +77,8 @@ def render_compare_json(
         "candidate": result.candidate.to_dict(),
         "harness": {"name": "agent-reliability-harness", "version": __version__},
     }
+    if result.answers is not None:  # only with answer checks: other outputs stay as they were
+        data["answers"] = result.answers.to_dict()
     if statistics is not None:
         data["statistics"] = statistics
     return dumps_indented(data) + "\n"
@@ -240,6 +243,7 @@ def render_compare_console(
         them = "it" if unlisted == 1 else "them"
         passing = plural(unlisted, "passing trace", grouped=True)
         lines += ["", f"{passing} with changes not listed{note}; --show-passing lists {them}"]
+    lines += flip_lines(result.answers)
     if result.warnings:
         lines.append("")
         lines += [f"warning: {terminal_safe(w)}" for w in result.warnings]

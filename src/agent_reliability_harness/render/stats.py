@@ -22,6 +22,7 @@ from agent_reliability_harness.regression.trials import (
     Summary,
     WorkflowComparison,
 )
+from agent_reliability_harness.render._answers import rate_lines
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
 from agent_reliability_harness.render._text import (
     NOT_AVAILABLE,
@@ -202,6 +203,7 @@ def render_stats_console(result: StatsResult) -> str:
     blocks = ([overall] if workflows > 1 else []) + list(result.workflows)
     for summary in blocks:
         lines += ["", *_summary_lines(summary)]
+    lines += rate_lines(result.answers)
     if result.warnings:
         lines.append("")
         lines += [f"warning: {terminal_safe(w)}" for w in result.warnings]
