@@ -455,6 +455,7 @@ LONG_MODULES = {
     "regression.trials": "repeated runs: reading them, grouping by task, their outcomes",
     "io.read": "reading every kind of input: files, directories, JSON Lines, standard input",
     "rules._prefilter": "the safety prefilter and the soundness argument it implements",
+    "model.report": "the report values and the strict readers of saved reports, field by field",
 }
 
 

@@ -8,13 +8,16 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from agent_reliability_harness._decode import (
+    bad,
     json_type,
     number_text,
+    opt_bool,
     opt_finite,
     opt_finite_in,
     opt_nonneg_int,
     opt_str,
     parse_schema_version,
+    require_object,
     section,
     str_or_empty,
 )
@@ -543,28 +546,18 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
 
 
 def _get_answers(data: Mapping[str, Any], pointer: str) -> tuple[CategoryResult, ...]:
-    """The ``answers`` entry of ``categories`` (the answer outcome that ``arh stats`` and
-    ``arh compare`` count), or nothing; the other categories are not read back."""
+    """The ``answers`` entry of ``categories`` (the answer outcome ``arh stats`` and ``arh
+    compare`` count), or nothing: the other categories are not read back."""
     categories = data.get("categories")
     if type(categories) is not dict or categories.get("answers") is None:
         return ()
     where = join_pointer(pointer, "categories", "answers")
-    entry = categories["answers"]
-    if type(entry) is not dict:
-        raise InputError(f"must be an object, got {json_type(entry)}", pointer=where)
-    applicable = entry.get("applicable")
-    if type(applicable) is not bool:
-        raise InputError(
-            f"must be true or false, got {json_type(applicable)}",
-            pointer=join_pointer(where, "applicable"),
-        )
+    entry = require_object(categories["answers"], where, "a category")
+    applicable = opt_bool(entry, "applicable", where)
     checks = opt_nonneg_int(entry, "checks", where) or 0
     failed = opt_nonneg_int(entry, "failed", where) or 0
     if failed > checks:
-        raise InputError(
-            f"must be at most checks ({checks}), got {failed}",
-            pointer=join_pointer(where, "failed"),
-        )
+        raise bad(join_pointer(where, "failed"), f"must be at most checks ({checks}), got {failed}")
     score = opt_finite_in(entry, "score", where, _SCORES)
     return (
         CategoryResult("answers", applicable, 100.0 if score is None else score, checks, failed),
