@@ -529,3 +529,39 @@ def test_report_schema_accepts_answer_reports() -> None:
     assert [c for c in document["reports"][0]["categories"] if c == "answers"] == ["answers"]
     assert document["reports"][1]["not_applicable"][0]["field"] == "expected"
     assert list(_schema("report").iter_errors(document)) == []
+
+
+def test_not_applicable_answer_checks_are_explained(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.json"
+    policy.write_text(
+        json.dumps({"schema_version": "1.2", "policy_id": "p", "answers": {"checks": ["exact"]}})
+    )
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps(_trace("hi", version="1").to_dict()))
+    run = [
+        sys.executable,
+        "-m",
+        "agent_reliability_harness",
+        "validate",
+        "--policy",
+        str(policy),
+        str(trace),
+    ]
+    out = subprocess.run(
+        [
+            *run,
+            "--show-passing",
+            "--md-out",
+            str(tmp_path / "r.md"),
+            "--html-out",
+            str(tmp_path / "r.html"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "answers.checks: exact: not applicable, the trace has no expected" in out.stdout
+    markdown = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "An answer check is not applicable to a trace without an expected outcome" in markdown
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "not applicable: the trace has no <code>expected</code>" in page
