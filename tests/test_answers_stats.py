@@ -142,3 +142,22 @@ def test_bad_answers_entry_in_a_report() -> None:
     with pytest.raises(InputError) as caught:
         RunReport.from_dict(document)
     assert caught.value.pointer == "/reports/0/categories/answers/failed"
+
+
+def test_markdown_outputs() -> None:
+    from agent_reliability_harness.regression.gate import evaluate_gate
+    from agent_reliability_harness.render.compare import render_compare_markdown
+    from agent_reliability_harness.render.stats import render_stats_markdown
+
+    stats = render_stats_markdown(stats_of([("base.json", _run(BASE))], "verdict"))
+    assert "| all traces | 2 | 1 | 1 | 0.667 (0.208\u20130.939) |" in stats
+    assert "| `v` | 0 | 0 | 1 | - |" in stats
+    result = compare_reports(_run(BASE), _run(CAND))
+    compared = render_compare_markdown(result, evaluate_gate(result))
+    assert "| Answer pass to fail | 1: `t2` |" in compared
+    assert "| Answer pass rate | 0.667 (0.208\u20130.939) -> 0.333 (0.061\u20130.792) |" in compared
+    plain = {k: v for k, v in POLICY.items() if k != "answers"}
+    run = _run(BASE, plain)
+    assert "Answer" not in render_stats_markdown(stats_of([("r.json", run)], "verdict"))
+    same = compare_reports(run, run)
+    assert "Answer" not in render_compare_markdown(same, evaluate_gate(same))

@@ -11,7 +11,7 @@ from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import Finding, TraceReport
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
 from agent_reliability_harness.regression.gate import GateResult
-from agent_reliability_harness.render._answers import flip_lines
+from agent_reliability_harness.render._answers import flip_lines, flip_rows
 from agent_reliability_harness.render._markdown import (
     MAX_CHARS,
     MESSAGE_CHARS,
@@ -356,6 +356,7 @@ def render_compare_markdown(
         f"| Resolved findings | {s['resolved_findings']} |",
         f"| Average score delta | {s['average_score_delta']:+.2f} |",
         f"| Largest score drop | {s['max_score_drop']:.2f} |",
+        *flip_rows(result.answers),
     ]
     md_fit(out, list(extra), md_size(out) + MAX_CHARS // 4, "line of statistics")
     notable = [d for d in result.traces if d.notable]

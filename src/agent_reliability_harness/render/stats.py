@@ -22,7 +22,7 @@ from agent_reliability_harness.regression.trials import (
     Summary,
     WorkflowComparison,
 )
-from agent_reliability_harness.render._answers import rate_lines
+from agent_reliability_harness.render._answers import rate_lines, rate_markdown
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
 from agent_reliability_harness.render._text import (
     NOT_AVAILABLE,
@@ -305,6 +305,7 @@ def render_stats_markdown(result: StatsResult) -> str:
             values = {k: hat_k if hat else at_k for k, hat_k, at_k, _ in s.curve()}
             name = "all workflows" if s.workflow is None else md_code(s.workflow)
             out.append(md_row([name] + [rate_text(values.get(k)) for k in range(1, most + 1)]))
+    out += rate_markdown(result.answers)
     flaky = [(s, s.flaky) for s in result.workflows if s.flaky]
     if flaky:
         out += ["", "### Flaky tasks", ""]
