@@ -453,6 +453,9 @@ def _schema(name: str) -> jsonschema.Draft202012Validator:
         {"expectations": [{"trace_id": "t", "answer": 3}]},
         {"schema_version": "1", "expectations": [{"workflow": "w", "must_mention": ["a"]}]},
         {"expectations": [{"trace_id": "t", "workflow": "w", "answer": 3}]},
+        {"expectations": [{"task": "refund-7", "answer": 3}]},
+        {"expectations": [{"task": "", "answer": 3}]},
+        {"expectations": [{"task": "a", "workflow": "w", "answer": 3}]},
         {"expectations": [{"trace_id": "t"}]},
         {"expectations": [{"trace_id": "", "answer": 1}]},
         {"expectations": [{"workflow": "w", "must_mention": [" "]}]},
@@ -565,3 +568,53 @@ def test_not_applicable_answer_checks_are_explained(tmp_path: Path) -> None:
     assert "An answer check is not applicable to a trace without an expected outcome" in markdown
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "not applicable: the trace has no <code>expected</code>" in page
+
+
+def test_side_file_by_task() -> None:
+    expectations = Expectations.from_dict(
+        {
+            "expectations": [
+                {"task": "refund-7", "answer": "Paris"},
+                {"workflow": "w", "answer": "Lyon"},
+                {"trace_id": "refund-7-run-3", "answer": "Nice"},
+            ]
+        }
+    )
+    # the trace id without its run marker names the task, as arh stats groups runs
+    assert expectations.for_trace("refund-7-run-2", "w") is expectations.by_task["refund-7"]
+    assert expectations.for_trace("refund-7-run-3", "w") is expectations.by_trace["refund-7-run-3"]
+    assert expectations.for_trace("refund-8-run-1", "w") is expectations.by_workflow["w"]
+    assert expectations.for_trace("x", "w", "refund-7") is expectations.by_task["refund-7"]
+
+
+def test_cli_expect_by_task_key(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.json"
+    policy.write_text(
+        json.dumps(
+            {
+                "schema_version": "1.2",
+                "policy_id": "p",
+                "allow_unlisted_tools": True,
+                "answers": {"checks": ["exact"]},
+            }
+        )
+    )
+    runs = tmp_path / "runs.jsonl"
+    lines = []
+    for trial, (task, text) in enumerate([("q1", "4"), ("q1", "5"), ("q2", "9")]):
+        document = _trace(text, version="1").to_dict()
+        lines.append(json.dumps({**document, "trace_id": f"r{trial}", "metadata": {"task": task}}))
+    runs.write_text("\n".join(lines) + "\n")
+    expect = tmp_path / "expect.json"
+    expect.write_text(
+        json.dumps({"expectations": [{"task": "q1", "answer": "4"}, {"task": "q2", "answer": "9"}]})
+    )
+    run = [
+        sys.executable, "-m", "agent_reliability_harness", "validate", "--policy", str(policy),
+        str(runs), "--expect", str(expect), "--task-key", "/metadata/task", "--show-passing",
+    ]  # fmt: skip
+    out = subprocess.run(run, capture_output=True, text=True, check=False)
+    assert out.returncode == 1, out.stderr
+    assert "PASS  r0" in out.stdout
+    assert "FAIL  r1" in out.stdout
+    assert "PASS  r2" in out.stdout

@@ -162,8 +162,7 @@ def _validator(token: str, blob: bytes) -> tuple[Validator, _Settings]:
         policy, fail_under, settings, digits = pickle.loads(blob)  # noqa: S301 - our own bytes
         # the longest integer JSON may hold is the driver's
         sys.set_int_max_str_digits(digits)
-        validator = Validator(policy, fail_under, expectations=settings.expectations)
-        found = _VALIDATORS[token] = (validator, settings)
+        found = _VALIDATORS[token] = (Validator(policy, fail_under), settings)
         COMPILED[token] += 1
         while len(_VALIDATORS) > _KEPT_RUNS:
             _VALIDATORS.popitem(last=False)
@@ -440,9 +439,7 @@ class DaskExecutor:
         assert client is not None
         token, blob = _run_blob(policy, fail_under, settings)
         threads = max(1, sum(client.nthreads().values()))
-        local = Validator(  # for what this process checks itself
-            policy, fail_under, expectations=settings.expectations
-        )
+        local = Validator(policy, fail_under)  # for what this process checks itself
         total = sum(
             s.size if isinstance(s, _Object) else file_size(s.path)
             for s in sources

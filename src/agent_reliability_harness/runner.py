@@ -610,6 +610,8 @@ def _check(validator: Validator, read: ReadTrace, settings: _Settings) -> _Check
     trace = read.trace
     result: TraceReport | InputError
     try:
+        if settings.expectations is not None and trace.expected is None:
+            trace = _expected(trace, settings.expectations, settings.task_key)
         result = validator._validate_parsed(  # read from JSON text: no value contains itself
             trace,
             source_path=None if read.source == STDIN_NAME else read.source,
@@ -635,6 +637,19 @@ def _check(validator: Validator, read: ReadTrace, settings: _Settings) -> _Check
         result,
         trace if settings.keep_traces else None,
     )
+
+
+def _expected(trace: Trace, expectations: Expectations, task_key: str | None) -> Trace:
+    """The trace with its expected outcome from ``--expect`` (by trace id, task or workflow;
+    the task as ``--task-key`` names it, else the trace id without a run marker). A task key
+    that finds nothing is left to ``label_report``, which says so after validation."""
+    task = None
+    if task_key is not None and expectations.by_task:
+        from agent_reliability_harness.regression.trials import task_at  # as label_report below
+
+        task = task_at(trace, task_key)
+    found = expectations.for_trace(trace.trace_id, trace.workflow, task)
+    return trace if found is None else replace(trace, expected=found)
 
 
 def _base(source: Source) -> str:
@@ -672,7 +687,7 @@ def _start_worker(policy: Policy, fail_under: float, settings: _Settings, digits
     # the longest integer JSON may hold is the main process's (a spawned worker would otherwise
     # take it from the environment)
     sys.set_int_max_str_digits(digits)
-    _worker = (Validator(policy, fail_under, expectations=settings.expectations), settings)
+    _worker = (Validator(policy, fail_under), settings)
 
 
 def _unit_outcomes(
@@ -834,9 +849,7 @@ def _parallel(
     jobs: int,
 ) -> Iterator[_Checked | InputError]:
     """The outcomes of every source in input order, computed by ``jobs`` worker processes."""
-    local = Validator(  # for what this process checks itself
-        policy, fail_under, expectations=settings.expectations
-    )
+    local = Validator(policy, fail_under)  # for what this process checks itself
     total = sum(file_size(source.path) for source in sources if source.path is not None)
     chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
     units = _units(sources, settings.fmt, chunk_bytes, settings.max_input)
@@ -980,7 +993,7 @@ def iter_reports(
     elif jobs > 1:
         outcomes = _parallel(sources, policy, fail_under, settings, jobs)
     else:
-        validator = Validator(policy, fail_under, expectations=settings.expectations)
+        validator = Validator(policy, fail_under)
         outcomes = (o for source in sources for o in _outcomes(validator, source, settings))
     ids = TraceIds()
     for outcome in outcomes:

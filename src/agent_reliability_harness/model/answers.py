@@ -19,6 +19,7 @@ from typing import Any, Final
 from agent_reliability_harness._decode import bad, check_keys, json_type, parse_schema_version
 from agent_reliability_harness.errors import excerpt, join_pointer
 from agent_reliability_harness.model.policy._parse import compile_regex, risky_warnings
+from agent_reliability_harness.model.tasks import default_task_key
 
 __all__ = [
     "EXPECTATION_KEYS",
@@ -222,17 +223,19 @@ class Expectation:
 
 
 _FILE_KEYS: Final = ("$schema", "schema_version", "expectations")
-_ENTRY_KEYS: Final = ("trace_id", "workflow", *EXPECTATION_KEYS)
+_KEYED_BY: Final = ("trace_id", "task", "workflow")
+_ENTRY_KEYS: Final = (*_KEYED_BY, *EXPECTATION_KEYS)
 
 
 @dataclass(frozen=True, slots=True)
 class Expectations:
-    """A side file of expectations (``--expect FILE``): entries keyed by ``trace_id`` (one trace)
-    or by ``workflow`` (every trace of that task). :meth:`for_trace` looks one up: by trace id
-    first, then by workflow."""
+    """A side file of expectations (``--expect FILE``): entries keyed by ``trace_id`` (one
+    trace), ``task`` (every run of a task, as ``arh stats`` groups them) or ``workflow`` (every
+    trace of the workflow). :meth:`for_trace` looks one up in that order."""
 
     by_trace: Mapping[str, Expectation] = field(default_factory=dict)
     by_workflow: Mapping[str, Expectation] = field(default_factory=dict)
+    by_task: Mapping[str, Expectation] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: object) -> Expectations:
@@ -248,20 +251,19 @@ class Expectations:
                 if "expectations" not in data
                 else f"must be an array, got {json_type(entries)}",
             )
-        by_trace: dict[str, Expectation] = {}
-        by_workflow: dict[str, Expectation] = {}
+        found: dict[str, dict[str, Expectation]] = {key: {} for key in _KEYED_BY}
         seen: dict[tuple[str, str], int] = {}
         for index, entry in enumerate(entries):
             pointer = f"/expectations/{index}"
             if type(entry) is not dict:
                 raise bad(pointer, f"an expectation must be an object, got {json_type(entry)}")
             check_keys(entry, _ENTRY_KEYS, pointer)
-            keys = [k for k in ("trace_id", "workflow") if k in entry]
+            keys = [k for k in _KEYED_BY if k in entry]
             if len(keys) != 1:
-                raise bad(pointer, "give exactly one of trace_id and workflow")
+                raise bad(pointer, "give exactly one of trace_id, task and workflow")
             key = keys[0]
             name = entry[key]
-            if type(name) is not str or (key == "trace_id" and not name):
+            if type(name) is not str or (key != "workflow" and not name):
                 raise bad(
                     join_pointer(pointer, key), f"must be a non-empty string, got {json_type(name)}"
                 )
@@ -273,10 +275,18 @@ class Expectations:
                 )
             seen[key, name] = index
             body = {k: v for k, v in entry.items() if k != key}
-            target = by_trace if key == "trace_id" else by_workflow
-            target[name] = Expectation.parse(body, pointer)
-        return cls(by_trace, by_workflow)
+            found[key][name] = Expectation.parse(body, pointer)
+        return cls(found["trace_id"], found["workflow"], found["task"])
 
-    def for_trace(self, trace_id: str, workflow: str) -> Expectation | None:
-        found = self.by_trace.get(trace_id)
-        return found if found is not None else self.by_workflow.get(workflow)
+    def for_trace(
+        self, trace_id: str, workflow: str, task: str | None = None
+    ) -> Expectation | None:
+        """The expectation of a trace: by its id, else by its task (``task``; by default its id
+        without a run marker, ``model.tasks.default_task_key``), else by its workflow."""
+        if trace_id in self.by_trace:
+            return self.by_trace[trace_id]
+        if self.by_task:
+            by_task = self.by_task.get(default_task_key(trace_id) if task is None else task)
+            if by_task is not None:
+                return by_task
+        return self.by_workflow.get(workflow)
