@@ -618,3 +618,19 @@ def test_cli_expect_by_task_key(tmp_path: Path) -> None:
     assert "PASS  r0" in out.stdout
     assert "FAIL  r1" in out.stdout
     assert "PASS  r2" in out.stdout
+
+
+def test_expect_without_answer_checks_warns(tmp_path: Path) -> None:
+    expect = tmp_path / "expect.json"
+    expect.write_text(json.dumps({"expectations": [{"trace_id": "t", "answer": "x"}]}))
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps(_trace("x", version="1").to_dict()))
+    policy = Path(__file__).resolve().parents[1] / "samples" / "policy_trajectory.json"
+    run = [sys.executable, "-m", "agent_reliability_harness", "validate", "--policy", str(policy)]
+    out = subprocess.run(
+        [*run, str(trace), "--expect", str(expect), "-q"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "the policy has no answers section" in out.stderr

@@ -72,6 +72,12 @@ def policy(args: Namespace) -> Policy | None:
         except InputError as exc:
             error(f"invalid expectations file: {exc if exc.source else exc.located(expect)}")
             return None
+        if loaded.answers is None:
+            say(
+                f"warning: {terminal_safe(expect)}: the policy has no answers section "
+                "(policy language 1.2), so no expected outcome is checked\n",
+                sys.stderr,
+            )
     return loaded
 
 
