@@ -340,7 +340,10 @@ def _check(
             return None
         observed = "no number in the answer" if got_number is None else str(got_number)
         return (
-            "answer's number is not within tolerance of the expected number",
+            "answer has no number"
+            if got_number is None
+            else f"answer's number {got_number} is not within tolerance of the expected "
+            f"{want_number}",
             f"{want_number}{tolerance}",
             observed,
         )
