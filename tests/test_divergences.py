@@ -1526,3 +1526,36 @@ def test_d122_settings_from_a_configuration_file(
     run = arh("validate", "--policy", policy, trace, "--quiet")
     assert run.status == 2
     assert run.err.startswith("error: invalid configuration: arh.toml:1: fail_under: ")
+
+
+def test_d160_a_1_2_trace_reads_expected(arh: Callable[..., Run], tmp_path: Path) -> None:
+    trace = {
+        "trace_id": "t",
+        "agent_name": "a",
+        "workflow": "w",
+        "steps": [{"step_id": "s1", "type": "model_response", "text": "hi"}],
+        "expected": "anything",
+    }
+    policy = ROOT / "samples" / "policy_trajectory.json"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(trace), encoding="utf-8")  # 0.2.x: kept and ignored
+    assert arh("validate", "--policy", policy, old, "--quiet").status in (0, 1)
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps({**trace, "schema_version": "1.2"}), encoding="utf-8")
+    run = arh("validate", "--policy", policy, new, "--quiet")
+    assert run.status == 3
+    assert "/expected: an expectation must be an object, got string" in run.err
+
+
+def test_d161_the_answers_section_needs_language_1_2(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    policy = {"policy_id": "p", "allow_unlisted_tools": True, "answers": {"checks": ["exact"]}}
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps(policy), encoding="utf-8")  # 0.2.x: the section was ignored
+    trace = ROOT / "samples" / "traces" / "rebook_double_rebooking.json"
+    run = arh("validate", "--policy", path, trace, "--quiet")
+    assert run.status == 2
+    assert 'declare "schema_version": "1.2"' in run.err
+    path.write_text(json.dumps({**policy, "schema_version": "1.2"}), encoding="utf-8")
+    assert arh("validate", "--policy", path, trace, "--quiet").status == 0

@@ -28,6 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent_reliability_harness import Expectations
 from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.errors import InputError, UsageError
 from agent_reliability_harness.model.policy import Policy
@@ -110,7 +111,9 @@ def equivalence_problems(
     sees only the intent of a tool call (default) or the whole step; ``fired`` collects the
     rule IDs the monitor reported."""
     validator = Validator(policy)
-    monitor = Monitor(policy, trace_id=trace.trace_id)
+    # the trace's expected outcome, for the answer checks of finish() (decided at the end only)
+    own = None if trace.expected is None else Expectations({trace.trace_id: trace.expected})
+    monitor = Monitor(policy, trace_id=trace.trace_id, expectations=own)
     problems: list[str] = []
     offline = validator.validate(trace).findings
     final = {_identity(f) for f in offline}

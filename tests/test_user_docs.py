@@ -254,6 +254,8 @@ RECIPE_CATEGORIES = {
     "conditions",
     "confirmation",
     "loops",
+    # policy language 1.2
+    "answers",
 }
 
 
@@ -299,6 +301,9 @@ def test_cookbook_files_are_valid_for_the_schemas() -> None:
     schemas = {
         "policy": json.loads((ROOT / "schemas" / "policy.schema.json").read_text("utf-8")),
         "trace": json.loads((ROOT / "schemas" / "trace.schema.json").read_text("utf-8")),
+        "expectations": json.loads(
+            (ROOT / "schemas" / "expectations.schema.json").read_text("utf-8")
+        ),
     }
     files = sorted((ROOT / "docs" / "examples" / "cookbook").rglob("*.json"))
     assert files
@@ -307,6 +312,8 @@ def test_cookbook_files_are_valid_for_the_schemas() -> None:
         if path.name.startswith("transcript"):  # a provider's transcript: check what arh reads
             document = to_trace(document).to_dict()
         kind = "policy" if path.name.startswith("policy") else "trace"
+        if path.name.startswith("expect"):  # an expectations file (--expect)
+            kind = "expectations"
         jsonschema.validate(document, schemas[kind])
 
 

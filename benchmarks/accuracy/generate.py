@@ -3081,6 +3081,9 @@ def assemble(category: str, case_id: str, built: Built) -> dict[str, Any]:
     trace["steps"] = d.steps
     if "metadata" in d.trace_extra:
         trace["metadata"] = d.trace_extra["metadata"]
+    if "expected" in d.trace_extra:  # version 1.2 added the expected outcome of a trace's task
+        trace["schema_version"] = "1.2"
+        trace["expected"] = d.trace_extra["expected"]
     findings = sorted(
         d.expected, key=lambda f: (SEVERITY_ORDER[f[0]], f[1], "" if f[2] is None else f[2])
     )
@@ -3278,6 +3281,294 @@ def _e_source_when(dom: Domain, rng: random.Random) -> Built:
             "'open' (source.when), and it is 'closed': no check, nothing fires."
         ),
         "lookup status closed; relations with source.when status == open",
+    )
+
+
+# ---- answer checks (policy language 1.2) ------------------------------------------------------
+# The trace carries the expected outcome of its task (``expected``); the policy's answers section
+# says which checks apply. The answer is the final response's text (dom.final_text).
+
+
+def answers_policy(d: Draft, suffix: str, checks: list[str], **settings: Any) -> dict[str, Any]:
+    p = d.variant(suffix)
+    p["schema_version"] = "1.2"
+    p["answers"] = {"checks": checks, **settings}
+    return p
+
+
+def expect_outcome(d: Draft, **expected: Any) -> None:
+    d.trace_extra["expected"] = expected
+
+
+def final_text(d: Draft) -> str:
+    text: str = d.step("final")["text"]
+    return text
+
+
+def set_final(d: Draft, text: str) -> None:
+    d.step("final")["text"] = text
+
+
+@template("normal", "answer-normalized-and-mentions")
+def _n_answer_clean(dom: Domain, rng: random.Random) -> Built:
+    d = base(dom, rng)
+    answers_policy(d, "answers", ["normalized", "must_mention", "pattern"])
+    expected = "  ".join(final_text(d).upper().split(" "))
+    expect_outcome(
+        d,
+        answer=expected,
+        must_mention=[str(d.v["channel"]).upper()],
+        pattern=re.escape(str(d.v["channel"])),
+    )
+    return (
+        d,
+        (
+            "The expected answer is the final text in capitals with doubled spaces; normalised "
+            "(case folded, whitespace runs made one space) it is the answer. The answer mentions "
+            "the channel (in capitals in the expectation) and contains a match of its pattern: "
+            "nothing fires."
+        ),
+        "trace expects the final text (other case and spacing) and the channel",
+    )
+
+
+@template("difficult", "answer-fullwidth-and-grouped-number")
+def _d_answer_forms(dom: Domain, rng: random.Random) -> Built:
+    d = base(dom, rng)
+    answers_policy(d, "answer-forms", ["must_mention", "numeric"], tolerance={"absolute": 0.005})
+    word = str(d.v["channel"])
+    wide = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in word)
+    amount = 1234.5
+    set_final(d, f"{final_text(d)} Total due: {amount:,.2f}.")
+    expect_outcome(d, answer=amount, must_mention=[wide])
+    return (
+        d,
+        (
+            f"The expected mention is the channel in full-width characters ({wide}), which NFKC "
+            f"makes {word}; the expected number is {amount} and the answer ends with "
+            f"'{amount:,.2f}' (grouped, two decimals), its last number: within 0.005, nothing "
+            "fires."
+        ),
+        f"final text ends 'Total due: {amount:,.2f}.'; expects {amount} and the full-width channel",
+    )
+
+
+@template("ambiguous", "answer-phrase-inside-word")
+def _a_answer_inside_word(dom: Domain, rng: random.Random) -> Built:
+    d = base(dom, rng)
+    answers_policy(d, "inside-word", ["must_not_mention"])
+    channel = str(d.v["channel"])
+    part = channel[1:] if len(channel) > 3 else channel
+    expect_outcome(d, must_not_mention=[part])
+    d.expect("error", "ARH-ANS-010", "final")
+    return (
+        d,
+        (
+            f"The answer must not mention '{part}', and it says '{channel}'. Phrases are "
+            "found inside longer words too (documented: substring of the normalised text), so "
+            "this is a mention: ARH-ANS-010 at the final response."
+        ),
+        f"expects no mention of '{part}'; the answer names the channel '{channel}'",
+    )
+
+
+@template("edge", "answer-no-expectation")
+def _e_answer_not_judged(dom: Domain, rng: random.Random) -> Built:
+    d = base(dom, rng)
+    answers_policy(d, "not-judged", ["exact", "must_mention"])
+    return (
+        d,
+        (
+            "The policy has answer checks but the trace carries no expected outcome: the checks "
+            "are not applicable (listed as such in the report), never passed or failed; "
+            "nothing fires."
+        ),
+        "answers section, no expected outcome",
+    )
+
+
+@template("adversarial", "answer-expected-only-in-tool-output")
+def _ad_answer_in_output(dom: Domain, rng: random.Random) -> Built:
+    d = base(dom, rng)
+    answers_policy(d, "in-output", ["must_mention"])
+    phrase = "reference code QX-7781"
+    d.step("notify")["output"] = {"delivered": True, "note": phrase}
+    expect_outcome(d, must_mention=["QX-7781"])
+    d.expect("error", "ARH-ANS-009", "final")
+    return (
+        d,
+        (
+            "The expected phrase QX-7781 is in the notify tool's output, not in the answer. "
+            "Answer checks read only the answer: ARH-ANS-009 at the final response."
+        ),
+        f"{d.ids['notify']} output holds '{phrase}'; the answer does not",
+    )
+
+
+@failure("ARH-ANS-001")
+def _f_ans001(d: Draft, k: int) -> tuple[str, str]:
+    answers_policy(d, "no-answer", ["exact", "must_mention"][: k + 1] if k < 2 else ["pattern"])
+    expect_outcome(d, answer=final_text(d), must_mention=[str(d.v["id"])], pattern="[0-9]")
+    final = d.step("final")
+    final["status"] = "error"
+    final["error"] = "model overloaded"
+    d.expect("error", "ARH-CMP-001", "final")
+    d.expect("error", "ARH-ANS-001", "final")
+    return (
+        (
+            "The final response failed (status error): the trace gives no answer, so every "
+            "answer check that applies fails as one ARH-ANS-001, next to ARH-CMP-001."
+        ),
+        f"{d.ids['final']} status error",
+    )
+
+
+@failure("ARH-ANS-002")
+def _f_ans002(d: Draft, k: int) -> tuple[str, str]:
+    answers_policy(d, "exact", ["exact"])
+    text = final_text(d)
+    expected = (text.upper(), text.rstrip(".") + "!", text.replace(" ", "  ", 1))[k]
+    expect_outcome(d, answer=expected)
+    d.expect("error", "ARH-ANS-002", "final")
+    return (
+        (
+            "The expected answer differs from the final text in case, punctuation or spacing "
+            "inside it; an exact match takes none of these: ARH-ANS-002."
+        ),
+        "expected answer: the final text with one difference",
+    )
+
+
+@failure("ARH-ANS-003")
+def _f_ans003(d: Draft, k: int) -> tuple[str, str]:
+    answers_policy(d, "normalized", ["normalized"])
+    text = final_text(d)
+    channel = str(d.v["channel"])
+    wrong = (f"{text} (corrected)", text.replace(channel, "carrier pigeon"), text[:-1] + "?")[k]
+    expect_outcome(d, answer=wrong.upper())
+    d.expect("error", "ARH-ANS-003", "final")
+    return (
+        (
+            "The expected answer is the final text in capitals with one real difference (a "
+            "word, another channel, the end mark), which normalisation does not remove: "
+            "ARH-ANS-003."
+        ),
+        "expected answer: the final text changed in one word, channel or mark",
+    )
+
+
+@failure("ARH-ANS-004")
+def _f_ans004(d: Draft, k: int) -> tuple[str, str]:
+    answers_policy(d, "pattern", ["pattern"])
+    pattern = ("REF-[0-9]{6}", "^Done\\b", "(?i)refund(ed)? [0-9]+ days")[k]
+    expect_outcome(d, pattern=pattern)
+    d.expect("error", "ARH-ANS-004", "final")
+    return (
+        f"The answer has no match of {pattern!r}: ARH-ANS-004.",
+        f"expects a match of {pattern!r}",
+    )
+
+
+@failure("ARH-ANS-005")
+def _f_ans005(d: Draft, k: int) -> tuple[str, str]:
+    tolerance = ({"absolute": 0.5}, {"relative": 0.01}, {})[k]
+    answers_policy(d, "numeric", ["numeric"], tolerance=tolerance)
+    set_final(d, f"{final_text(d)} Total: {(101.0, 102.5, 100.01)[k]}.")
+    expect_outcome(d, answer=100)
+    d.expect("error", "ARH-ANS-005", "final")
+    return (
+        (
+            "The answer's last number is just outside the tolerance of the expected 100 "
+            "(0.5 absolute, 1% relative, or none): ARH-ANS-005."
+        ),
+        f"final text ends with a total of {(101.0, 102.5, 100.01)[k]}; expects 100",
+    )
+
+
+@failure("ARH-ANS-006")
+def _f_ans006(d: Draft, k: int) -> tuple[str, str]:
+    answers_policy(d, "set", ["set"])
+    items = ["alpha", "beta", "gamma"]
+    shown = (["alpha", "beta"], ["alpha", "beta", "gamma", "delta"], ["alpha", "beta", "gama"])[k]
+    set_final(d, json.dumps(shown))
+    expect_outcome(d, answer=items)
+    d.expect("error", "ARH-ANS-006", "final")
+    return (
+        (
+            "The answer's items (a JSON array) are not the expected set: one missing, one extra, "
+            "or one misspelt: ARH-ANS-006."
+        ),
+        f"final text {json.dumps(shown)}; expects {json.dumps(items)} in any order",
+    )
+
+
+@failure("ARH-ANS-007")
+def _f_ans007(d: Draft, k: int) -> tuple[str, str]:
+    answers_policy(d, "list", ["list"])
+    items = ["first", "second", "third"]
+    shown = ("third, second, first", "first; second", "first\nsecond\nthird\nfourth")[k]
+    set_final(d, shown)
+    expect_outcome(d, answer=items)
+    d.expect("error", "ARH-ANS-007", "final")
+    return (
+        (
+            "The answer's items (split at commas, semicolons or line breaks) are not the expected "
+            "list: another order, one missing, one extra: ARH-ANS-007."
+        ),
+        f"final text {shown!r}; expects {json.dumps(items)} in order",
+    )
+
+
+@failure("ARH-ANS-008")
+def _f_ans008(d: Draft, k: int) -> tuple[str, str]:
+    schema = {
+        "type": "object",
+        "required": ["id", "amount"],
+        "properties": {"id": {"type": "string"}, "amount": {"type": "number", "minimum": 0}},
+        "additionalProperties": False,
+    }
+    answers_policy(d, "schema", ["schema"], schema=schema)
+    shown = (
+        json.dumps({"id": str(d.v["id"])}),
+        json.dumps({"id": str(d.v["id"]), "amount": -1}),
+        final_text(d),
+    )[k]
+    set_final(d, shown)
+    expect_outcome(d, must_mention=[str(d.v["id"])])
+    d.expect("error", "ARH-ANS-008", "final")
+    return (
+        (
+            "The structured answer lacks a required property, breaks a minimum, or is prose "
+            "rather than JSON: ARH-ANS-008."
+        ),
+        f"final text {shown[:40]!r}...",
+    )
+
+
+@failure("ARH-ANS-009")
+def _f_ans009(d: Draft, k: int) -> tuple[str, str]:
+    answers_policy(d, "mention", ["must_mention"])
+    missing = ("confirmation number", other_id(d), "refund")[k]
+    expect_outcome(d, must_mention=[str(d.v["channel"]), missing])
+    d.expect("error", "ARH-ANS-009", "final")
+    return (
+        f"The answer mentions the channel but not {missing!r}: ARH-ANS-009.",
+        f"expects mentions of the channel and {missing!r}",
+    )
+
+
+@failure("ARH-ANS-010")
+def _f_ans010(d: Draft, k: int) -> tuple[str, str]:
+    answers_policy(d, "no-mention", ["must_not_mention"])
+    said = (final_text(d).split(" ")[0], str(d.v["channel"]).upper(), str(d.v["range"]))[k]
+    expect_outcome(d, must_not_mention=["password", said])
+    d.expect("error", "ARH-ANS-010", "final")
+    return (
+        (
+            f"The answer must not mention {said!r}, and it does (phrases are compared "
+            "normalised): ARH-ANS-010."
+        ),
+        f"expects no mention of {said!r}",
     )
 
 

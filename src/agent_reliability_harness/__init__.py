@@ -24,6 +24,7 @@ from agent_reliability_harness._version import __version__
 if TYPE_CHECKING:
     from agent_reliability_harness.engine import Validator, validate_trace
     from agent_reliability_harness.errors import ArhError, InputError, UsageError
+    from agent_reliability_harness.model.answers import Expectations
     from agent_reliability_harness.model.policy import Policy
     from agent_reliability_harness.model.report import (
         CategoryResult,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from agent_reliability_harness.monitor import BlockedCallError, Monitor
     from agent_reliability_harness.record import Recorder
     from agent_reliability_harness.rules.registry import RULES, Rule
-    from agent_reliability_harness.runner import load_traces
+    from agent_reliability_harness.runner import load_expectations, load_traces
 
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "ArhError",
     "BlockedCallError",
     "CategoryResult",
+    "Expectations",
     "Finding",
     "InputError",
     "Monitor",
@@ -56,6 +58,7 @@ __all__ = [
     "UsageError",
     "Validator",
     "__version__",
+    "load_expectations",
     "load_traces",
     "validate_trace",
 ]
@@ -67,6 +70,7 @@ _HOMES = {
     "InputError": "errors",
     "UsageError": "errors",
     "Policy": "model.policy",
+    "Expectations": "model.answers",
     "CategoryResult": "model.report",
     "Finding": "model.report",
     "RunReport": "model.report",
@@ -79,6 +83,7 @@ _HOMES = {
     "BlockedCallError": "monitor",
     "Recorder": "record",
     "load_traces": "runner",
+    "load_expectations": "runner",
 }
 
 

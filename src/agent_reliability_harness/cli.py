@@ -658,6 +658,12 @@ def _label_options(parser: argparse.ArgumentParser) -> None:
         "(true/false or a number, 1 meaning success), recorded in its report for --outcome "
         "label or both",
     )
+    parser.add_argument(
+        "--expect",
+        metavar="FILE",
+        help="expectations file: the expected outcome of each trace's task, by trace_id or "
+        "workflow, for the policy's answer checks (a trace's own expected field wins)",
+    )
 
 
 def _stat_options(parser: argparse.ArgumentParser) -> None:
@@ -1036,6 +1042,7 @@ def _compare_usage(args: argparse.Namespace) -> str | None:
             ("--workflow", args.workflow),
             ("--task-key", args.task_key),
             ("--outcome-at", args.outcome_at),
+            ("--expect", args.expect),
             ("--allow-risky-patterns", args.allow_risky_patterns or None),
             ("--select", args.select),
             ("--ignore", args.ignore),

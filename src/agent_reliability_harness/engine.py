@@ -7,7 +7,8 @@ from typing import Any, Final
 
 from agent_reliability_harness._decode import find_cycle, find_non_string_key
 from agent_reliability_harness.errors import TOO_DEEP, ArhError, InputError, UsageError
-from agent_reliability_harness.model.fidelity import not_applicable
+from agent_reliability_harness.model.answers import Expectations
+from agent_reliability_harness.model.fidelity import NotApplicable, not_applicable
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import (
     NOT_RECORDED_KEYS,
@@ -18,6 +19,7 @@ from agent_reliability_harness.model.report import (
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.rules import RULE_SETS, RuleSet, fidelity_plan
 from agent_reliability_harness.rules._facts import TraceFacts
+from agent_reliability_harness.rules.answers import not_judged
 from agent_reliability_harness.rules.selection import Findings, RuleSelection, check_known
 from agent_reliability_harness.scoring import (
     DEFAULT_FAIL_UNDER,
@@ -58,6 +60,7 @@ class Validator:
     rules off or changes their severity (``rules.selection.RuleSelection``)."""
 
     __slots__ = (
+        "_expectations",
         "_fail_under",
         "_failures",
         "_fidelity",
@@ -73,6 +76,7 @@ class Validator:
         fail_under: float = DEFAULT_FAIL_UNDER,
         *,
         selection: RuleSelection | None = None,
+        expectations: Expectations | None = None,
     ) -> None:
         if not isinstance(policy, Policy):
             raise UsageError(
@@ -81,6 +85,13 @@ class Validator:
             )
         self.policy = policy
         self._fail_under = check_fail_under(fail_under)
+        if expectations is not None and not isinstance(expectations, Expectations):
+            raise UsageError(
+                f"expectations must be Expectations, got {type(expectations).__name__}; "
+                "build them with Expectations.from_dict(data)"
+            )
+        # the expected outcomes of traces that carry none (``--expect``), by trace id or workflow
+        self._expectations = expectations
         # how failed calls look when the trace says so only in their output (tool_failures)
         self._failures = policy.tool_failures
         # the rules switched off or given another severity: the policy's rules section, with
@@ -97,6 +108,13 @@ class Validator:
         self._fidelity = tuple(c for c in fidelity_plan(policy) if c.rule_id not in off)
         scored = [rules.category for rules, _ in self.plans if rules.category is not None]
         self._grounding = scored.index("grounding")  # its result gives the citation coverage
+
+    def _not_judged(self, trace: Trace) -> tuple[NotApplicable, ...]:
+        """The answer checks that do not apply to ``trace`` (rules switched off left out)."""
+        if self.policy.answers is None:
+            return ()
+        off = self.selection.off
+        return tuple(c for c in not_judged(trace, self.policy.answers) if c.rule_id not in off)
 
     def validate(
         self, trace: Trace, *, source_path: str | None = None, source_line: int | None = None
@@ -120,6 +138,10 @@ class Validator:
             status_read = False
             if self._failures is not None:
                 trace, status_read = self._failures.apply(trace)
+            if self._expectations is not None and trace.expected is None:
+                found = self._expectations.for_trace(trace.trace_id, trace.workflow)
+                if found is not None:
+                    trace = replace(trace, expected=found)
             facts = TraceFacts(trace, status_read=status_read)
             findings = Findings(self.selection)
             results: list[CategoryResult] = []
@@ -161,7 +183,7 @@ class Validator:
             source_path=source_path,
             categories=tuple(results),
             source_line=source_line,
-            not_applicable=not_applicable(facts.missing, self._fidelity),
+            not_applicable=not_applicable(facts.missing, self._fidelity) + self._not_judged(trace),
             not_recorded=_not_recorded(facts),
             step_ids=facts.step_ids,
         )
@@ -269,9 +291,24 @@ _cache: dict[tuple[int, float], tuple[Policy, Validator]] = {}
 
 
 def validate_trace(
-    trace: Trace, policy: Policy, fail_under: float = DEFAULT_FAIL_UNDER
+    trace: Trace,
+    policy: Policy,
+    fail_under: float = DEFAULT_FAIL_UNDER,
+    *,
+    expectations: Expectations | None = None,
 ) -> TraceReport:
-    """Validate one trace against a policy and return its report (score, verdict, findings)."""
+    """Validate one trace against a policy and return its report (score, verdict, findings);
+    ``expectations`` give its expected outcome when it carries none (by trace id or workflow)."""
+    if expectations is not None:
+        if not isinstance(expectations, Expectations):
+            raise UsageError(
+                f"expectations must be Expectations, got {type(expectations).__name__}; "
+                "build them with Expectations.from_dict(data)"
+            )
+        if isinstance(trace, Trace) and trace.expected is None:
+            found = expectations.for_trace(trace.trace_id, trace.workflow)
+            if found is not None:
+                trace = replace(trace, expected=found)
     key = (id(policy), check_fail_under(fail_under))
     cached = _cache.get(key)
     if cached is None or cached[0] is not policy:

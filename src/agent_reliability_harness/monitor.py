@@ -48,6 +48,7 @@ from agent_reliability_harness._decode import (
 )
 from agent_reliability_harness.engine import NESTED_TRACE, Validator, engine_failed
 from agent_reliability_harness.errors import ArhError, InputError, UsageError, excerpt, join_pointer
+from agent_reliability_harness.model.answers import Expectations
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding, TraceReport
 from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
@@ -128,7 +129,9 @@ class Monitor:
     anything else is a :class:`UsageError`, and so are a ``policy`` that is not a
     :class:`Policy` and an identity the trace could not hold (``trace_id`` must be a non-empty
     string, ``agent_name`` and ``workflow`` strings). A monitor follows one run and is not
-    thread-safe. ``selection`` switches rules off or changes their severity, as for
+    thread-safe. ``selection`` switches rules off or changes their severity, and
+    ``expectations`` give the run's expected outcome (by its trace id or workflow) to the answer
+    checks of :meth:`report` and :meth:`finish`, as for
     :class:`~agent_reliability_harness.engine.Validator` (``rules.selection``).
     """
 
@@ -152,9 +155,12 @@ class Monitor:
         workflow: str = "",
         fail_under: float = DEFAULT_FAIL_UNDER,
         selection: RuleSelection | None = None,
+        expectations: Expectations | None = None,
     ) -> None:
         # a UsageError unless it is a Policy
-        self._validator = Validator(policy, fail_under, selection=selection)
+        self._validator = Validator(
+            policy, fail_under, selection=selection, expectations=expectations
+        )
         trace_id, agent_name, workflow = check_identity(trace_id, agent_name, workflow)
         self.trace_id = trace_id
         self.agent_name = agent_name

@@ -55,12 +55,14 @@ from agent_reliability_harness.io.load import (  # (load_* and StepLines: their 
     StepLines,
     file_size,
     is_span_export_file,
+    load_expectations,
     load_gate_file,
     load_policy,
     load_report,
     names_spans,
     step_lines,
 )
+from agent_reliability_harness.model.answers import Expectations
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.model.trace import Trace
@@ -72,6 +74,7 @@ __all__ = [
     "TraceIds",
     "UnmatchedPointerError",
     "iter_reports",
+    "load_expectations",
     "load_gate_file",
     "load_policy",
     "load_report",
@@ -552,6 +555,7 @@ class _Settings:
     outcome_at: str | None = None
     agent_name: str | None = None  # the names of every trace, when the run is given them
     workflow: str | None = None
+    expectations: Expectations | None = None  # the expected outcomes of --expect
 
 
 @dataclass(frozen=True, slots=True)
@@ -606,6 +610,8 @@ def _check(validator: Validator, read: ReadTrace, settings: _Settings) -> _Check
     trace = read.trace
     result: TraceReport | InputError
     try:
+        if settings.expectations is not None and trace.expected is None:
+            trace = _expected(trace, settings.expectations, settings.task_key)
         result = validator._validate_parsed(  # read from JSON text: no value contains itself
             trace,
             source_path=None if read.source == STDIN_NAME else read.source,
@@ -631,6 +637,19 @@ def _check(validator: Validator, read: ReadTrace, settings: _Settings) -> _Check
         result,
         trace if settings.keep_traces else None,
     )
+
+
+def _expected(trace: Trace, expectations: Expectations, task_key: str | None) -> Trace:
+    """The trace with its expected outcome from ``--expect`` (by trace id, task or workflow;
+    the task as ``--task-key`` names it, else the trace id without a run marker). A task key
+    that finds nothing is left to ``label_report``, which says so after validation."""
+    task = None
+    if task_key is not None and expectations.by_task:
+        from agent_reliability_harness.regression.trials import task_at  # as label_report below
+
+        task = task_at(trace, task_key)
+    found = expectations.for_trace(trace.trace_id, trace.workflow, task)
+    return trace if found is None else replace(trace, expected=found)
 
 
 def _base(source: Source) -> str:
@@ -930,6 +949,7 @@ def iter_reports(
     agent_name: str | None = None,
     workflow: str | None = None,
     executor: Executor | None = None,
+    expectations: Expectations | None = None,
     judge: Callable[[Trace, TraceReport], TraceReport] | None = None,
 ) -> Iterator[TraceReport]:
     """Validate every trace found in ``inputs`` and yield its report, in input order (sorted
@@ -939,9 +959,10 @@ def iter_reports(
     their order are exactly those of one process. ``max_input_bytes`` is the most one input (a
     file read whole, or a line of JSON Lines) may hold; a larger one is an input error.
     ``agent_name`` and ``workflow``, when given, replace those of every trace. An ``executor``
-    (``--executor dask``) finds the inputs and checks them in place of ``jobs``. ``judge``
-    (``--rubric``: ``judge.stage.JudgeStage``) adds the judge's verdict to each report, in this
-    process and in input order.
+    (``--executor dask``) finds the inputs and checks them in place of ``jobs``.
+    ``expectations`` (``--expect``) give the expected outcome of traces that carry none.
+    ``judge`` (``--rubric``: ``judge.stage.JudgeStage``) adds the judge's verdict to each
+    report, in this process and in input order.
 
     ``messages_at`` and ``trace_id_at`` read each input record; ``task_key`` and ``outcome_at``
     read the canonical trace made of it. When one of them matches nothing in any record of the
@@ -958,6 +979,7 @@ def iter_reports(
         outcome_at,
         agent_name,
         workflow,
+        expectations,
     )
     pointers = (messages_at, task_key, outcome_at)
     guard = _Unmatched(on_error) if trace_id_at or any(p is not None for p in pointers) else None
@@ -1024,6 +1046,7 @@ def run_validation(
     agent_name: str | None = None,
     workflow: str | None = None,
     executor: Executor | None = None,
+    expectations: Expectations | None = None,
 ) -> RunReport:
     """Validate every trace found in ``inputs`` and collect the run's report.
 
@@ -1035,7 +1058,8 @@ def run_validation(
     ``max_input_bytes`` is the most one input may hold (see :func:`iter_reports`), which also
     says when :class:`UnmatchedPointerError` is raised.
     ``agent_name`` and ``workflow``, when given, replace those of every trace; ``executor``
-    checks the traces elsewhere (see :func:`iter_reports`).
+    checks the traces elsewhere (see :func:`iter_reports`); ``expectations`` give the expected
+    outcome of traces that carry none.
     """
     errors: list[InputError] = []
 
@@ -1061,6 +1085,7 @@ def run_validation(
             agent_name=agent_name,
             workflow=workflow,
             executor=executor,
+            expectations=expectations,
         )
     )
     return RunReport(

@@ -101,6 +101,7 @@ KEYS: Final = {
         Key("workflow", "string", validating=True),
         Key("task-key", "string", validating=True),
         Key("outcome-at", "string", validating=True),
+        Key("expect", "path", validating=True),
         Key("fail-under", "number", validating=True),
         Key("select", "strings", validating=True),
         Key("ignore", "strings", validating=True, adds=True),

@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any
 from agent_reliability_harness.app.output import error, say
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.io import expand_inputs, utf8_name
-from agent_reliability_harness.io.load import load_gate_file, load_policy, load_report, real_path
+from agent_reliability_harness.io.load import (
+    load_expectations,
+    load_gate_file,
+    load_policy,
+    load_report,
+    real_path,
+)
 from agent_reliability_harness.model.policy import RuleSelection
 from agent_reliability_harness.render._text import terminal_safe
 from agent_reliability_harness.rules.selection import check_known, choose
@@ -58,6 +64,20 @@ def policy(args: Namespace) -> Policy | None:
     chosen = command_line_selection(args)
     if chosen:
         loaded = dataclasses.replace(loaded, rules=loaded.rules.merged(chosen))
+    expect = getattr(args, "expect", None)
+    args.expectations = None  # what reading_options passes on: the loaded --expect file
+    if expect is not None:
+        try:
+            args.expectations = load_expectations(expect, args.max_input_size)
+        except InputError as exc:
+            error(f"invalid expectations file: {exc if exc.source else exc.located(expect)}")
+            return None
+        if loaded.answers is None:
+            say(
+                f"warning: {terminal_safe(expect)}: the policy has no answers section "
+                "(policy language 1.2), so no expected outcome is checked\n",
+                sys.stderr,
+            )
     return loaded
 
 
@@ -74,6 +94,7 @@ def reading_options(args: Namespace) -> dict[str, Any]:
         "outcome_at": args.outcome_at,
         "max_input_bytes": args.max_input_size,
         "executor": executor(args),
+        "expectations": getattr(args, "expectations", None),
     }
 
 

@@ -22,6 +22,7 @@ from agent_reliability_harness.io.read import (
     read_input_file,
     read_json_file,
 )
+from agent_reliability_harness.model.answers import Expectations
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import RunReport, TraceReport
 
@@ -37,6 +38,7 @@ __all__ = [
     "file_size",
     "find_upwards",
     "is_span_export_file",
+    "load_expectations",
     "load_gate_file",
     "load_policy",
     "load_report",
@@ -55,6 +57,15 @@ def load_policy(
         return Policy.from_dict(
             read_json_file(path, max_input_bytes), allow_risky_patterns=allow_risky_patterns
         )
+    except InputError as exc:
+        raise (exc if exc.source else exc.located(path)) from None
+
+
+def load_expectations(path: str, max_input_bytes: int = DEFAULT_MAX_INPUT) -> Expectations:
+    """Read and parse an expectations file (``--expect``) of at most ``max_input_bytes``; errors
+    name the file."""
+    try:
+        return Expectations.from_dict(read_json_file(path, max_input_bytes))
     except InputError as exc:
         raise (exc if exc.source else exc.located(path)) from None
 

@@ -8,13 +8,16 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from agent_reliability_harness._decode import (
+    bad,
     json_type,
     number_text,
+    opt_bool,
     opt_finite,
     opt_finite_in,
     opt_nonneg_int,
     opt_str,
     parse_schema_version,
+    require_object,
     section,
     str_or_empty,
 )
@@ -544,6 +547,26 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
         not_recorded=_get_not_recorded(data, pointer),
         step_ids=_get_step_ids(data, pointer),
         judge=judge_outcome_from_dict(data.get("judge"), join_pointer(pointer, "judge")),
+        categories=_get_answers(data, pointer),
+    )
+
+
+def _get_answers(data: Mapping[str, Any], pointer: str) -> tuple[CategoryResult, ...]:
+    """The ``answers`` entry of ``categories`` (the answer outcome ``arh stats`` and ``arh
+    compare`` count), or nothing: the other categories are not read back."""
+    categories = data.get("categories")
+    if type(categories) is not dict or categories.get("answers") is None:
+        return ()
+    where = join_pointer(pointer, "categories", "answers")
+    entry = require_object(categories["answers"], where, "a category")
+    applicable = opt_bool(entry, "applicable", where)
+    checks = opt_nonneg_int(entry, "checks", where) or 0
+    failed = opt_nonneg_int(entry, "failed", where) or 0
+    if failed > checks:
+        raise bad(join_pointer(where, "failed"), f"must be at most checks ({checks}), got {failed}")
+    score = opt_finite_in(entry, "score", where, _SCORES)
+    return (
+        CategoryResult("answers", applicable, 100.0 if score is None else score, checks, failed),
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agent_reliability_harness._decode import (
     bad,
@@ -23,6 +23,9 @@ from agent_reliability_harness._decode import (
     req_str,
 )
 from agent_reliability_harness.errors import UsageError, excerpt, join_pointer
+
+if TYPE_CHECKING:
+    from agent_reliability_harness.model.answers import Expectation
 
 StepType = Literal["tool_call", "model_response", "user_message"]
 
@@ -299,6 +302,8 @@ class Trace:
     source: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # the expected outcome of the run's task (schema version 1.2, ``expected``), or None
+    expected: Expectation | None = None
 
     @classmethod
     def from_dict(cls, data: object) -> Trace:
@@ -319,7 +324,16 @@ class Trace:
         source = opt_str(data, "source", "")
         metadata = _object(data, "metadata", "")
         extra = _extra(data, TRACE_KEYS, "")
-        return cls(trace_id, agent_name, workflow, steps, version, source, metadata or {}, extra)
+        expected = None
+        if "expected" in extra and _reads_expected(version):
+            raw = extra.pop("expected")
+            if raw is not None:
+                from agent_reliability_harness.model.answers import Expectation
+
+                expected = Expectation.parse(raw, "/expected")
+        return cls(
+            trace_id, agent_name, workflow, steps, version, source, metadata or {}, extra, expected
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form of the trace (unknown keys it was read with are kept)."""
@@ -334,8 +348,17 @@ class Trace:
         out["steps"] = [step.to_dict() for step in self.steps]
         if self.metadata:
             out["metadata"] = self.metadata
+        if self.expected is not None:
+            out["expected"] = self.expected.to_dict()
         out.update(self.extra)
         return out
+
+
+def _reads_expected(version: str) -> bool:
+    """Whether a trace of ``version`` defines ``expected`` (1.2 and later 1.x): an earlier trace
+    keeps a key of that name as one of its own, as arh 0.2.x did."""
+    parts = version.split(".", 2)
+    return len(parts) > 1 and parts[1].isascii() and parts[1].isdigit() and int(parts[1]) >= 2
 
 
 def schema_version_for(steps: Iterable[Step]) -> str:

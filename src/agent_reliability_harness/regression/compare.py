@@ -30,6 +30,7 @@ from agent_reliability_harness.model.report import (
     TraceReport,
     as_run_report,
 )
+from agent_reliability_harness.regression.answers import AnswerFlips, answer_flips
 
 StatusChange = Literal["added", "removed", "pass->fail", "fail->pass", "unchanged"]
 
@@ -323,6 +324,8 @@ class CompareResult:
     candidate: Side
     traces: tuple[TraceDelta, ...]
     warnings: tuple[str, ...]
+    # answer pass rates and flips; None when neither side has answer checks
+    answers: AnswerFlips | None = None
 
     def _count(self, change: str) -> int:
         return sum(1 for t in self.traces if t.status_change == change)
@@ -404,7 +407,7 @@ def compare_reports(
             "stay the same from run to run?"
         )
         warnings += (disjoint,)
-    return CompareResult(sides[0], sides[1], deltas, warnings)
+    return CompareResult(sides[0], sides[1], deltas, warnings, answer_flips(base, cand))
 
 
 def trace_delta(

@@ -13,6 +13,7 @@ from typing import Any
 
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import RunReport
+from agent_reliability_harness.regression.answers import AnswerRate, answer_rates
 from agent_reliability_harness.regression.judged import JudgeRate, judge_rates
 from agent_reliability_harness.regression.stat_gates import (
     GatePlan,
@@ -102,6 +103,8 @@ class StatsResult:
     workflows: tuple[Summary, ...]
     gate: StatGateResult | None
     warnings: tuple[str, ...]
+    # answer pass rates (all traces, then each workflow); none without answer checks
+    answers: tuple[AnswerRate, ...] = ()
     # the judge's pass rates, when the reports have judge outcomes (regression/judged.py)
     judge: tuple[JudgeRate, ...] = ()
 
@@ -120,6 +123,8 @@ class StatsResult:
             "warnings": list(self.warnings),
             "harness": {"name": "agent-reliability-harness", "version": __version__},
         }
+        if self.answers:  # written only with answer outcomes, so other outputs stay as they were
+            out["answers"] = [rate.to_dict() for rate in self.answers]
         if self.judge:  # only then: the reports of runs without a judge stay as they were
             out["judge"] = [rate.to_dict() for rate in self.judge]
         return out
@@ -138,9 +143,16 @@ def stats_of(
     overall = summarize(trials, None, plan.overall_k)
     infos = tuple(ReportInfo.of(path, run) for path, run in runs)
     gate = check_summaries(plan, summaries) if plan.active else None
-    judged = judge_rates(report for _, run in runs for report in run.reports)
+    answers = answer_rates(report for _, run in runs for report in run.reports)
     return StatsResult(
-        outcome, infos, overall, tuple(summaries), gate, tuple(_report_warnings("", infos)), judged
+        outcome,
+        infos,
+        overall,
+        tuple(summaries),
+        gate,
+        tuple(_report_warnings("", infos)),
+        answers,
+        judge=judge_rates(report for _, run in runs for report in run.reports),
     )
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 from agent_reliability_harness._decode import id_part, is_finite, json_type, number_text, resolve
 from agent_reliability_harness.errors import InputError, excerpt, join_pointer
 from agent_reliability_harness.model.report import RunReport, TraceReport
+from agent_reliability_harness.model.tasks import default_task_key
 from agent_reliability_harness.regression.stats import (
     mcnemar_exact,
     min_p_value,
@@ -58,34 +59,17 @@ __all__ = [
     "label_success",
     "summarize",
     "summarize_workflows",
+    "task_at",
 ]
 
 OUTCOMES: Final = ("verdict", "label", "both")
+# a report to record a task key in, when only the key is wanted (task_at)
+_UNLABELLED: Final = TraceReport("", "", "", "", 100.0, True, 0.0, 0.0, None, ())
 # A numeric label counts as success when it is 1 within this tolerance (tau-bench's rule).
 LABEL_TOLERANCE: Final = 1e-6
 # The pass^k and pass@k curve goes from k = 1 to the most runs of any task, but no further than
 # this: each point costs binomials of the run count, so a task of 16,000 runs took minutes.
 CURVE_MAX_K: Final = 32
-RUN_WORDS: Final = ("run", "trial", "try", "attempt", "rep", "repeat", "seed", "sample")
-_RUN: Final = "(?:" + "|".join(sorted(RUN_WORDS, key=lambda w: (-len(w), w))) + ")"
-# Compiled on first use by re's cache; only the statistics commands need them.
-_RUN_SUFFIX: Final = r"(?i)[-_.:/#@ ]" + _RUN + r"[-_.]?[0-9]+\Z"
-_RUN_PREFIX: Final = r"(?i)\A" + _RUN + r"[-_.]?[0-9]+/"
-
-
-def default_task_key(trace_id: str) -> str:
-    """The task a trace id names when its report records none: the id without a run marker.
-
-    A run marker is one of the words in :data:`RUN_WORDS` (any case), optionally followed by
-    ``-``, ``_`` or ``.``, then digits; it is removed once at the end of the id, after one of
-    ``- _ . : / # @`` or a space (``refund-7-run2``, ``refund-7/trial_3``, ``refund-7#seed4``),
-    and once at the start when a ``/`` follows it (``run-2/refund-7``). An id that would become
-    empty is kept whole. Bare numbers are never removed (``rebook-1001`` names a task), so ids
-    such as tau-bench's ``<task>-<trial>`` need ``--task-key``.
-    """
-    key = re.sub(_RUN_SUFFIX, "", trace_id, count=1)
-    key = re.sub(_RUN_PREFIX, "", key, count=1)
-    return key or trace_id
 
 
 def natural_key(text: str) -> tuple[object, ...]:
@@ -119,6 +103,15 @@ def _outcome_value(value: Any, pointer: str) -> bool | float:
     raise InputError(
         f"an outcome label must be true, false or a number, got {json_type(value)}", pointer=pointer
     )
+
+
+def task_at(trace: Trace, task_key: str) -> str | None:
+    """The task id at ``task_key`` in the canonical trace, or None when the pointer finds none
+    (``label_report`` says why)."""
+    try:
+        return label_report(_UNLABELLED, trace, task_key=task_key, outcome_at=None).task
+    except InputError:
+        return None
 
 
 def label_report(

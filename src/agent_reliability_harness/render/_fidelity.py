@@ -11,7 +11,20 @@ from agent_reliability_harness.model.report import TraceReport
 from agent_reliability_harness.render._markdown import md_code, md_row
 from agent_reliability_harness.render._text import terminal_safe
 
-__all__ = ["NotApplicableTally", "console_lines"]
+__all__ = ["ANSWER_NOTE", "NotApplicableTally", "console_lines", "is_answer_check"]
+
+# Said where checks not applicable are listed, when an answer check is among them: its field is
+# not one a source lacks but the trace's expected outcome (rules/answers.py).
+ANSWER_NOTE: Final = (
+    " An answer check is not applicable to a trace without an expected outcome (field expected), "
+    "or without the part of it the check needs (such as expected/pattern)."
+)
+
+
+def is_answer_check(field: str) -> bool:
+    """Whether a not-applicable check is an answer check, by its field."""
+    return field.startswith("expected")
+
 
 _NAMED: Final = 3  # trace ids named per check in the Markdown table
 
@@ -24,7 +37,11 @@ def console_lines(report: TraceReport, indent: str, width: int) -> list[str]:
 
     for check in report.not_applicable:
         head = f"{indent}{'n/a':<8}{check.rule_id}  "
-        message = f"{check.check}: not applicable, the trace's source provides no {check.field}"
+        message = (
+            f"{check.check}: not applicable, the trace has no {check.field}"
+            if is_answer_check(check.field)
+            else f"{check.check}: not applicable, the trace's source provides no {check.field}"
+        )
         lines += textwrap.wrap(
             terminal_safe(message),
             width=width,
@@ -56,6 +73,7 @@ class NotApplicableTally:
         if not self._checks:
             return []
 
+        answers = any(is_answer_check(field) for _, _, field in self._checks)
         lines = [
             "",
             "### Checks not applicable",
@@ -63,6 +81,7 @@ class NotApplicableTally:
             (
                 "The sources of these traces do not provide a field the check needs (listed in "
                 "the trace's `metadata.adapter.missing`), so the check could not fail on them."
+                + (ANSWER_NOTE if answers else "")
             ),
             "",
             "| Rule | Check | Missing field | Traces |",

@@ -12,6 +12,7 @@ from agent_reliability_harness.model.report import Finding, TraceReport
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
 from agent_reliability_harness.regression.gate import GateResult
 from agent_reliability_harness.regression.judged import judge_comparison, judge_flips, side_rates
+from agent_reliability_harness.render._answers import flip_lines, flip_rows
 from agent_reliability_harness.render._markdown import (
     MAX_CHARS,
     MESSAGE_CHARS,
@@ -78,6 +79,8 @@ def render_compare_json(
         "candidate": result.candidate.to_dict(),
         "harness": {"name": "agent-reliability-harness", "version": __version__},
     }
+    if result.answers is not None:  # only with answer checks: other outputs stay as they were
+        data["answers"] = result.answers.to_dict()
     if statistics is not None:
         data["statistics"] = statistics
     judged = judge_comparison(result)
@@ -245,6 +248,7 @@ def render_compare_console(
         them = "it" if unlisted == 1 else "them"
         passing = plural(unlisted, "passing trace", grouped=True)
         lines += ["", f"{passing} with changes not listed{note}; --show-passing lists {them}"]
+    lines += flip_lines(result.answers)
     lines += _judge_lines(result)
     if result.warnings:
         lines.append("")
@@ -377,6 +381,7 @@ def render_compare_markdown(
         f"| Resolved findings | {s['resolved_findings']} |",
         f"| Average score delta | {s['average_score_delta']:+.2f} |",
         f"| Largest score drop | {s['max_score_drop']:.2f} |",
+        *flip_rows(result.answers),
     ]
     judged = judge_comparison(result)
     if judged is not None:  # only then: comparisons without a judge stay as they were

@@ -44,6 +44,7 @@ from agent_reliability_harness.model.step_refs import declared_step_ids, step_re
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.regression.compare import CompareResult, TraceDelta, trace_delta
 from agent_reliability_harness.regression.gate import GateResult
+from agent_reliability_harness.render._fidelity import ANSWER_NOTE, is_answer_check
 from agent_reliability_harness.render._text import (
     FORMAT_CHARS,
     below_threshold,
@@ -525,6 +526,7 @@ def html_overview(totals: RunTotals) -> str:
 
 def _not_applicable_table(counts: Sequence[NotApplicableCount]) -> str:
     """The overview's table of the checks not applicable, one row per check (as in Markdown)."""
+    answers = any(is_answer_check(count.field) for count in counts)
     rows = []
     for count in counts[:_RULE_ROWS]:
         named = ", ".join(_code(trace_id) for trace_id in count.named)
@@ -538,7 +540,8 @@ def _not_applicable_table(counts: Sequence[NotApplicableCount]) -> str:
         '<h3 id="not-applicable">Checks not applicable</h3>\n<p class="note">The sources of '
         "these traces do not provide a field the check needs (listed in the trace's "
         "<code>metadata.adapter.missing</code>), so the check could not fail on them: it did not "
-        'pass either.</p>\n<table class="not-applicable">\n<caption>Checks not applicable'
+        f"pass either.{_text(ANSWER_NOTE) if answers else ''}</p>\n"
+        '<table class="not-applicable">\n<caption>Checks not applicable'
         '</caption>\n<thead><tr><th scope="col">Rule</th><th scope="col">Policy setting</th>'
         '<th scope="col">Missing field</th><th scope="col" class="n">Traces</th>'
         f'<th scope="col">First traces</th></tr></thead>\n<tbody>\n{"".join(rows)}</tbody>\n'
@@ -831,21 +834,27 @@ def _rule_category(rule_id: str) -> str | None:
     return None if rule is None else rule.category
 
 
+def _why(field: str) -> str:
+    return "the trace has no" if is_answer_check(field) else "the trace's source provides no"
+
+
 def _not_applicable(report: TraceReport) -> str:
     """The checks the trace could not be held to, because its source lacks a field they need."""
     if not report.not_applicable:
         return ""
     rows = "".join(
         f'<tr><th scope="row">{_rule_link(check.rule_id)}</th><td>{_code(check.check)}</td>'
-        f"<td>not applicable: the trace's source provides no {_code(check.field)}</td></tr>\n"
+        f"<td>not applicable: {_why(check.field)} {_code(check.field)}</td></tr>\n"
         for check in report.not_applicable[:_NOT_APPLICABLE_ROWS]
     )
+    answers = any(is_answer_check(check.field) for check in report.not_applicable)
     left = len(report.not_applicable) - _NOT_APPLICABLE_ROWS
     more = f'<p class="note">{_plural(left, "more check")} not shown.</p>\n' if left > 0 else ""
     return (
         '<h4>Checks not applicable</h4>\n<p class="note">The trace\'s source does not provide a '
         "field these checks need (listed in the trace's <code>metadata.adapter.missing</code>), "
-        "so they could not fail on it: they did not pass either.</p>\n"
+        "so they could not fail on it: they did not pass either."
+        f"{_text(ANSWER_NOTE) if answers else ''}</p>\n"
         '<table class="not-applicable">\n<caption>Checks not applicable</caption>\n<thead><tr>'
         '<th scope="col">Rule</th><th scope="col">Policy setting</th><th scope="col">Why</th>'
         f"</tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n{more}"

@@ -23,6 +23,7 @@ from agent_reliability_harness.regression.trials import (
     Summary,
     WorkflowComparison,
 )
+from agent_reliability_harness.render._answers import rate_lines, rate_markdown
 from agent_reliability_harness.render._markdown import md_code, md_row, md_text
 from agent_reliability_harness.render._text import (
     NOT_AVAILABLE,
@@ -204,6 +205,7 @@ def render_stats_console(result: StatsResult) -> str:
     blocks = ([overall] if workflows > 1 else []) + list(result.workflows)
     for summary in blocks:
         lines += ["", *_summary_lines(summary)]
+    lines += rate_lines(result.answers)
     if result.judge:
         lines += ["", *judge_rate_lines(result.judge)]
     if result.warnings:
@@ -331,6 +333,7 @@ def render_stats_markdown(result: StatsResult) -> str:
             values = {k: hat_k if hat else at_k for k, hat_k, at_k, _ in s.curve()}
             name = "all workflows" if s.workflow is None else md_code(s.workflow)
             out.append(md_row([name] + [rate_text(values.get(k)) for k in range(1, most + 1)]))
+    out += rate_markdown(result.answers)
     if result.judge:
         out += [
             "",

@@ -10,6 +10,7 @@ returning the category's :class:`~agent_reliability_harness.model.report.Categor
 from typing import Final
 
 from agent_reliability_harness.rules import (
+    answers,
     budget,
     completion,
     conditions,
@@ -48,6 +49,7 @@ RULE_SETS: Final = (
     conditions.RULE_SET,
     confirmation.RULE_SET,
     loops.RULE_SET,
+    answers.RULE_SET,
     judge.RULE_SET,
     lint.RULE_SET,
 )

@@ -186,6 +186,17 @@ CATEGORIES: Final = (
         "the share of loop checks that passed (one per distinct call under max_identical_calls, "
         "one for cycles under max_cycle_repeats)",
     ),
+    # Policy language 1.2: listed in a report only when the policy has an answers section.
+    Category(
+        "answers",
+        "ANS",
+        30,
+        "Answers (expected outcome)",
+        "the policy has an answers section, the trace has an expected outcome (its own, or from "
+        "--expect) and at least one of the policy's answer checks has what it needs in it",
+        "the share of answer checks that passed (one per check that applies; with no answer, "
+        "every one fails)",
+    ),
     # Issue 29: the judge's findings come from the judge stage after the engine (judge/), which
     # runs only when `arh validate` is given a rubric; never scored, so the weight is 0.
     Category(

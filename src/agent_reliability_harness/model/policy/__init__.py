@@ -60,6 +60,7 @@ from agent_reliability_harness.model.policy.tools import (
 )
 
 if TYPE_CHECKING:
+    from agent_reliability_harness.model.policy.answers import Answers
     from agent_reliability_harness.model.policy.conditions import Condition, Relation
     from agent_reliability_harness.model.policy.confirmation import Confirmation
     from agent_reliability_harness.model.policy.failures import ToolFailures
@@ -129,6 +130,7 @@ _POLICY_KEYS: Final = (
     "completion",
     "rules",
     *KEYS,  # policy language 1.1
+    "answers",  # policy language 1.2
 )
 
 
@@ -185,6 +187,8 @@ class Policy:
     rules: RuleSelection = field(default_factory=RuleSelection)
     # how failed calls look when the source says so only in their output (``tool_failures``)
     tool_failures: ToolFailures | None = None
+    # the answer checks (``answers``, language 1.2); None when the policy has none
+    answers: Answers | None = None
 
     @classmethod
     def from_dict(cls, data: object, *, allow_risky_patterns: bool = False) -> Policy:
@@ -233,6 +237,12 @@ class Policy:
                 data, version, tools, allow_unlisted, allow_risky_patterns
             )
             warnings += more
+        answers = None
+        if data.get("answers") is not None:
+            answers, more = _parse_answers(
+                data, version, tools, allow_unlisted, allow_risky_patterns
+            )
+            warnings += more
         policy = cls(
             policy_id,
             version,
@@ -249,6 +259,7 @@ class Policy:
             extensions,
             RuleSelection.from_section(section(data, "rules")),
             failures,
+            answers,
         )
         check_json_values(data, "")  # what no field's own check looked at, such as enum values
         return policy
@@ -272,6 +283,8 @@ class Policy:
             out["rules"] = self.rules.to_dict()
         if self.tool_failures is not None:  # likewise
             out["tool_failures"] = self.tool_failures.to_dict()
+        if self.answers is not None:  # likewise
+            out["answers"] = self.answers.to_dict()
         return out
 
     @property
@@ -301,6 +314,36 @@ def _parse_failures(
     except RecursionError:
         raise bad("", "a value in the policy is nested too deeply to process") from None
     return failures, risky_warnings(context.patterns, allow_risky_patterns)
+
+
+def _parse_answers(
+    data: Mapping[str, Any],
+    version: str,
+    tools: Mapping[str, ToolSchema],
+    allow_unlisted: bool,
+    allow_risky_patterns: bool,
+) -> tuple[Answers, tuple[str, ...]]:
+    """The ``answers`` section (language 1.2), and the warnings for risky patterns of its
+    schema accepted on request."""
+    if minor_version(version) < 2:
+        raise bad(
+            "/answers",
+            "the answers section belongs to policy language 1.2; declare "
+            f'"schema_version": "1.2" (this policy declares {excerpt(version)})',
+        )
+    from agent_reliability_harness.model.policy.answers import Answers
+
+    try:
+        answers = Answers.parse(data["answers"], tools, allow_unlisted)
+    except RecursionError:
+        raise bad("", "a value in the policy is nested too deeply to process") from None
+    located: list[tuple[str, str, int]] = []
+    if answers.schema is not None:
+        located = [
+            (f"/answers/schema{pointer}", regex.pattern, 0)
+            for pointer, regex in answers.schema.patterns.items()
+        ]
+    return answers, risky_warnings(located, allow_risky_patterns)
 
 
 # ---------------------------------------------------------------------------------------------
