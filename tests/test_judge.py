@@ -820,8 +820,8 @@ def test_stats_gives_the_judge_pass_rate_with_its_wilson_interval(arh: Arh, tmp_
         "gating": False,
     }
     assert (
-        "judge rebooking-answer v1 by deterministic: pass rate 0.500 (0.188\u20130.812), 3 of 6 "
-        "judged traces passed (not calibrated: warnings only)"
+        "JUDGE  rebooking-answer v1 by deterministic: 3 of 6 passed 0.500 (95% CI "
+        "0.188\u20130.812); warnings only (not calibrated)"
     ) in run.out
     assert list(schema_validator("stats").iter_errors(load_json(out))) == []
     markdown = tmp_path / "stats.md"
@@ -859,7 +859,9 @@ def test_not_judged_traces_are_not_in_the_rate(arh: Arh, tmp_path: Path) -> None
     # hash) judges both: 2 judged, 4 not judged
     assert (rate["judged"], rate["passed"], rate["not_judged"], rate["pass_rate"]) == (2, 2, 4, 1.0)
     assert rate["interval"][1] == 1.0
-    assert "2 of 2 judged traces passed; 4 not judged" in run.out
+    assert (
+        "2 of 2 passed 1.000 (95% CI 0.342\u20131.000), 4 not judged (no judgment in the file)"
+    ) in run.out
 
 
 def test_compare_reports_judge_flips(arh: Arh, tmp_path: Path) -> None:
@@ -872,8 +874,7 @@ def test_compare_reports_judge_flips(arh: Arh, tmp_path: Path) -> None:
     assert judged["flips"] == [{"trace_id": "rebook-1001", "baseline": "pass", "candidate": "fail"}]
     assert [r["passed"] for r in judged["baseline"]] == [3]
     assert [r["passed"] for r in judged["candidate"]] == [2]
-    assert "judge verdict flips: pass->fail 1 \u00b7 fail->pass 0" in run.out
-    assert "rebook-1001: judge pass -> fail" in run.out
+    assert "  judge pass->fail 1: rebook-1001\n  judge fail->pass 0\n" in run.out
     markdown = tmp_path / "compare.md"
     arh("compare", "--baseline", base, "--candidate", cand, "--md-out", markdown, "-q")
     assert "| Judge verdict flips (pass to fail / fail to pass) | 1 / 0 |" in markdown.read_text(

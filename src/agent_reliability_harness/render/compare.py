@@ -35,7 +35,7 @@ from agent_reliability_harness.render.console import (
     trace_location,
 )
 from agent_reliability_harness.render.github import annotation
-from agent_reliability_harness.render.stats import judge_rate_lines
+from agent_reliability_harness.render.stats import judge_rate_text
 
 __all__ = [
     "COMPARE_RENDERERS",
@@ -262,22 +262,25 @@ def render_compare_console(
     return "\n".join(lines) + "\n"
 
 
+_SHOWN_FLIPS: Final = 10  # trace ids listed per kind of judge flip, as for answers
+
+
 def _judge_lines(result: CompareResult) -> list[str]:
-    """The judge's pass rates on each side and its verdict flips (none without a judge)."""
-    judged = judge_comparison(result)
-    if judged is None:
+    """The judge block of ``arh compare``: each side's judge outcomes and the traces whose
+    verdict flipped (none without judge outcomes)."""
+    if judge_comparison(result) is None:
         return []
     lines = [""]
     for side in ("baseline", "candidate"):
-        lines += [f"{side}: {line}" for line in judge_rate_lines(side_rates(result, side))]
-    lines.append(
-        f"judge verdict flips: pass->fail {judged['pass_to_fail']} \u00b7 fail->pass "
-        f"{judged['fail_to_pass']}"
-    )
-    lines += [
-        terminal_safe(f"  {flip.trace_id}: judge {flip.baseline} -> {flip.candidate}")
-        for flip in judge_flips(result)
-    ]
+        head = "JUDGE  baseline" if side == "baseline" else "       candidate"
+        rates = side_rates(result, side)
+        lines += [f"{head} {judge_rate_text(rate)}" for rate in rates] or [f"{head} none"]
+    flips = judge_flips(result)
+    for change in ("pass->fail", "fail->pass"):
+        ids = [terminal_safe(f.trace_id) for f in flips if f.change == change]
+        shown = ", ".join(ids[:_SHOWN_FLIPS])
+        more = f", and {len(ids) - _SHOWN_FLIPS:,} more" if len(ids) > _SHOWN_FLIPS else ""
+        lines.append(f"  judge {change} {len(ids):,}" + (f": {shown}{more}" if ids else ""))
     return lines
 
 

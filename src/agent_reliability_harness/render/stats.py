@@ -44,6 +44,7 @@ __all__ = [
     "comparison_intro",
     "comparison_markdown_lines",
     "judge_rate_lines",
+    "judge_rate_text",
     "render_stats_console",
     "render_stats_json",
     "render_stats_markdown",
@@ -206,8 +207,7 @@ def render_stats_console(result: StatsResult) -> str:
     for summary in blocks:
         lines += ["", *_summary_lines(summary)]
     lines += rate_lines(result.answers)
-    if result.judge:
-        lines += ["", *judge_rate_lines(result.judge)]
+    lines += judge_rate_lines(result.judge)
     if result.warnings:
         lines.append("")
         lines += [f"warning: {terminal_safe(w)}" for w in result.warnings]
@@ -216,28 +216,32 @@ def render_stats_console(result: StatsResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def judge_rate_lines(rates: Sequence[JudgeRate]) -> list[str]:
-    """One line per rubric version and model: its judge pass rate with the 95% Wilson
-    interval, and the traces not judged or without a judgment (never in the rate)."""
-    lines = []
-    for rate in rates:
+def judge_rate_text(rate: JudgeRate) -> str:
+    """One rubric version and model's judge outcomes, as the answers block words its rates:
+    the pass rate of the judged traces with its 95% Wilson interval, then the traces not judged
+    or without a judgment (never in the rate), and whether its findings gate."""
+    which = f"{rate.rubric} v{rate.rubric_version} by {rate.model}"
+    if rate.pass_rate is None:
+        text = f"{which}: none judged"
+    else:
         low, high = rate.interval
-        shown = (
-            "-"
-            if rate.pass_rate is None
-            else (f"{rate_text(rate.pass_rate)} ({low:.3f}\u2013{high:.3f})")
+        text = (
+            f"{which}: {rate.passed:,} of {rate.judged:,} passed {rate.pass_rate:.3f} "
+            f"(95% CI {low:.3f}\u2013{high:.3f})"
         )
-        aside = [f"{rate.not_judged} not judged"] if rate.not_judged else []
-        aside += [f"{plural(rate.errors, 'judgment error')}"] if rate.errors else []
-        tail = f"; {', '.join(aside)}" if aside else ""
-        lines.append(
-            terminal_safe(
-                f"judge {rate.rubric} v{rate.rubric_version} by {rate.model}: pass rate {shown}, "
-                f"{rate.passed} of {rate.judged} judged traces passed{tail}"
-                + ("" if rate.gating else " (not calibrated: warnings only)")
-            )
-        )
-    return lines
+    if rate.not_judged:
+        text += f", {rate.not_judged:,} not judged (no judgment in the file)"
+    if rate.errors:
+        text += f", {plural(rate.errors, 'judgment error')}"
+    gate = "gating (calibrated)" if rate.gating else "warnings only (not calibrated)"
+    return terminal_safe(f"{text}; {gate}")
+
+
+def judge_rate_lines(rates: Sequence[JudgeRate]) -> list[str]:
+    """The judge block of ``arh stats`` (none without judge outcomes)."""
+    if not rates:
+        return []
+    return ["", *(f"JUDGE  {judge_rate_text(rate)}" for rate in rates)]
 
 
 def render_stats_json(result: StatsResult) -> str:
