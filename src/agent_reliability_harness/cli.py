@@ -439,6 +439,64 @@ def _validate_arguments(validate: _Parser) -> None:
     )
     _max_input_option(validate)
     _executor_options(validate)
+    _judge_options(validate)
+
+
+def _judge_options(parser: _Parser) -> None:
+    """The judge of the final answers (docs/answers-and-judge.md, "The judge")."""
+    group = parser.add_argument_group("judge (docs/answers-and-judge.md)")
+    group.add_argument(
+        "--rubric", metavar="FILE", help="judge each trace's final answer under this rubric"
+    )
+    group.add_argument(
+        "--judge",
+        choices=("replay", "live"),
+        default="replay",
+        help="replay (default): take judgments from --judgments and never call a model; live: "
+        "call the model judge for inputs the file has no judgment for, and append them",
+    )
+    group.add_argument(
+        "--judgments", metavar="FILE", help="the judgment file (JSON Lines) to replay or append to"
+    )
+    group.add_argument(
+        "--judge-model",
+        metavar="NAME",
+        help="the model that judges: 'deterministic' (the rubric engine, no model) or a model "
+        "name (default: the rubric's model, else deterministic)",
+    )
+    group.add_argument(
+        "--calibration",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a calibration record (repeatable); judge findings are errors only for a rubric "
+        "version and model calibrated at kappa >= 0.6",
+    )
+    group.add_argument(
+        "--judge-base-url",
+        metavar="URL",
+        help="the OpenAI-compatible API of --judge live (default https://api.openai.com/v1)",
+    )
+    group.add_argument(
+        "--judge-api-key-env",
+        metavar="NAME",
+        help="the environment variable holding the API key of --judge live (default: the "
+        "rubric's api_key_env, else OPENAI_API_KEY)",
+    )
+    group.add_argument(
+        "--judge-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="the timeout of each request of --judge live (default 60)",
+    )
+    group.add_argument(
+        "--judge-retries",
+        type=int,
+        default=3,
+        metavar="N",
+        help="retries of a failed request of --judge live (default 3, with exponential backoff)",
+    )
 
 
 def _compare_arguments(compare: _Parser) -> None:
@@ -1020,9 +1078,31 @@ def _stat_usage(args: argparse.Namespace, *, baseline: bool = True) -> str | Non
     return None
 
 
+def _judge_usage(args: argparse.Namespace) -> str | None:
+    if args.rubric is None:
+        for flag, value in (
+            ("--judgments", args.judgments),
+            ("--judge-model", args.judge_model),
+            ("--judge-base-url", args.judge_base_url),
+            ("--judge-api-key-env", args.judge_api_key_env),
+        ):
+            if value is not None:
+                return f"{flag} needs --rubric"
+        if args.calibration:
+            return "--calibration needs --rubric"
+        if args.judge != "replay":
+            return "--judge live needs --rubric"
+    if not (args.judge_timeout > 0 and args.judge_timeout < float("inf")):
+        return f"--judge-timeout must be a number of seconds > 0, got {args.judge_timeout:g}"
+    if args.judge_retries < 0:
+        return f"--judge-retries must be an integer >= 0, got {args.judge_retries}"
+    return None
+
+
 def _validate_usage(args: argparse.Namespace) -> str | None:
     return (
-        _record_usage(args)
+        _judge_usage(args)
+        or _record_usage(args)
         or _executor_usage(args)
         or _overwrite_usage(
             _report_paths(args, "validate"),

@@ -930,6 +930,7 @@ def iter_reports(
     agent_name: str | None = None,
     workflow: str | None = None,
     executor: Executor | None = None,
+    judge: Callable[[Trace, TraceReport], TraceReport] | None = None,
 ) -> Iterator[TraceReport]:
     """Validate every trace found in ``inputs`` and yield its report, in input order (sorted
     paths, then JSON Lines order, then array order); problems go to ``on_error`` as they occur.
@@ -938,7 +939,9 @@ def iter_reports(
     their order are exactly those of one process. ``max_input_bytes`` is the most one input (a
     file read whole, or a line of JSON Lines) may hold; a larger one is an input error.
     ``agent_name`` and ``workflow``, when given, replace those of every trace. An ``executor``
-    (``--executor dask``) finds the inputs and checks them in place of ``jobs``.
+    (``--executor dask``) finds the inputs and checks them in place of ``jobs``. ``judge``
+    (``--rubric``: ``judge.stage.JudgeStage``) adds the judge's verdict to each report, in this
+    process and in input order.
 
     ``messages_at`` and ``trace_id_at`` read each input record; ``task_key`` and ``outcome_at``
     read the canonical trace made of it. When one of them matches nothing in any record of the
@@ -950,7 +953,7 @@ def iter_reports(
         messages_at,
         tuple(trace_id_at),
         max_input_bytes,
-        on_trace is not None,
+        on_trace is not None or judge is not None,
         task_key,
         outcome_at,
         agent_name,
@@ -989,9 +992,12 @@ def iter_reports(
         ids.add_id(outcome.trace_id, outcome.where)
         if guard is not None:
             guard.matched()
+        result = outcome.result
+        if judge is not None and outcome.trace is not None:
+            result = judge(outcome.trace, result)
         if on_trace is not None and outcome.trace is not None:
-            on_trace(outcome.trace, outcome.result)
-        yield outcome.result
+            on_trace(outcome.trace, result)
+        yield result
     if guard is not None:
         guard.finish()
 

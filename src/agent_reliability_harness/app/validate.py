@@ -11,6 +11,7 @@ from agent_reliability_harness.app import Status
 from agent_reliability_harness.app.formats import output_formats, report_to_stdout
 from agent_reliability_harness.app.inputs import no_traces, reading_options, unmatched
 from agent_reliability_harness.app.inputs import policy as read_policy
+from agent_reliability_harness.app.judge_stage import judge_stage
 from agent_reliability_harness.app.output import (
     error,
     report_error,
@@ -35,6 +36,10 @@ def validate(args: Namespace) -> Status:
     policy = read_policy(args)
     if policy is None:
         return Status.USAGE
+    judged = judge_stage(args, policy)
+    if judged is None:
+        return Status.USAGE
+    stage, judgment_errors = judged
     quiet = args.quiet or report_to_stdout(args, "validate")
     # Reports are written as the traces are checked: the console report goes out trace by
     # trace, the files' bodies are spooled and their heads (which hold the totals) come last.
@@ -68,6 +73,8 @@ def validate(args: Namespace) -> Status:
         errors.append(exc)
         report_error(exc)
 
+    for problem in judgment_errors:  # bad lines of the judgment file: the others are used
+        fail(problem)
     try:
         for report in iter_reports(
             policy,
@@ -76,6 +83,7 @@ def validate(args: Namespace) -> Status:
             on_error=fail,
             on_trace=keep if keepers else None,
             jobs=args.jobs,
+            judge=stage,
             **reading_options(args),
         ):
             totals.add(report)

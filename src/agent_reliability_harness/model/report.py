@@ -31,6 +31,7 @@ __all__ = [
     "CategoryResult",
     "ExactSum",
     "Finding",
+    "JudgeOutcome",
     "ReportLike",
     "RunReport",
     "RunSummary",
@@ -129,6 +130,35 @@ class CategoryResult:
         }
 
 
+JUDGE_VERDICTS: Final = ("pass", "fail", "not_judged", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeOutcome:
+    """What the judge said of a trace (docs/answers-and-judge.md): its ``verdict`` ("pass",
+    "fail", "not_judged" when the judgment file has no judgment for the trace's input, "error"
+    when a live judge gave no usable judgment), the rubric and its version, the ``model`` that
+    judged, the ``input_hash`` of what it saw, and whether its findings gate the build
+    (``gating``: a calibration record with kappa >= 0.6 applies)."""
+
+    verdict: str
+    rubric: str
+    rubric_version: str
+    model: str
+    input_hash: str
+    gating: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "rubric": self.rubric,
+            "rubric_version": self.rubric_version,
+            "model": self.model,
+            "input_hash": self.input_hash,
+            "gating": self.gating,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class TraceReport:
     """The verdict on one trace: score, pass/fail, totals and findings in report order."""
@@ -161,6 +191,8 @@ class TraceReport:
     # findings then carry step references, by which `arh compare` matches them; None for step
     # ids of the trace's own
     step_ids: str | None = None
+    # the judge's verdict, when `arh validate` was given a rubric (docs/answers-and-judge.md)
+    judge: JudgeOutcome | None = None
 
     @classmethod
     def from_dict(cls, data: object, *, pointer: str = "") -> TraceReport:
@@ -216,6 +248,8 @@ class TraceReport:
             out["not_recorded"] = list(self.not_recorded)
         if self.step_ids is not None:
             out["step_ids"] = self.step_ids
+        if self.judge is not None:
+            out["judge"] = self.judge.to_dict()
         return out
 
 
@@ -538,6 +572,37 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
         outcome=_get_outcome(data, pointer),
         not_recorded=_get_not_recorded(data, pointer),
         step_ids=_get_step_ids(data, pointer),
+        judge=_get_judge(data, pointer),
+    )
+
+
+def _get_judge(data: Mapping[str, Any], pointer: str) -> JudgeOutcome | None:
+    """``judge``: absent or null, or the object :meth:`JudgeOutcome.to_dict` writes."""
+    value = data.get("judge")
+    if value is None:
+        return None
+    where = join_pointer(pointer, "judge")
+    if type(value) is not dict:
+        raise InputError(f"must be an object, got {json_type(value)}", pointer=where)
+    verdict = str_or_empty(value, "verdict", where, required=True)
+    if verdict not in JUDGE_VERDICTS:
+        raise InputError(
+            f"must be one of: {', '.join(JUDGE_VERDICTS)}; got {excerpt(verdict)}",
+            pointer=join_pointer(where, "verdict"),
+        )
+    gating = value.get("gating", False)
+    if type(gating) is not bool:
+        raise InputError(
+            f"must be true or false, got {json_type(gating)}",
+            pointer=join_pointer(where, "gating"),
+        )
+    return JudgeOutcome(
+        verdict,
+        str_or_empty(value, "rubric", where, required=True),
+        str_or_empty(value, "rubric_version", where, required=True),
+        str_or_empty(value, "model", where, required=True),
+        str_or_empty(value, "input_hash", where, required=True),
+        gating,
     )
 
 

@@ -16,6 +16,7 @@ from agent_reliability_harness.rules import (
     confirmation,
     flow,
     grounding,
+    judge,
     lint,
     loops,
     provenance,
@@ -47,6 +48,7 @@ RULE_SETS: Final = (
     conditions.RULE_SET,
     confirmation.RULE_SET,
     loops.RULE_SET,
+    judge.RULE_SET,
     lint.RULE_SET,
 )
 if tuple(s.category for s in RULE_SETS if s.category) != tuple(c.name for c in CATEGORIES):

@@ -186,6 +186,18 @@ CATEGORIES: Final = (
         "the share of loop checks that passed (one per distinct call under max_identical_calls, "
         "one for cycles under max_cycle_repeats)",
     ),
+    # Issue 29: the judge's findings come from the judge stage after the engine (judge/), which
+    # runs only when `arh validate` is given a rubric; never scored, so the weight is 0.
+    Category(
+        "judge",
+        "JDG",
+        0,
+        "Judge (rubric verdicts on the final answer)",
+        "arh validate is given a rubric (--rubric): the judge stage runs after the other "
+        "categories (docs/answers-and-judge.md)",
+        "none: judge findings are not scored; an error finding fails the trace, and judge "
+        "findings are errors only for a rubric version and model calibrated at kappa >= 0.6",
+    ),
 )
 CATEGORY_BY_NAME: Final[Mapping[str, Category]] = {c.name: c for c in CATEGORIES}
 
