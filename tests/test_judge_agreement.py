@@ -43,9 +43,7 @@ def test_textbook_three_category_example() -> None:
     # Its standard error by the same formula: rows .80 .10 .10, columns .80 .05 .15,
     # 1 - kappa = .11 / .34.
     w = 0.11 / 0.34
-    diagonal = (
-        0.75 * (1 - 1.60 * w) ** 2 + 0.04 * (1 - 0.15 * w) ** 2 + 0.10 * (1 - 0.25 * w) ** 2
-    )
+    diagonal = 0.75 * (1 - 1.60 * w) ** 2 + 0.04 * (1 - 0.15 * w) ** 2 + 0.10 * (1 - 0.25 * w) ** 2
     # p_ij (p_.i + p_j.)^2 over i != j
     off = (
         0.01 * (0.80 + 0.10) ** 2
@@ -67,7 +65,8 @@ def test_perfect_and_chance_agreement() -> None:
     # the raters' marginals are independent: agreement is what chance gives
     chance = cohen_kappa([[1, 1], [1, 1]])
     assert chance.value == pytest.approx(0.0)
-    assert chance.low is not None and chance.low < 0 < (chance.high or 0)
+    assert chance.low is not None
+    assert chance.low < 0 < (chance.high or 0)
     # worse than chance: every item disagrees
     opposite = cohen_kappa([[0, 5], [5, 0]])
     assert opposite.value == pytest.approx(-1.0)
@@ -77,10 +76,14 @@ def test_perfect_and_chance_agreement() -> None:
 def test_undefined_kappa() -> None:
     # both raters put every item in one category: chance agreement is 1, kappa is 0/0
     same = cohen_kappa([[7, 0], [0, 0]])
-    assert same.value is None and same.se is None and same.low is None
-    assert same.observed == 1.0 and same.expected == 1.0
+    assert same.value is None
+    assert same.se is None
+    assert same.low is None
+    assert same.observed == 1.0
+    assert same.expected == 1.0
     empty = cohen_kappa([[0, 0], [0, 0]])
-    assert empty.items == 0 and empty.value is None
+    assert empty.items == 0
+    assert empty.value is None
     assert empty.to_dict()["interval"] is None
 
 
