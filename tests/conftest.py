@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import json
 import os
+import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,6 +27,60 @@ SHARED = Path(os.environ.get("ARH_SHARED_DIR", ROOT.parent / "shared"))
 REFERENCE = SHARED / "data" / "reference-arh"
 REAL_TRACES = SHARED / "data" / "real-traces"
 SARIF_SCHEMA = SHARED / "data" / "schemas" / "sarif-2.1.0" / "sarif-schema-2.1.0.json"
+
+
+class OutsideLoopbackError(ConnectionRefusedError):
+    """A test tried to reach a host outside the loopback interface (see :func:`_offline`)."""
+
+
+def _loopback(host: object) -> bool:
+    """Whether ``host`` (of an address tuple, or given to getaddrinfo) is on this machine: a
+    loopback IP address, "localhost", or no host at all (a server binding every interface)."""
+    if host is None or host in ("", b"", "localhost", b"localhost"):
+        return True
+    text = host.decode("ascii", "replace") if isinstance(host, bytes) else str(host)
+    try:
+        return ipaddress.ip_address(text.split("%", 1)[0]).is_loopback
+    except ValueError:  # a name, which only a lookup could place: refused before the lookup
+        return False
+
+
+def _guarded_address(address: object) -> None:
+    if isinstance(address, tuple) and address and not _loopback(address[0]):
+        raise OutsideLoopbackError(f"the tests open no connection outside loopback: {address!r}")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _offline() -> Iterator[None]:
+    """No test reaches the network: connecting a socket (and so urllib, http.client and
+    socket.create_connection) to an address outside the loopback interface, or looking up a
+    name that is not localhost, raises :class:`OutsideLoopbackError` for the whole session.
+    Unix sockets and loopback servers (the fake judge API of tests/test_judge_client.py) work;
+    tests/test_offline.py proves that the guard trips."""
+    connect = socket.socket.connect
+    connect_ex = socket.socket.connect_ex
+    getaddrinfo = socket.getaddrinfo
+
+    def guarded_connect(self: socket.socket, address: Any) -> None:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            _guarded_address(address)
+        connect(self, address)
+
+    def guarded_connect_ex(self: socket.socket, address: Any) -> int:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            _guarded_address(address)
+        return connect_ex(self, address)
+
+    def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _loopback(host):
+            raise OutsideLoopbackError(f"the tests look up no host outside loopback: {host!r}")
+        return getaddrinfo(host, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(socket.socket, "connect", guarded_connect)
+        patch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+        patch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -458,6 +458,8 @@ LONG_MODULES = {
     "regression.trials": "repeated runs: reading them, grouping by task, their outcomes",
     "io.read": "reading every kind of input: files, directories, JSON Lines, standard input",
     "rules._prefilter": "the safety prefilter and the soundness argument it implements",
+    "model.report": "the report values and their strict readers of the reports of every arh "
+    "version, which share their decoding helpers",
     "judge.model": "the judge's shared values and their strict parsers: rubric, judgment file, "
     "calibration record and the kappa gate, which calibration and the judge stage build on",
 }

@@ -63,6 +63,7 @@ _KINDS: Final = {
     "integer": "an integer",
     "boolean": "true or false",
     "strings": "a string or an array of strings",
+    "paths": "a path or an array of paths (strings)",
     "levels": 'a table of rule IDs and severities, such as { "ARH-FLW-003" = "warning" }',
     "integer or string": "an integer or a string",
 }
@@ -123,6 +124,16 @@ KEYS: Final = {
         Key("gates", "path"),
         Key("allow-insufficient-data", "boolean"),
         Key("output", "path", per_command=True),
+        # the judge of arh validate (docs/answers-and-judge.md)
+        Key("rubric", "path"),
+        Key("judge", "string"),
+        Key("judgments", "path"),
+        Key("judge-model", "string"),
+        Key("calibration", "paths", adds=True),
+        Key("judge-base-url", "string"),
+        Key("judge-api-key-env", "string"),
+        Key("judge-timeout", "number"),
+        Key("judge-retries", "integer"),
     )
 }
 
@@ -357,7 +368,7 @@ def _kind_problem(kind: str, value: object) -> str | None:
     if kind == "integer or string":
         ok = isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
         return None if ok else got
-    if kind == "strings":
+    if kind in ("strings", "paths"):
         if isinstance(value, str):
             return None
         if not isinstance(value, list):
@@ -421,7 +432,7 @@ def _value(entry: Entry, action: argparse.Action, folder: str, file: ConfigFile)
     values = []
     for item in items:
         text = item if isinstance(item, str) else repr(item)  # an int or a float, as written
-        if entry.key.kind == "path":
+        if entry.key.kind in ("path", "paths"):
             text = _resolved(folder, text)
         try:
             value = action.type(text) if callable(action.type) else text

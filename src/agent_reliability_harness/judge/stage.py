@@ -38,7 +38,8 @@ from agent_reliability_harness.judge.model import (
     parse_judgments,
     parse_rubric,
 )
-from agent_reliability_harness.model.report import Finding, JudgeOutcome, TraceReport
+from agent_reliability_harness.model.judge_outcome import JudgeOutcome
+from agent_reliability_harness.model.report import Finding, TraceReport
 from agent_reliability_harness.model.trace import Trace
 from agent_reliability_harness.rules.judge import JUDGE_ERROR, JUDGE_FAILED, NOT_JUDGED
 from agent_reliability_harness.rules.selection import Findings, RuleSelection
@@ -157,7 +158,13 @@ class JudgeStage:
         key = (self.rubric.rubric_id, self.rubric.version, self.model, digest)
         if self.model == DETERMINISTIC:
             judgment = judge_deterministic(self.rubric, seen, digest, trace.trace_id)
-            if self.mode == "live" and self.judgments.get(key) != judgment:
+            kept = self.judgments.get(key)
+            # the same judgment (made for another trace of the same input, too) is not written
+            # again
+            same = kept is not None and judgment_line(
+                replace(kept, trace_id=judgment.trace_id)
+            ) == judgment_line(judgment)
+            if self.mode == "live" and not same:
                 self._append(judgment)
             return digest, _Verdict(judgment, judgment.verdict)
         found = self.judgments.get(key)

@@ -20,6 +20,7 @@ from agent_reliability_harness._decode import (
 )
 from agent_reliability_harness.errors import InputError, UsageError, excerpt, join_pointer
 from agent_reliability_harness.model.fidelity import NotApplicable
+from agent_reliability_harness.model.judge_outcome import JudgeOutcome, judge_outcome_from_dict
 from agent_reliability_harness.model.step_refs import STEP_ID_ORIGINS
 
 Severity = Literal["error", "warning", "info"]
@@ -31,7 +32,6 @@ __all__ = [
     "CategoryResult",
     "ExactSum",
     "Finding",
-    "JudgeOutcome",
     "ReportLike",
     "RunReport",
     "RunSummary",
@@ -127,35 +127,6 @@ class CategoryResult:
             "score": round(self.score, 2),
             "checks": self.checks,
             "failed": self.failed,
-        }
-
-
-JUDGE_VERDICTS: Final = ("pass", "fail", "not_judged", "error")
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeOutcome:
-    """What the judge said of a trace (docs/answers-and-judge.md): its ``verdict`` ("pass",
-    "fail", "not_judged" when the judgment file has no judgment for the trace's input, "error"
-    when a live judge gave no usable judgment), the rubric and its version, the ``model`` that
-    judged, the ``input_hash`` of what it saw, and whether its findings gate the build
-    (``gating``: a calibration record with kappa >= 0.6 applies)."""
-
-    verdict: str
-    rubric: str
-    rubric_version: str
-    model: str
-    input_hash: str
-    gating: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "rubric": self.rubric,
-            "rubric_version": self.rubric_version,
-            "model": self.model,
-            "input_hash": self.input_hash,
-            "gating": self.gating,
         }
 
 
@@ -572,37 +543,7 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
         outcome=_get_outcome(data, pointer),
         not_recorded=_get_not_recorded(data, pointer),
         step_ids=_get_step_ids(data, pointer),
-        judge=_get_judge(data, pointer),
-    )
-
-
-def _get_judge(data: Mapping[str, Any], pointer: str) -> JudgeOutcome | None:
-    """``judge``: absent or null, or the object :meth:`JudgeOutcome.to_dict` writes."""
-    value = data.get("judge")
-    if value is None:
-        return None
-    where = join_pointer(pointer, "judge")
-    if type(value) is not dict:
-        raise InputError(f"must be an object, got {json_type(value)}", pointer=where)
-    verdict = str_or_empty(value, "verdict", where, required=True)
-    if verdict not in JUDGE_VERDICTS:
-        raise InputError(
-            f"must be one of: {', '.join(JUDGE_VERDICTS)}; got {excerpt(verdict)}",
-            pointer=join_pointer(where, "verdict"),
-        )
-    gating = value.get("gating", False)
-    if type(gating) is not bool:
-        raise InputError(
-            f"must be true or false, got {json_type(gating)}",
-            pointer=join_pointer(where, "gating"),
-        )
-    return JudgeOutcome(
-        verdict,
-        str_or_empty(value, "rubric", where, required=True),
-        str_or_empty(value, "rubric_version", where, required=True),
-        str_or_empty(value, "model", where, required=True),
-        str_or_empty(value, "input_hash", where, required=True),
-        gating,
+        judge=judge_outcome_from_dict(data.get("judge"), join_pointer(pointer, "judge")),
     )
 
 
