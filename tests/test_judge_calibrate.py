@@ -353,3 +353,43 @@ def test_calibration_report_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     problems = script.check_sources()
     assert len(problems) == 1
     assert problems[0].startswith("tau-airline-000: the answer is not the text at")
+
+
+def test_a_record_decides_whether_judge_findings_gate(
+    arh: Callable[..., Run], tmp_path: Path
+) -> None:
+    # arh judge calibrate writes the record that arh validate --calibration reads: the shipped
+    # record (kappa 0.53) leaves the judge's finding a warning; a record of kappa 1 (two items on
+    # which the engine agrees with the labels) makes it an error
+    quickstart = ROOT / "docs" / "examples" / "quickstart"
+    validate = (
+        "validate", "--policy", quickstart / "policy.json", quickstart / "runs" / "refund-2.json",
+        "--rubric", SHIPPED_RUBRIC, "--judge-model", "deterministic", "--show-passing",
+    )  # fmt: skip
+    run = arh(*validate, "--calibration", SHIPPED_RECORD)
+    assert run.status == 0, run.err
+    assert "warning ARH-JDG-001" in run.out
+    assert "kappa 0.53 (95% interval 0.35 to 0.72, n=85), below 0.6" in " ".join(run.out.split())
+    labels = tmp_path / "labels.jsonl"
+    items = [
+        ("refund-1", "Done: 42.50 USD is on its way back to your card.", "pass"),
+        ("refund-2", "Your order is still on its way, so it cannot be refunded yet.", "fail"),
+    ]
+    labels.write_text(
+        "".join(
+            json.dumps(
+                {"id": i, "task": None, "answer": a, "rubric": "final-answer-report",
+                 "rubric_version": "1", "label": v}
+            ) + "\n"
+            for i, a, v in items
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
+    record = tmp_path / "record.json"
+    run = arh("judge", "calibrate", "--labels", labels, "--rubric", SHIPPED_RUBRIC, "-o", record)
+    assert run.status == 0, run.err
+    assert "Cohen's kappa 1.00" in run.out
+    run = arh(*validate, "--calibration", record)
+    assert run.status == 1
+    assert "error   ARH-JDG-001" in run.out
+    assert "gating: rubric final-answer-report version 1" in " ".join(run.out.split())
