@@ -369,7 +369,7 @@ def test_a_record_decides_whether_judge_findings_gate(
     run = arh(*validate, "--calibration", SHIPPED_RECORD)
     assert run.status == 0, run.err
     assert "warning ARH-JDG-001" in run.out
-    assert "kappa 0.53 (95% interval 0.35 to 0.72, n=85), below 0.6" in " ".join(run.out.split())
+    assert "kappa 0.53 (95% interval 0.34 to 0.71, n=85), below 0.6" in " ".join(run.out.split())
     labels = tmp_path / "labels.jsonl"
     items = [
         ("refund-1", "Done: 42.50 USD is on its way back to your card.", "pass"),

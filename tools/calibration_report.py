@@ -27,7 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agent_reliability_harness.adapters import to_traces
 from agent_reliability_harness.cli import main as arh
+from agent_reliability_harness.judge.model import JudgeInput, judge_input
 
 ROOT = Path(__file__).resolve().parent.parent
 JUDGE = ROOT / "samples" / "judge"
@@ -81,9 +83,23 @@ def _text(value: Any) -> str | None:
     return value if value is None or isinstance(value, str) else str(value)
 
 
+# the data sets whose runs arh converts as they are, so that a labelled item's task and answer
+# must be what a judge is shown of the converted run (judge_input): a judgment arh validate
+# made of the run is then found by the same input hash
+CONVERTED = ("tau-bench", "AgentDojo", "arh samples")
+
+
+def _run_of(item: dict[str, Any], document: Any) -> Any:
+    """The run an item comes from, as arh reads it: a tau-bench record's messages."""
+    if item["source"]["dataset"] == "tau-bench":
+        return {"messages": document[int(item["source"]["pointer"].split("/")[1])]["traj"]}
+    return document
+
+
 def check_sources() -> list[str]:
     """The labelled items whose answer is not the text at their source's pointer (a labelled
-    excerpt must be the start of it); items of data sets that are not there are skipped."""
+    excerpt must be the start of it), or whose task and answer are not what a judge is shown of
+    the converted run (:data:`CONVERTED`); items of data sets that are not there are skipped."""
     problems: list[str] = []
     cache: dict[Path, Any] = {}
     for line in LABELS.read_text(encoding="utf-8").splitlines():
@@ -114,6 +130,11 @@ def check_sources() -> list[str]:
             same = found == answer
         if not same:
             problems.append(f"{item['id']}: the answer is not the text at {path}{pointer}")
+        elif source["dataset"] in CONVERTED:
+            ((_, trace),) = to_traces(_run_of(item, document))
+            seen = JudgeInput(item["task"], answer)
+            if isinstance(trace, Exception) or judge_input(trace) != seen:
+                problems.append(f"{item['id']}: the task and answer are not what a judge is shown")
     return problems
 
 

@@ -20,7 +20,7 @@ from agent_reliability_harness._json import decode_bytes
 from agent_reliability_harness.app import Status, worst
 from agent_reliability_harness.app.output import error, report_error, say, write_report
 from agent_reliability_harness.errors import InputError
-from agent_reliability_harness.io.read import DEFAULT_MAX_INPUT, cannot_read, read_input_file
+from agent_reliability_harness.io.read import cannot_read, read_input_file
 from agent_reliability_harness.judge.calibration import (
     Calibration,
     LabelledItem,
@@ -29,6 +29,7 @@ from agent_reliability_harness.judge.calibration import (
     labels_sha256,
     parse_labels,
 )
+from agent_reliability_harness.judge.engine import judge_deterministic, missing_checks
 from agent_reliability_harness.judge.model import (
     DETERMINISTIC,
     KAPPA_GATE,
@@ -62,9 +63,6 @@ def _text(path: str, data: bytes) -> str:
 
 def _engine_judgments(rubric: Rubric, items: list[LabelledItem]) -> dict[str, Judgment | None]:
     """The deterministic rubric engine's judgment of every item."""
-    # imported here: only --engine deterministic runs the engine
-    from agent_reliability_harness.judge.engine import judge_deterministic
-
     return {
         item.item_id: judge_deterministic(rubric, item.seen, input_hash(item.seen), item.item_id)
         for item in items
@@ -86,7 +84,7 @@ def _models(rubric: Rubric, found: dict[JudgmentKey, Judgment]) -> list[str]:
 
 def calibrate_command(args: Namespace) -> Status:
     """Run ``arh judge calibrate`` (see the module docstring); the exit status."""
-    limit = getattr(args, "max_input_size", DEFAULT_MAX_INPUT)
+    limit = args.max_input_size
     try:
         rubric = parse_rubric(_text(args.rubric, _read(args.rubric, limit)), args.rubric)
     except InputError as exc:
@@ -139,8 +137,8 @@ def calibrate_command(args: Namespace) -> Status:
             return Status.INPUT if not models else Status.USAGE
         judgments = _replayed(rubric, model, items, found)
     else:
-        if not rubric.deterministic:
-            missing = [c.criterion_id for c in rubric.criteria if c.check is None]
+        missing = missing_checks(rubric)
+        if missing:
             error(
                 f"{args.rubric}: the deterministic engine cannot judge rubric "
                 f"{rubric.rubric_id}: criteria without a check: {', '.join(missing)} "
