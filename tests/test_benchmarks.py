@@ -198,7 +198,8 @@ def test_every_emitted_rule_has_three_failure_inducing_cases() -> None:
         per_rule.update(rules)
         for rule in rules:
             workflows.setdefault(rule, set()).add(case["trace"]["workflow"])
-    emitted = [rule_id for rule_id, rule in RULES.items() if rule.emitted]
+    # the judge's rules need a rubric, not a policy: tests/rules and tests/test_judge.py
+    emitted = [r for r, rule in RULES.items() if rule.emitted and rule.category != "judge"]
     assert len(emitted) >= 30
     assert {r: per_rule[r] for r in emitted if per_rule[r] < 3} == {}
     # ... and each in at least three different workflows

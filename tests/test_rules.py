@@ -15,6 +15,15 @@ from typing import Any
 import pytest
 
 from agent_reliability_harness import InputError, Policy, Trace, validate_trace
+from agent_reliability_harness.judge.client import JudgeCallError
+from agent_reliability_harness.judge.model import (
+    Judgment,
+    calibration_from_dict,
+    judgment_from_dict,
+    rubric_from_dict,
+)
+from agent_reliability_harness.judge.stage import JudgeStage
+from agent_reliability_harness.model.report import TraceReport
 from agent_reliability_harness.rules import RULES
 
 from conftest import ROOT, load_json
@@ -24,8 +33,41 @@ FILES = sorted(FIXTURES.glob("*/*.json"))
 
 
 def _outcome(case: dict[str, Any]) -> tuple[bool, Counter[tuple[str, str, str | None]]]:
-    report = validate_trace(Trace.from_dict(case["trace"]), Policy.from_dict(case["policy"]))
+    trace, policy = Trace.from_dict(case["trace"]), Policy.from_dict(case["policy"])
+    report = validate_trace(trace, policy)
+    if "judge" in case:  # the judge stage of arh validate --rubric (docs/answers-and-judge.md)
+        report = _judged(case["judge"], trace, report, policy)
     return report.passed, Counter((f.severity, f.rule_id, f.step_id) for f in report.findings)
+
+
+class _FailingJudge:
+    """A live model judge whose every call fails with ``problem``."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+    def judge(self, *_: object) -> Judgment:
+        raise JudgeCallError(self.problem)
+
+
+def _judged(
+    judge: dict[str, Any], trace: Trace, report: TraceReport, policy: Policy
+) -> TraceReport:
+    """``report`` through the judge stage set up as the fixture's ``judge`` says: its rubric,
+    model, judgment file lines, calibration records, and a live judge that fails."""
+    judgments = [judgment_from_dict(j) for j in judge.get("judgments", [])]
+    failing = judge.get("live_failure")
+    stage = JudgeStage(
+        rubric_from_dict(judge["rubric"]),
+        judge["model"],
+        mode="live" if failing else "replay",
+        judgments={j.key: j for j in judgments},
+        judgments_path="judgments.jsonl" if judge["model"] != "deterministic" else None,
+        calibrations=[calibration_from_dict(c) for c in judge.get("calibrations", [])],
+        client=_FailingJudge(failing) if failing else None,  # type: ignore[arg-type]
+        selection=policy.rules,
+    )
+    return stage(trace, report)
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.stem}" for p in FILES])

@@ -726,7 +726,8 @@ class Results:
             )
         )
         per_rule = self.failure_cases_per_rule()
-        emitted = [r for r, rule in RULES.items() if rule.emitted]
+        # the judge's rules need a rubric, not a policy: tests/rules and tests/test_judge.py
+        emitted = [r for r, rule in RULES.items() if rule.emitted and rule.category != "judge"]
         fewest = min((per_rule[r] for r in emitted), default=0)
         rows.append(
             (
@@ -950,7 +951,9 @@ def render_results(results: Results) -> str:
     out += [
         (
             "Every registered rule, how many generated cases expect it, and how it was detected. "
-            "ARH-SCH-006 is registered for reading 0.2.x reports but never emitted."
+            "ARH-SCH-006 is registered for reading 0.2.x reports but never emitted. The judge's "
+            "rules (ARH-JDG) grade final answers under a rubric, not a policy, and have no "
+            "generated case (their fixtures are in tests/rules)."
         ),
         "",
     ]
