@@ -743,6 +743,72 @@ def _explain_arguments(explain: _Parser) -> None:
     explain.add_argument("rule_id", metavar="RULE_ID", help="for example ARH-FLW-003")
 
 
+def _judge_arguments(judge: _Parser) -> None:
+    """``arh judge calibrate`` (the one subcommand of ``arh judge`` so far)."""
+    commands = judge.add_subparsers(
+        dest="judge_command", metavar="SUBCOMMAND", parser_class=_Parser, required=True
+    )
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="agreement of a judge with hand labels (Cohen's kappa), and its calibration record",
+        description=_CALIBRATE_HELP,
+        epilog=_CALIBRATE_EXITS,
+        allow_abbrev=False,
+    )
+    calibrate.add_argument(
+        "--labels", required=True, metavar="FILE", help="the hand-labels file (JSON Lines)"
+    )
+    calibrate.add_argument("--rubric", required=True, metavar="FILE", help="the rubric file")
+    source = calibrate.add_mutually_exclusive_group()
+    source.add_argument(
+        "--judgments",
+        metavar="FILE",
+        help="take the judge's verdicts from this judgment file (JSON Lines)",
+    )
+    source.add_argument(
+        "--engine",
+        choices=("deterministic",),
+        default="deterministic",
+        help="run the deterministic rubric engine on the labelled answers (the default)",
+    )
+    calibrate.add_argument(
+        "--model",
+        metavar="NAME",
+        help="with --judgments, the model whose judgments to take (needed when the file holds "
+        "judgments of the rubric by several models)",
+    )
+    _output(calibrate, "-o", "--output", help="write the calibration record (JSON) here")
+    calibrate.add_argument(
+        "-q", "--quiet", action="store_true", help="do not print the console report"
+    )
+    _max_input_option(calibrate)
+    calibrate.set_defaults(usage=calibrate.format_usage())
+
+
+_CALIBRATE_HELP: Final = (
+    "Compare a judge's verdicts with hand labels: Cohen's kappa with its 95% interval, the "
+    "confusion matrix, false positives and negatives per criterion; write the calibration "
+    "record that lets judge findings of this rubric version and model fail a build when kappa "
+    ">= 0.6 (docs/answers-and-judge.md)."
+)
+_CALIBRATE_EXITS: Final = (
+    "Exit status: 0 kappa >= 0.6 (judge findings may gate), 1 kappa < 0.6 (they stay "
+    "warnings), 2 usage error or a rubric that cannot be used, 3 input error (a labels or "
+    "judgment line or file that cannot be used, no kappa to give, or a record that could not "
+    "be written; the other lines are still used). 2 wins over 3, and 3 over 1 "
+    "(docs/exit-codes.md)."
+)
+
+
+def _calibrate_usage(args: argparse.Namespace) -> str | None:
+    if args.model is not None and args.judgments is None:
+        return "--model applies only with --judgments"
+    return _overwrite_usage(
+        [("-o/--output", args.output)],
+        [("--labels", args.labels), ("--rubric", args.rubric), ("--judgments", args.judgments)],
+    )
+
+
 # -- the configuration file (docs/configuration.md; app/config.py reads it) --------------------
 
 _CONFIGURED: Final = ("validate", "compare", "stats", "convert")  # the commands with settings
@@ -1186,6 +1252,12 @@ def _rules(args: argparse.Namespace) -> Status:
     return rules(args)
 
 
+def _calibrate(args: argparse.Namespace) -> Status:
+    from agent_reliability_harness.app.judge import calibrate_command
+
+    return calibrate_command(args)
+
+
 def _explain(args: argparse.Namespace) -> Status:
     from agent_reliability_harness.app.rules import explain
 
@@ -1278,6 +1350,15 @@ _COMMANDS: Final[dict[str, _Command]] = {
         _config_arguments,
         _no_usage_problem,
         _config,
+    ),
+    "judge": _Command(
+        "calibrate a judge against hand labels",
+        "Work with the answer judge: 'arh judge calibrate' measures its agreement with hand "
+        "labels and writes its calibration record.",
+        _judge_arguments,
+        _calibrate_usage,
+        _calibrate,
+        _CALIBRATE_EXITS,
     ),
     "explain": _Command(
         "explain one rule",
