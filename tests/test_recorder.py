@@ -648,7 +648,7 @@ def test_the_doc_python_examples_run(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     blocks = [body for source, lang, body in _doc_blocks() if lang == "python" and not source]
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     for number, body in enumerate(blocks):
         exec(compile(body, f"docs/python-api.md block {number}", "exec"), {"__name__": "doc"})  # noqa: S102
     printed = capsys.readouterr().out

@@ -1727,8 +1727,13 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
 
     policy = Policy.from_dict(json.loads(corpus.policy.read_text(encoding="utf-8")))
     validator = Validator(policy)
-    # each rule set by its category (the structure lint has none)
-    plans = [(rules.category or "lint", rules.evaluate, plan) for rules, plan in validator.plans]
+    # each rule set by its category (the structure lint has none); the judge's set checks
+    # nothing in the engine (its findings come from the judge stage, which needs a rubric)
+    plans = [
+        (rules.category or "lint", rules.evaluate, plan)
+        for rules, plan in validator.plans
+        if rules.category != "judge"
+    ]
     spent: dict[str, float] = dict.fromkeys(
         ["floor: json.loads", "decode UTF-8", "strict parse", "trace model", "facts"]
         + [name for name, _, _ in plans]
