@@ -14,8 +14,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from itertools import chain, islice
-from typing import Any, Final
+from itertools import chain
+from typing import Any, Final, Literal
 
 from agent_reliability_harness._decode import check_json_values, check_tree
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
@@ -693,6 +693,11 @@ def _run_unit(unit: _Unit) -> tuple[list[_Checked | InputError], int]:
     return list(_unit_outcomes(validator, settings, unit, tally)), tally[0]
 
 
+AUTO_JOBS_MIN_BYTES: Final = 8 << 20
+"""With ``jobs="auto"``, the least input (bytes of the files, or of standard input read so far)
+for which worker processes are started: below it, starting them costs more than they save. Set
+from the measurements of ``benchmarks/perf/jobs_auto.py``."""
+
 _CHUNK_BYTES: Final = 4 << 20  # work is handed out in pieces of at most about this size,
 _MIN_CHUNK_BYTES: Final = 64 << 10  # and at least this, about four per worker
 _STDIN_CHUNK_BYTES: Final = 1 << 20  # (standard input is read, and held, a piece at a time)
@@ -826,19 +831,31 @@ def _parallel(
     policy: Policy,
     fail_under: float,
     settings: _Settings,
+    *,
     jobs: int,
+    total: int,
+    min_bytes: int,
 ) -> Iterator[_Checked | InputError]:
-    """The outcomes of every source in input order, computed by ``jobs`` worker processes."""
+    """The outcomes of every source in input order, computed by ``jobs`` worker processes:
+    ``total`` is the size of the files, and with less input than ``min_bytes`` (counting standard
+    input as it is read) no worker is started."""
     local = Validator(policy, fail_under)  # for what this process checks itself
-    total = sum(file_size(source.path) for source in sources if source.path is not None)
     chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
     units = _units(sources, settings.fmt, chunk_bytes, settings.max_input)
     # When a worker would get one piece of work at most (one trace, say), workers would only
-    # add their start: this process does it all.
-    first = list(islice(units, 3))
+    # add their start: this process does it all. So it does when the input is smaller than
+    # min_bytes, which only standard input, read a piece at a time, can tell late.
+    first: list[_Unit] = []
+    seen = total
+    for unit in units:
+        first.append(unit)
+        if unit.chunk is not None and unit.chunk.data is not None:
+            seen += unit.chunk.length  # lines of standard input, held until handed out
+        if len(first) >= 3 and seen >= min_bytes:
+            break
     units = chain(first, units)
     context: Any = nullcontext()  # no pool
-    if sum(unit.for_worker for unit in first) >= 2:
+    if seen >= min_bytes and sum(unit.for_worker for unit in first) >= 2:
         import multiprocessing  # eager: +6 ms of every `arh validate`; only --jobs needs it
 
         try:
@@ -908,7 +925,7 @@ def iter_reports(
     messages_at: str | None = None,
     trace_id_at: Sequence[str] = (),
     on_trace: Callable[[Trace, TraceReport], None] | None = None,
-    jobs: int = 1,
+    jobs: int | Literal["auto"] = 1,
     task_key: str | None = None,
     outcome_at: str | None = None,
     max_input_bytes: int = DEFAULT_MAX_INPUT,
@@ -919,8 +936,10 @@ def iter_reports(
     paths, then JSON Lines order, then array order); problems go to ``on_error`` as they occur.
 
     With ``jobs`` > 1, worker processes read and validate the traces; the reports, errors and
-    their order are exactly those of one process. ``max_input_bytes`` is the most one input (a
-    file read whole, or a line of JSON Lines) may hold; a larger one is an input error.
+    their order are exactly those of one process. ``jobs="auto"`` starts one per usable CPU
+    when the input holds at least :data:`AUTO_JOBS_MIN_BYTES`, and none for less.
+    ``max_input_bytes`` is the most one input (a file read whole, or a line of JSON Lines) may
+    hold; a larger one is an input error.
     ``agent_name`` and ``workflow``, when given, replace those of every trace.
 
     ``messages_at`` and ``trace_id_at`` read each input record; ``task_key`` and ``outcome_at``
@@ -947,10 +966,18 @@ def iter_reports(
     for error in bad_inputs:
         on_error(error)
     outcomes: Iterable[_Checked | InputError]
-    if jobs > 1:  # checking is CPU-bound: more workers than CPUs would only take memory
-        jobs = min(jobs, usable_cpus())
-    if jobs > 1:
-        outcomes = _parallel(sources, policy, fail_under, settings, jobs)
+    # checking is CPU-bound: more workers than CPUs would only take memory
+    workers, min_bytes = (usable_cpus(), AUTO_JOBS_MIN_BYTES) if jobs == "auto" else (jobs, 0)
+    if workers > 1:
+        workers = min(workers, usable_cpus())
+    total = 0
+    if workers > 1:
+        total = sum(file_size(source.path) for source in sources if source.path is not None)
+    stdin = any(source.path is None for source in sources)
+    if workers > 1 and (stdin or total >= min_bytes):
+        outcomes = _parallel(
+            sources, policy, fail_under, settings, jobs=workers, total=total, min_bytes=min_bytes
+        )
     else:
         validator = Validator(policy, fail_under)
         outcomes = (o for source in sources for o in _outcomes(validator, source, settings))
@@ -992,7 +1019,7 @@ def run_validation(
     messages_at: str | None = None,
     trace_id_at: Sequence[str] = (),
     on_trace: Callable[[Trace, TraceReport], None] | None = None,
-    jobs: int = 1,
+    jobs: int | Literal["auto"] = 1,
     task_key: str | None = None,
     outcome_at: str | None = None,
     max_input_bytes: int = DEFAULT_MAX_INPUT,
