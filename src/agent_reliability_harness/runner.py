@@ -12,9 +12,9 @@ import posixpath
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from itertools import chain
+from itertools import chain, islice
 from typing import Any, Final, Literal
 
 from agent_reliability_harness._decode import check_json_values, check_tree
@@ -693,10 +693,12 @@ def _run_unit(unit: _Unit) -> tuple[list[_Checked | InputError], int]:
     return list(_unit_outcomes(validator, settings, unit, tally)), tally[0]
 
 
-AUTO_JOBS_MIN_BYTES: Final = 8 << 20
+AUTO_JOBS_MIN_BYTES: Final = 24 << 20
 """With ``jobs="auto"``, the least input (bytes of the files, or of standard input read so far)
 for which worker processes are started: below it, starting them costs more than they save. Set
-from the measurements of ``benchmarks/perf/jobs_auto.py``."""
+from the measurements of ``benchmarks/perf/jobs_auto.py`` on a 2-CPU machine (the realistic
+corpus of ``make perf``): two processes were slower than one up to 16.6 MB and faster from
+33.1 MB on (medians); this lies between."""
 
 _CHUNK_BYTES: Final = 4 << 20  # work is handed out in pieces of at most about this size,
 _MIN_CHUNK_BYTES: Final = 64 << 10  # and at least this, about four per worker
@@ -837,47 +839,52 @@ def _parallel(
     min_bytes: int,
 ) -> Iterator[_Checked | InputError]:
     """The outcomes of every source in input order, computed by ``jobs`` worker processes:
-    ``total`` is the size of the files, and with less input than ``min_bytes`` (counting standard
-    input as it is read) no worker is started."""
+    ``total`` is the size of the files, and the workers start once the input (the files, and
+    standard input as it is read) reaches ``min_bytes``; this process checks what came before."""
     local = Validator(policy, fail_under)  # for what this process checks itself
     chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
     units = _units(sources, settings.fmt, chunk_bytes, settings.max_input)
     # When a worker would get one piece of work at most (one trace, say), workers would only
-    # add their start: this process does it all. So it does when the input is smaller than
-    # min_bytes, which only standard input, read a piece at a time, can tell late.
-    first: list[_Unit] = []
-    seen = total
-    for unit in units:
-        first.append(unit)
-        if unit.chunk is not None and unit.chunk.data is not None:
-            seen += unit.chunk.length  # lines of standard input, held until handed out
-        if len(first) >= 3 and seen >= min_bytes:
-            break
+    # add their start: this process does it all.
+    first = list(islice(units, 3))
     units = chain(first, units)
-    context: Any = nullcontext()  # no pool
-    if seen >= min_bytes and sum(unit.for_worker for unit in first) >= 2:
-        import multiprocessing  # eager: +6 ms of every `arh validate`; only --jobs needs it
-
-        try:
-            context = multiprocessing.get_context().Pool(
-                jobs, _start_worker, (policy, fail_under, settings, sys.get_int_max_str_digits())
-            )
-        except (OSError, ImportError):
-            # no worker processes on this system (they need its shared semaphores, which some
-            # containers lack): this process checks everything, as with one job
-            context = nullcontext()
+    workers = sum(unit.for_worker for unit in first) >= 2
+    seen = total  # bytes of input so far: the files, and the lines of standard input read
 
     # (one loop for both, in this frame: how deeply a value can be checked here depends on the
     # frames below, which must be those of one process)
-    with context as pool:
+    with ExitStack() as stack:
+        pool: Any = None
         pending: deque[tuple[_Unit, Any]] = deque()
         records = 0  # of the JSON Lines file being read in chunks
 
         def submit() -> None:
+            nonlocal pool, seen, workers
             unit = next(units, None)
-            if unit is not None:
-                worker = pool is not None and unit.for_worker
-                pending.append((unit, pool.apply_async(_run_unit, (unit,)) if worker else None))
+            if unit is None:
+                return
+            if unit.chunk is not None and unit.chunk.data is not None:
+                seen += unit.chunk.length
+            if pool is None and workers and seen >= min_bytes:
+                # started once the input reaches min_bytes: what came before is checked here
+                workers = False  # (one attempt)
+                import multiprocessing  # eager: +6 ms of every `arh validate`
+
+                try:
+                    pool = stack.enter_context(
+                        multiprocessing.get_context().Pool(
+                            jobs,
+                            _start_worker,
+                            (policy, fail_under, settings, sys.get_int_max_str_digits()),
+                        )
+                    )
+                except (OSError, ImportError):
+                    # no worker processes on this system (they need its shared semaphores,
+                    # which some containers lack): this process checks everything, as with
+                    # one job
+                    pool = None
+            worker = pool is not None and unit.for_worker
+            pending.append((unit, pool.apply_async(_run_unit, (unit,)) if worker else None))
 
         for _ in range(2 * jobs):
             submit()
