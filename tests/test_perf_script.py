@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from conftest import ROOT, load_script
 
 SCRIPT = ROOT / "benchmarks" / "perf" / "perf.py"
@@ -456,3 +458,39 @@ def test_measurements_run_in_turns_within_the_budget() -> None:
     ]  # fmt: skip
     assert (fast.runs, slow.runs, fast.floor_runs, slow.floor_runs) == (3, 1, 3, 3)
     assert (fast.wall, slow.wall, fast.problems, slow.problems) == (1.0, 6.0, [], [])
+
+
+def test_jobs_auto_script_measures_the_threshold_and_the_speed_up(tmp_path: Path) -> None:
+    script = ROOT / "benchmarks" / "perf" / "jobs_auto.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--scale", "12x4", "--sizes", "3,6", "--repeat", "1",
+         "--workdir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = [_split_row(line) for line in run.stdout.splitlines()]
+    forms = [row[:2] for row in rows if len(row) == 9 and row[1] in ("3", "6")]
+    assert forms == [["dir", "3"], ["dir", "6"], ["jsonl", "3"], ["jsonl", "6"]]
+    assert "break-even (two processes faster at this size and every larger one):" in run.stdout
+    assert re.search(r"from \d+\.\d MB \([\d,]+ bytes, runner.AUTO_JOBS_MIN_BYTES\)", run.stdout)
+    speedups = [row for row in rows if row[0] in ("12x4 jsonl", "12x4 dir")]
+    assert len(speedups) == 2
+    assert all(row[-1] in ("met", "not met") for row in speedups)
+
+
+def test_jobs_auto_break_even_is_where_two_processes_stay_faster(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "perf"))  # it imports perf.py
+    jobs_auto = load_script("arh_jobs_auto_script", ROOT / "benchmarks" / "perf" / "jobs_auto.py")
+
+    def case(size: int, one: float, two: float) -> object:
+        made = jobs_auto.Case("jsonl", size, Path("x"), size)
+        made.walls = {"--jobs 1": [one], "--jobs 2": [two]}
+        return made
+
+    # faster at 2, slower again at 3: only from 4 on is it faster at every larger size
+    cases = [case(1, 1.0, 1.2), case(2, 1.0, 0.9), case(3, 1.0, 1.1), case(4, 2.0, 1.2)]
+    assert jobs_auto.break_even(cases) == 4
+    assert jobs_auto.break_even([case(1, 1.0, 0.5)]) == 1
+    assert jobs_auto.break_even([case(1, 1.0, 0.5), case(2, 1.0, 1.0)]) is None

@@ -22,7 +22,7 @@ the end: on a machine shared with other work the numbers move by tens of percent
 medians are what to read. Nothing is asserted: the script measures and prints.
 
 Run it as ``python benchmarks/perf/jobs_auto.py`` (``--workdir DIR`` keeps the corpus between
-runs).
+runs; ``--write`` puts what it printed into docs/large-runs.md).
 """
 
 from __future__ import annotations
@@ -55,6 +55,17 @@ from perf import (
 )
 
 DEFAULT_SIZES = (10, 25, 50, 100, 200, 400, 800)
+DOC = ROOT / "docs" / "large-runs.md"
+START_MARK = "<!-- jobs-auto:start -->"
+END_MARK = "<!-- jobs-auto:end -->"
+printed: list[str] = []  # what the sections print, for --write
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+    printed.append(text)
+
+
 VARIANTS = {"--jobs 1": ["--jobs", "1"], "--jobs 2": ["--jobs", "2"], "default": []}
 
 
@@ -162,15 +173,15 @@ def threshold_section(
         ]
         for case in sorted(cases, key=lambda c: (c.form, c.size))
     ]
-    print(
+    say(
         f"threshold: medians of {repeat} runs each, in turns; 'a / b' = speed-up of b over a "
         "(of the medians; 'best': of the shortest runs)"
     )
-    print(render_text(header, rows, left=1))
+    say(render_text(header, rows, left=1))
     even = break_even(cases)
     found = "not reached" if even is None else f"{even / MB:.1f} MB ({even:,} bytes)"
-    print(f"break-even (two processes faster at this size and every larger one): {found}")
-    print(
+    say(f"break-even (two processes faster at this size and every larger one): {found}")
+    say(
         f"arh starts workers by default from {AUTO_JOBS_MIN_BYTES / MB:.1f} MB "
         f"({AUTO_JOBS_MIN_BYTES:,} bytes, runner.AUTO_JOBS_MIN_BYTES) on, with "
         f"{usable_cpus()} usable CPU(s) here"
@@ -196,7 +207,8 @@ def speedup_section(arh: list[str], corpus: Corpus, workdir: Path, repeat: int) 
                     raise SystemExit(f"{' '.join(argv)}: exit {run.status}: {run.err.strip()}")
                 case.walls.setdefault(variant, []).append(run.wall)
             print(".", end="", flush=True)
-    print()
+    print(flush=True)
+    say()
     header = (
         "form",
         "runs",
@@ -224,8 +236,8 @@ def speedup_section(arh: list[str], corpus: Corpus, workdir: Path, repeat: int) 
                 "met" if medians >= 1.7 else "not met",
             ]
         )
-    print(f"speed-up of the default over --jobs 1 on {corpus.name}, {repeat} runs each, in turns:")
-    print(render_text(header, rows, left=1))
+    say(f"speed-up of the default over --jobs 1 on {corpus.name}, {repeat} runs each, in turns:")
+    say(render_text(header, rows, left=1))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -241,6 +253,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=5, help="rounds (default 5)")
     parser.add_argument(
         "--sections", default="threshold,speedup", help="threshold, speedup (comma-separated)"
+    )
+    parser.add_argument(
+        "--write", action="store_true", help="put what it printed into docs/large-runs.md"
     )
     args = parser.parse_args(argv)
     args.sizes = sorted({int(part) for part in args.sizes.split(",") if part.strip()})
@@ -261,20 +276,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_policies(workdir)
         corpus = generate_corpus(workdir, args.seed, args.scale, lambda: _pool(args.seed))
         arh = find_arh(sys.executable)
-        print(f"machine: {machine()}; load average at start {os.getloadavg()[0]:.2f}")
+        say(f"machine: {machine()}; load average at start {os.getloadavg()[0]:.2f}")
         command = "python benchmarks/perf/jobs_auto.py " + " ".join(
             sys.argv[1:] if argv is None else argv
         )
-        print(f"command: {command.strip()}")
+        say(f"command: {command.strip()}")
         started = time.perf_counter()
         if "threshold" in args.sections:
             threshold_section(arh, corpus, args.sizes, workdir, args.repeat)
         if "speedup" in args.sections:
             speedup_section(arh, corpus, workdir, args.repeat)
-        print(
+        say(
             f"load average at the end {os.getloadavg()[0]:.2f} "
             f"(total {time.perf_counter() - started:.0f} s)"
         )
+        if args.write:
+            text = DOC.read_text(encoding="utf-8")
+            head, rest = text.split(START_MARK)
+            _, tail = rest.split(END_MARK)
+            block = "\n".join(printed).strip()
+            DOC.write_text(
+                f"{head}{START_MARK}\n```text\n{block}\n```\n{END_MARK}{tail}", encoding="utf-8"
+            )
+            print(f"wrote {DOC}")
         return 0
     finally:
         if temporary:
