@@ -255,7 +255,7 @@ def _selection_options(parser: _Parser) -> None:
 
 
 # runner.AUTO_JOBS_MIN_BYTES in MiB, for --help without importing the runner (a test checks them)
-_AUTO_JOBS_MIB: Final = 24
+_AUTO_JOBS_MIB: Final = 8
 
 
 def _jobs(text: str) -> int | Literal["auto"]:

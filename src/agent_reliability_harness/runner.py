@@ -693,12 +693,14 @@ def _run_unit(unit: _Unit) -> tuple[list[_Checked | InputError], int]:
     return list(_unit_outcomes(validator, settings, unit, tally)), tally[0]
 
 
-AUTO_JOBS_MIN_BYTES: Final = 24 << 20
+AUTO_JOBS_MIN_BYTES: Final = 8 << 20
 """With ``jobs="auto"``, the least input (bytes of the files, or of standard input read so far)
 for which worker processes are started: below it, starting them costs more than they save. Set
 from the measurements of ``benchmarks/perf/jobs_auto.py`` on a 2-CPU machine (the realistic
-corpus of ``make perf``): two processes were slower than one up to 16.6 MB and faster from
-33.1 MB on (medians); this lies between."""
+corpus of ``make perf``, docs/large-runs.md has its last run): in a quiet moment, two processes
+were faster than one from 4.1 MB on (medians), by 14-21% at 8.3 MB; this leaves a margin above
+that break-even, where the gain is within the noise. (Under the load of other work, no size was
+reliably faster.)"""
 
 _CHUNK_BYTES: Final = 4 << 20  # work is handed out in pieces of at most about this size,
 _MIN_CHUNK_BYTES: Final = 64 << 10  # and at least this, about four per worker
