@@ -277,12 +277,21 @@ def _corpus(root: Path) -> list[str]:
     return [str(root / "runs.jsonl"), str(root / "empty.jsonl"), str(folder), str(root / "nope")]
 
 
-def _outputs(arh: Arh, inputs: list[str], out: Path, *extra: str) -> dict[str, object]:
+def _one_process(extra: tuple[str, ...], default: bool) -> tuple[str, ...]:
+    """``extra`` with ``--jobs 1`` when it has no ``--jobs`` (the default, auto, may start
+    workers), unless the ``default`` is what is run."""
+    return extra if default or "--jobs" in extra else ("--jobs", "1", *extra)
+
+
+def _outputs(
+    arh: Arh, inputs: list[str], out: Path, *extra: str, default: bool = False
+) -> dict[str, object]:
     out.mkdir()
     run = arh(
         "validate", "--policy", SAMPLES / "policy_trajectory.json", *inputs,
         "--json-out", out / "r.json", "--md-out", out / "r.md", "--junit-out", out / "r.xml",
-        "--sarif-out", out / "r.sarif", "--color", "never", *extra,
+        "--sarif-out", out / "r.sarif", "--color", "never",
+        *_one_process(extra, default),
     )  # fmt: skip
     files = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
     return {
@@ -354,6 +363,91 @@ def test_jobs_start_workers_only_for_more_than_one_piece_of_work(
     monkeypatch.setattr(runner, "_BATCH_FILES", 2)
     _outputs(arh, [str(SAMPLES / "traces")], tmp_path / "several", "--jobs", "2")
     assert started  # six files in pieces of two: workers
+
+
+def _count_pools(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """A list that gets an item each time a pool of workers is asked for."""
+    import multiprocessing
+
+    started: list[object] = []
+    real = multiprocessing.get_context
+
+    def get_context(*args: object) -> object:
+        started.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(multiprocessing, "get_context", get_context)
+    return started
+
+
+def test_the_default_starts_workers_from_the_threshold_on_with_the_outputs_of_one(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --jobs defaults to auto: one worker per CPU for an input of AUTO_JOBS_MIN_BYTES or more,
+    # none below, and every report byte for byte that of one process
+    inputs = _corpus(tmp_path)
+    size = sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file())
+    html = ("--html-out", str(tmp_path / "r.html"))  # (one path for both: the names differ)
+    one = _outputs(arh, inputs, tmp_path / "one", *html)
+    one["r.html"] = (tmp_path / "r.html").read_bytes()
+    started = _count_pools(monkeypatch)
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(runner, "_CHUNK_BYTES", 700)  # many pieces of work
+    monkeypatch.setattr(runner, "_BATCH_FILES", 4)
+    assert size < runner.AUTO_JOBS_MIN_BYTES
+    small = _outputs(arh, inputs, tmp_path / "small", *html, default=True)
+    small["r.html"] = (tmp_path / "r.html").read_bytes()
+    assert small == one
+    assert not started  # below the threshold: no workers
+    monkeypatch.setattr(runner, "AUTO_JOBS_MIN_BYTES", size)
+    large = _outputs(arh, inputs, tmp_path / "large", *html, default=True)
+    large["r.html"] = (tmp_path / "r.html").read_bytes()
+    assert large == one
+    assert len(started) == 1  # at the threshold: workers
+    assert {"r.json", "r.md", "r.xml", "r.sarif", "r.html", "out"} <= set(one)
+
+
+def test_the_default_counts_standard_input_as_it_is_read(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _corpus(tmp_path)
+    data = (tmp_path / "runs.jsonl").read_bytes()
+    one = _outputs_stdin(arh, ["-"], tmp_path / "one", data)
+    started = _count_pools(monkeypatch)
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(runner, "_STDIN_CHUNK_BYTES", 700)
+    assert len(data) < runner.AUTO_JOBS_MIN_BYTES
+    assert _outputs_stdin(arh, ["-"], tmp_path / "small", data, default=True) == one
+    assert not started  # all of it read, less than the threshold: no workers
+    monkeypatch.setattr(runner, "AUTO_JOBS_MIN_BYTES", len(data) // 2)
+    assert _outputs_stdin(arh, ["-"], tmp_path / "large", data, default=True) == one
+    assert len(started) == 1  # half of it read: workers for it all
+
+
+def test_an_explicit_number_of_jobs_ignores_the_threshold(
+    arh: Arh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = _count_pools(monkeypatch)
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(runner, "_BATCH_FILES", 2)
+    inputs = [str(SAMPLES / "traces")]
+    one = _outputs(arh, inputs, tmp_path / "one")
+    assert _outputs(arh, inputs, tmp_path / "auto", "--jobs", "auto") == one
+    assert not started  # auto: the samples are far below the threshold
+    assert _outputs(arh, inputs, tmp_path / "two", "--jobs", "2") == one
+    assert len(started) == 1  # a number: workers whenever there are pieces for them
+
+
+def test_the_help_gives_the_threshold_of_the_default(arh: Arh) -> None:
+    from agent_reliability_harness import cli
+
+    # the command line states it without importing the runner: the two must agree
+    assert runner.AUTO_JOBS_MIN_BYTES == cli._AUTO_JOBS_MIB << 20
+    run = arh("validate", "--help")
+    text = " ".join(run.out.split())
+    assert (
+        f"default auto: one per CPU when the input holds at least {cli._AUTO_JOBS_MIB} MiB" in text
+    )
 
 
 @pytest.mark.parametrize(
@@ -466,9 +560,9 @@ def test_jobs_start_no_more_workers_than_cpus(
     asked: list[int] = []
     real = runner._parallel
 
-    def parallel(*args: Any) -> Any:
-        asked.append(args[-1])
-        return real(*args)
+    def parallel(*args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs["jobs"])
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(runner, "_parallel", parallel)
     monkeypatch.setattr(runner, "_BATCH_FILES", 2)
@@ -614,12 +708,12 @@ def test_standard_input_that_fails_midway_keeps_what_was_read(
 
 
 def _outputs_stdin(
-    arh: Arh, inputs: list[str], out: Path, data: bytes, *extra: str
+    arh: Arh, inputs: list[str], out: Path, data: bytes, *extra: str, default: bool = False
 ) -> dict[str, object]:
     out.mkdir()
     run = arh(
         "validate", "--policy", SAMPLES / "policy_trajectory.json", *inputs,
-        "--json-out", out / "r.json", "--quiet", *extra, stdin=data,
+        "--json-out", out / "r.json", "--quiet", *_one_process(extra, default), stdin=data,
     )  # fmt: skip
     return {"status": run.status, "err": run.err, "json": (out / "r.json").read_bytes()}
 

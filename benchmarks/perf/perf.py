@@ -34,6 +34,7 @@ import os
 import platform
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,7 @@ QUICK_SCALES = ("200x20", "20x200", "2x2000", "1x2000")
 FILES_PER_SUBDIR = 1000
 SAMPLE_POLICY = ROOT / "samples" / "policy_trajectory.json"
 SAMPLE_TRACE = ROOT / "samples" / "traces" / "rebook_pass.json"
+DEFAULT = "default"  # the form of a run without --jobs: arh's default, --jobs auto
 START_MARK = "<!-- perf:start -->"
 END_MARK = "<!-- perf:end -->"
 COLUMNS = (
@@ -216,7 +218,7 @@ def max_attempts_policy() -> dict[str, Any]:
 
 
 def no_unsafe_policy() -> dict[str, Any]:
-    """The realistic policy without its unsafe patterns (the target for it is tighter)."""
+    """The realistic policy without its unsafe patterns."""
     policy = realistic_policy()
     del policy["unsafe_patterns"]
     policy["policy_id"] += "-no-unsafe-patterns"
@@ -1188,13 +1190,26 @@ class Measurement:
     argv: list[str]  # the arh command
     floor_argv: list[str]  # the floor's command on the same input
     stdin: Path | None = None  # the file arh reads as standard input
+    policy: Path | None = None  # the policy of the arh command
+    jobs: int | str | None = None  # its --jobs (see Bench.plan)
     wall: float = float("inf")
+    walls: list[float] = field(default_factory=list)  # every run's, for the median
     rss: int = 0
     floor: float = float("inf")
     runs: int = 0
     floor_runs: int = 0
     problems: list[str] = field(default_factory=list)
     spent: float = 0.0  # seconds of arh runs so far
+    bound: float | None = None  # the stdlib lower bound on this input, x the floor
+
+    @property
+    def single(self) -> bool:
+        """Is this a run of one process (``--jobs 1``, or an arh without ``--jobs``)?"""
+        return self.jobs in (None, 1)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.walls) if self.walls else self.wall
 
     @property
     def size(self) -> int:
@@ -1243,22 +1258,32 @@ class Bench:
         return run_child(argv, self.env, stdin)
 
     def plan(
-        self, corpus: Corpus, form: str, jobs: int | None = None, policy: Path | None = None
+        self,
+        corpus: Corpus,
+        form: str,
+        jobs: int | str | None = None,
+        policy: Path | None = None,
     ) -> Measurement:
         """A measurement of ``arh validate`` on one form of a corpus, not run yet. The form
-        ``jsonl stdin`` gives arh the JSON Lines file as standard input (``-``)."""
+        ``jsonl stdin`` gives arh the JSON Lines file as standard input (``-``). ``jobs`` is
+        given as ``--jobs`` (1 is the plain form, N > 1 the form ``-jN``), or ``"default"``: no
+        ``--jobs`` at all (the form ``default``); None gives no ``--jobs`` either, for an arh
+        without it."""
         target = corpus.directory if form == "dir" else corpus.jsonl
         assert target is not None
         stdin = target if form == "jsonl stdin" else None
-        label = form if jobs is None else f"{form} -j{jobs}"
+        label = form
+        if jobs not in (None, 1):
+            label += f" {DEFAULT}" if jobs == DEFAULT else f" -j{jobs}"
         if policy is not None:
             label += f" ({policy.stem.removeprefix('policy_')})"
-        argv = [*self.arh, "validate", "--policy", str(policy or corpus.policy)]
+        policy = policy or corpus.policy
+        argv = [*self.arh, "validate", "--policy", str(policy)]
         argv += ["-" if stdin else str(target), "--json-out", str(self.out), "--quiet"]
-        if jobs is not None:
+        if jobs not in (None, DEFAULT):
             argv += ["--jobs", str(jobs)]
         floor_argv = [self.python, "-c", FLOOR_CODE, str(target)]
-        return Measurement(corpus, label, argv, floor_argv, stdin)
+        return Measurement(corpus, label, argv, floor_argv, stdin, policy, jobs)
 
     def measure(self, *planned: Measurement) -> None:
         """Run the measurements in turns, one run of each per round, so that all of them see
@@ -1275,6 +1300,7 @@ class Bench:
                     first = (run.err.strip().splitlines() or [""])[0]
                     result.problems.append(f"exit {run.status}: {first}")
                 result.wall = min(result.wall, run.wall)
+                result.walls.append(run.wall)
                 result.rss = max(result.rss, run.rss)
                 self._floor(result)
         for result in planned:
@@ -1363,6 +1389,8 @@ class Report:
     whole_over_pieces: dict[str, float] = field(default_factory=dict)  # adversarial shapes
     long_over_short: float | None = None  # time per step: realistic long trace / short traces
     phases: Phases | None = None
+    committed: Committed | None = None  # the run of the committed results file
+    same_machine: bool = False  # ... measured on a machine described as this one is
 
 
 SCALING_HEADER = (
@@ -1408,56 +1436,205 @@ def scaling_rows(shapes: Sequence[Shape], measured: dict[str, Measurement]) -> l
 
 
 def jobs_notes(results: Sequence[Measurement]) -> list[str]:
-    """Speed-up of two processes over one, per corpus and form."""
+    """Speed-up of two processes, and of the default, over one, per corpus and form."""
     by_key = {(m.corpus.name, m.form): m for m in results}
     notes = []
     for (name, form), m in by_key.items():
         if form.endswith(" -j2") and (name, form[: -len(" -j2")]) in by_key:
             one = by_key[(name, form[: -len(" -j2")])]
             notes.append(f"--jobs 2 on {name} {one.form}: {one.wall / m.wall:.2f} x one process")
+    for (name, form), m in by_key.items():
+        suffix = f" {DEFAULT}"
+        if form.endswith(suffix) and (name, form[: -len(suffix)]) in by_key:
+            one = by_key[(name, form[: -len(suffix)])]
+            notes.append(
+                f"the default (--jobs auto) on {name} {one.form}: {one.median / m.median:.2f} x "
+                f"one process (medians of {len(m.walls)} and {len(one.walls)} runs; best "
+                f"{one.wall / m.wall:.2f} x)"
+            )
     return notes
 
 
-TARGETS_HEADER = ("target (issue 6)", "required", "measured", "met")
+BOUND_LIMIT = 2.0  # every single-process row within this many times the stdlib lower bound
+REGRESSION_LIMIT = 1.05  # and its ratio within 5% of the committed run's
+SPEEDUP_TARGET = 1.7  # the default on the 10,000-trace corpus, over one process
+
+BOUND_DEFINITION = (
+    "stdlib lower bound = strict parse (decoding the bytes, json.loads with the duplicate-key "
+    "and finite-number checks) + trace model (with the facts every rule shares) + one "
+    "str.count per alternative of each unsafe pattern over the text the scan reads (the least "
+    "a scan that looks for each alternative in turn can do) + the other rules as arh runs "
+    "them; timed in this process on the first traces of the row's corpus (as many steps as "
+    "--phases-traces traces of 20) with the row's policy, and given as a multiple of json.loads "
+    "of the same lines timed beside it. Process start, file reading and the report are not in "
+    "it. 'ratio / bound' = the row's ratio (wall / floor) / that multiple"
+)
+SAME_MACHINE_CAVEAT = (
+    "The comparison with the committed run means something only on the machine that run was "
+    "measured on, and in a quiet moment of it: the ratios move by more than 5% from one run to "
+    "the next on a machine shared with other work."
+)
+
+SINGLE_HEADER = (
+    "corpus",
+    "form",
+    "ratio",
+    "bound x floor",
+    "ratio / bound",
+    f"<= {BOUND_LIMIT:g}",
+    "committed ratio",
+    "change",
+    f"<= +{(REGRESSION_LIMIT - 1) * 100:.0f}%",
+)
+
+
+@dataclass
+class Committed:
+    """The run written in a results file: where it was read, when and where it was measured,
+    and the ratio of each (corpus, form) of its throughput table."""
+
+    where: str
+    measured: str
+    machine: str
+    ratios: dict[tuple[str, str], float]
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def parse_committed(text: str, where: str) -> Committed | None:
+    """The run in the performance section of a results file, or None without one."""
+    start, end = text.find(START_MARK), text.find(END_MARK)
+    if start == -1 or end < start:
+        return None
+    committed = Committed(where, "", "", {})
+    header: list[str] | None = None
+    for line in text[start:end].splitlines():
+        if line.startswith("- Measured: "):
+            committed.measured = line.removeprefix("- Measured: ")
+        elif line.startswith("- Machine: "):
+            committed.machine = line.removeprefix("- Machine: ")
+        elif line.startswith("| corpus | form |"):
+            header = _cells(line)
+        elif header is not None and line.startswith("|"):
+            row = dict(zip(header, _cells(line), strict=False))
+            with contextlib.suppress(KeyError, ValueError):
+                committed.ratios[(row["corpus"], row["form"])] = float(row["ratio"])
+        else:
+            header = None
+    return committed if committed.ratios else None
+
+
+def committed_run(root: Path) -> Committed | None:
+    """The run of BENCHMARK-RESULTS.md as last committed (the file itself outside git)."""
+    name = "BENCHMARK-RESULTS.md"
+    shown = subprocess.run(
+        ["git", "show", f"HEAD:{name}"], cwd=root, capture_output=True, check=False
+    )
+    if shown.returncode == 0:
+        return parse_committed(shown.stdout.decode("utf-8"), f"{name} at git HEAD")
+    path = root / name
+    if not path.is_file():
+        return None
+    return parse_committed(path.read_text(encoding="utf-8"), name)
+
+
+def single_rows(report: Report) -> list[list[str]]:
+    """Each single-process row against the two targets that hold for it."""
+    ratios = report.committed.ratios if report.committed else {}
+    rows = []
+    for m in report.main:
+        if not m.single:
+            continue
+        over = m.ratio / m.bound if m.bound else None
+        before = ratios.get((m.corpus.name, m.form))
+        change = m.ratio / before if before else None
+        rows.append(
+            [
+                m.corpus.name,
+                m.form,
+                _fmt(m.ratio, 2),
+                "" if m.bound is None else _fmt(m.bound, 2),
+                "" if over is None else _fmt(over, 2),
+                "" if over is None else "met" if over <= BOUND_LIMIT else "not met",
+                "" if before is None else _fmt(before, 2),
+                "" if change is None else f"{(change - 1) * 100:+.1f}%",
+                "" if change is None else "met" if change <= REGRESSION_LIMIT else "not met",
+            ]
+        )
+    return rows
+
+
+def committed_note(report: Report) -> str:
+    committed = report.committed
+    if committed is None:
+        return "No committed run to compare with: the no-regression target is not measured."
+    machine = "the same machine description" if report.same_machine else "ANOTHER machine"
+    return (
+        f"committed run: {committed.where}, measured {committed.measured or '(no date)'} on "
+        f"{committed.machine or '(no machine)'}; {machine} as this run. {SAME_MACHINE_CAVEAT}"
+    )
+
+
+TARGETS_HEADER = ("target", "required", "measured", "met")
 
 
 def _target(name: str, required: str, value: float | None, ok: bool, digits: int = 2) -> list[str]:
     if value is None:
         return [name, required, "not measured", ""]
-    return [name, required, _fmt(value, digits), "yes" if ok else "no"]
+    return [name, required, _fmt(value, digits), "met" if ok else "not met"]
 
 
 def targets(report: Report) -> list[list[str]]:
-    """Each target of the performance issue, with what this run measured."""
+    """Each target of the performance issues (6, and 28 which restated some), with what this
+    run measured."""
     main = report.main
-    plain = [m for m in main if m.form in ("dir", "jsonl")]
-    no_unsafe = [m for m in main if m.form.endswith("(no_unsafe)")]
-    worst = max((m.ratio for m in plain), default=None)
-    worst_plain = max((m.ratio for m in no_unsafe), default=None)
+    singles = [m for m in main if m.single]
+    over_bound = max((m.ratio / m.bound for m in singles if m.bound), default=None)
+    ratios = report.committed.ratios if report.committed else {}
+    changes = [
+        m.ratio / ratios[(m.corpus.name, m.form)]
+        for m in singles
+        if (m.corpus.name, m.form) in ratios
+    ]
+    change = max(changes, default=None)
     big = [m for m in main if m.form in ("jsonl", "jsonl stdin") and m.corpus.traces >= 10_000]
     rss = max((m.rss / MB for m in big), default=None)
     by_key = {(m.corpus.name, m.form): m for m in main}
-    speedups = [  # on the issue's two forms of the corpus (standard input is in the notes)
-        by_key[(name, form[: -len(" -j2")])].wall / m.wall
+    suffix = f" {DEFAULT}"
+    speedups = [  # on the two forms of the corpus, medians
+        by_key[(name, form[: -len(suffix)])].median / m.median
         for (name, form), m in by_key.items()
-        if form in ("dir -j2", "jsonl -j2") and m.corpus.traces >= 10_000
+        if form in (f"dir{suffix}", f"jsonl{suffix}") and m.corpus.traces >= 10_000
     ]
     speedup = min(speedups, default=None)
     flat = report.long_over_short
     shapes = max(report.whole_over_pieces.values(), default=None)
     cold = max(report.cold_over_flake8.values(), default=None)
     return [
-        _target("arh / floor, realistic policy, every corpus", "<= 3.0", worst, (worst or 0) <= 3),
         _target(
-            "arh / floor, policy without unsafe patterns",
-            "<= 1.3",
-            worst_plain,
-            (worst_plain or 0) <= 1.3,
+            "single process, every row: ratio / stdlib lower bound (issue 28)",
+            f"<= {BOUND_LIMIT:.1f}",
+            over_bound,
+            (over_bound or 0) <= BOUND_LIMIT,
+        ),
+        _target(
+            "single process, every row: ratio / committed ratio (issue 28, same machine)",
+            f"<= {REGRESSION_LIMIT:.2f}",
+            change,
+            (change or 0) <= REGRESSION_LIMIT,
+        ),
+        _target(
+            "default (--jobs auto) speed-up over one process, 10,000 traces, dir and jsonl, "
+            "medians (issue 28)",
+            f">= {SPEEDUP_TARGET}",
+            speedup,
+            (speedup or 0) >= SPEEDUP_TARGET,
         ),
         _target(
             "peak RSS, 10,000-trace JSON Lines (file, stdin), MB", "< 50", rss, (rss or 0) < 50, 1
         ),
-        _target("--jobs 2 speed-up, 10,000 traces", ">= 1.7", speedup, (speedup or 0) >= 1.7),
         _target("time per step, long-trace whole / pieces", "<= 1.5", flat, (flat or 0) <= 1.5),
         _target("adversarial shapes, whole / pieces", "<= 1.5", shapes, (shapes or 0) <= 1.5),
         _target(
@@ -1526,6 +1703,14 @@ def render_report(report: Report, markdown: bool) -> str:
         out += ["### Scaling" if markdown else "scaling", ""]
         out += [render(SCALING_HEADER, report.scaling), ""]
         out += [("- " if markdown else "") + note for note in report.scaling_notes]
+        out.append("")
+    single = single_rows(report)
+    if single:
+        title = "Single process: the stdlib lower bound and the committed run"
+        out += [f"### {title}" if markdown else title.lower(), ""]
+        out += [render(SINGLE_HEADER, single), ""]
+        notes = [BOUND_DEFINITION + ".", committed_note(report)]
+        out += [("- " if markdown else "") + note for note in notes]
         out.append("")
     rows = targets(report)
     if any(row[3] for row in rows):
@@ -1688,6 +1873,8 @@ class Phases:
     parse_title: str = ""
     parse_rows: list[list[str]] = field(default_factory=list)
     parse_note: str = ""
+    bound: float = 0.0  # the stdlib lower bound (see BOUND_DEFINITION), x the floor
+    bound_note: str = ""
 
     def render(self, markdown: bool) -> list[str]:
         render = render_markdown if markdown else render_text
@@ -1698,6 +1885,8 @@ class Phases:
         if self.scan_rows:
             out += [self.scan_title, "", render(SCAN_HEADER, self.scan_rows, left=1), ""]
             out += [self.scan_note, ""]
+        if self.bound_note:
+            out += [self.bound_note, ""]
         return out
 
 
@@ -1705,14 +1894,14 @@ PHASES_HEADER = ("phase", "s", "us/step", "x floor")
 SCAN_HEADER = ("part", "s", "us/step", "x floor")
 
 
-def measure_phases(corpus: Corpus, limit: int) -> Phases:
+def measure_phases(corpus: Corpus, limit: int, policy_path: Path | None = None) -> Phases:
     """Time each phase of validation in this process, trace by trace, beside the floor.
 
     The phases are those of ``arh validate`` (decode, strict parse, trace model, the facts
     every rule shares, each rule category, the JSON report), called one after another on each
     record of the JSON Lines corpus, with the cyclic collector paused per trace as the runner
     does. Their sum is the work per trace; the process start, file reading and console output
-    of a real run are not in it.
+    of a real run are not in it. ``policy_path`` is the policy (default: the corpus's).
     """
     import gc
 
@@ -1725,7 +1914,8 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
     from agent_reliability_harness.rules._facts import TraceFacts
     from agent_reliability_harness.rules.selection import Findings
 
-    policy = Policy.from_dict(json.loads(corpus.policy.read_text(encoding="utf-8")))
+    policy_path = policy_path or corpus.policy
+    policy = Policy.from_dict(json.loads(policy_path.read_text(encoding="utf-8")))
     validator = Validator(policy)
     # each rule set by its category (the structure lint has none); the judge's set checks
     # nothing in the engine (its findings come from the judge stage, which needs a rubric)
@@ -1741,6 +1931,7 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
         0.0,
     )
     patterns = next(plan for rules, plan in validator.plans if rules is safety.RULE_SET)
+    others = [name for name, _, _ in plans if name != safety.CATEGORY]
     # the safety scan again, split into its parts (not added to the phases above)
     scan: dict[str, float] = dict.fromkeys(
         ["collect strings", "join and fold", "pattern tests", "search and findings", LEAST_PASSES],
@@ -1819,8 +2010,9 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
     result.parse_note = (
         "Decoding the bytes and parsing them with the check for duplicate keys alone (which "
         "the C decoder can only make through a Python function per object) take "
-        f"{least:.2f} x the floor, before the trace model is built or any rule runs; the "
-        "target for a policy without unsafe patterns is 1.3."
+        f"{least:.2f} x the floor, before the trace model is built or any rule runs (the "
+        "former target for a policy without unsafe patterns, 1.3 x the floor, was dropped for "
+        "it)."
     )
     if patterns:
         result.scan_title = (
@@ -1839,6 +2031,14 @@ def measure_phases(corpus: Corpus, limit: int) -> Phases:
             f"to arh's strict parse and trace model, at {model + passes:.2f} x, before the "
             "strings are collected and the other rules run."
         )
+    model = ("decode UTF-8", "strict parse", "trace model", "facts")
+    least = sum(spent[name] for name in (*model, *others)) + (scan[LEAST_PASSES] if patterns else 0)
+    result.bound = least / floor
+    result.bound_note = (
+        f"The stdlib lower bound (below) of this corpus and policy: {result.bound:.2f} x the "
+        "floor (strict parse, trace model and facts, the rules other than the scan, and the "
+        "count per literal)."
+    )
     return result
 
 
@@ -1899,6 +2099,13 @@ def _time_safety_parts(facts: Any, patterns: Any, spent: dict[str, float]) -> in
             folded.count(literal)
         spent[LEAST_PASSES] += clock() - t4
     return scanned
+
+
+def bound_traces(corpus: Corpus, args: argparse.Namespace) -> int:
+    """How many traces of a corpus its lower bound is timed on: as many steps as
+    ``--phases-traces`` traces of 20 steps, at least one trace."""
+    per_trace = corpus.steps // corpus.traces
+    return max(1, min(corpus.traces, args.phases_traces * 20 // per_trace))
 
 
 def scales_arg(text: str) -> list[str]:
@@ -2040,27 +2247,43 @@ def main(argv: Sequence[str] | None = None) -> int:
             [],
             [],
         )
+        report.committed = committed_run(args.results_root)
+        report.same_machine = (
+            report.committed is not None
+            and report.committed.machine.split(";")[0] == report.machine.split(";")[0]
+        )
+        if corpora:
+            report.phases = measure_phases(corpora[0], args.phases_traces)
         for corpus in corpora:
             plain = workdir / "policy_no_unsafe.json"
-            forms: list[tuple[str, int | None, Path | None]] = [
-                ("dir", None, None),
-                ("jsonl", None, None),
-                ("jsonl", None, plain),
+            one = 1 if bench.has_jobs else None  # one process, whatever arh's default
+            forms: list[tuple[str, int | str | None, Path | None]] = [
+                ("dir", one, None),
+                ("jsonl", one, None),
+                ("jsonl", one, plain),
             ]
             if bench.has_jobs:
                 forms += [("dir", 2, None), ("jsonl", 2, None)]
             if corpus is corpora[0]:  # read as it streams in: memory must stay as low as a file's
-                forms.append(("jsonl stdin", None, None))
+                forms.append(("jsonl stdin", one, None))
                 if bench.has_jobs:
-                    forms.append(("jsonl stdin", 2, None))
+                    forms += [("jsonl stdin", 2, None), ("dir", DEFAULT, None)]
+                    forms.append(("jsonl", DEFAULT, None))
             planned = [bench.plan(corpus, form, jobs, policy) for form, jobs, policy in forms]
             bench.measure(*planned)
+            bounds: dict[Path, float] = {}
             for m in planned:
+                assert m.policy is not None
+                if m.policy not in bounds:
+                    bounds[m.policy] = (
+                        report.phases.bound
+                        if corpus is corpora[0] and m.policy == corpus.policy and report.phases
+                        else measure_phases(corpus, bound_traces(corpus, args), m.policy).bound
+                    )
+                m.bound = bounds[m.policy]
                 report.main.append(m)
                 report.problems += [f"{corpus.name} {m.form}: {p}" for p in m.problems]
                 print(render_text(COLUMNS, table_rows([m])).splitlines()[-1], flush=True)
-        if corpora:
-            report.phases = measure_phases(corpora[0], args.phases_traces)
         if "coldstart" in args.sections:
             times = args.cold_repeat
             flake8 = flake8_command(workdir, python)  # in a scratch venv of its own

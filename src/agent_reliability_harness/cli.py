@@ -254,11 +254,13 @@ def _selection_options(parser: _Parser) -> None:
     )
 
 
-def _jobs(text: str) -> int:
-    if text == "auto":
-        from agent_reliability_harness.runner import usable_cpus
+# runner.AUTO_JOBS_MIN_BYTES in MiB, for --help without importing the runner (a test checks them)
+_AUTO_JOBS_MIB: Final = 8
 
-        return usable_cpus()
+
+def _jobs(text: str) -> int | Literal["auto"]:
+    if text == "auto":
+        return "auto"
     try:
         value = int(text)
     except ValueError:
@@ -432,10 +434,10 @@ def _validate_arguments(validate: _Parser) -> None:
     validate.add_argument(
         "--jobs",
         type=_jobs,
-        default=1,
+        default="auto",
         metavar="N",
-        help="check traces in N processes (default 1; auto = one per CPU); the reports are "
-        "the same as with one",
+        help="check traces in N processes (default auto: one per CPU when the input holds at "
+        f"least {_AUTO_JOBS_MIB} MiB, else one); the reports are the same as with one",
     )
     _max_input_option(validate)
     _executor_options(validate)

@@ -12,10 +12,10 @@ import posixpath
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from itertools import chain, islice
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from agent_reliability_harness._decode import check_json_values, check_tree
 from agent_reliability_harness._formats import FORMAT_NAMES, SPAN_FORMAT_NAMES
@@ -713,6 +713,15 @@ def _run_unit(unit: _Unit) -> tuple[list[_Checked | InputError], int]:
     return list(_unit_outcomes(validator, settings, unit, tally)), tally[0]
 
 
+AUTO_JOBS_MIN_BYTES: Final = 8 << 20
+"""With ``jobs="auto"``, the least input (bytes of the files, or of standard input read so far)
+for which worker processes are started: below it, starting them costs more than they save. Set
+from the measurements of ``benchmarks/perf/jobs_auto.py`` on a 2-CPU machine (the realistic
+corpus of ``make perf``, docs/large-runs.md has its last run): in a quiet moment, two processes
+were faster than one from 4.1 MB on (medians), by 14-21% at 8.3 MB; this leaves a margin above
+that break-even, where the gain is within the noise. (Under the load of other work, no size was
+reliably faster.)"""
+
 _CHUNK_BYTES: Final = 4 << 20  # work is handed out in pieces of at most about this size,
 _MIN_CHUNK_BYTES: Final = 64 << 10  # and at least this, about four per worker
 _STDIN_CHUNK_BYTES: Final = 1 << 20  # (standard input is read, and held, a piece at a time)
@@ -846,41 +855,58 @@ def _parallel(
     policy: Policy,
     fail_under: float,
     settings: _Settings,
+    *,
     jobs: int,
+    total: int,
+    min_bytes: int,
 ) -> Iterator[_Checked | InputError]:
-    """The outcomes of every source in input order, computed by ``jobs`` worker processes."""
+    """The outcomes of every source in input order, computed by ``jobs`` worker processes:
+    ``total`` is the size of the files, and the workers start once the input (the files, and
+    standard input as it is read) reaches ``min_bytes``; this process checks what came before."""
     local = Validator(policy, fail_under)  # for what this process checks itself
-    total = sum(file_size(source.path) for source in sources if source.path is not None)
     chunk_bytes = min(_CHUNK_BYTES, max(_MIN_CHUNK_BYTES, total // (4 * jobs)))
     units = _units(sources, settings.fmt, chunk_bytes, settings.max_input)
     # When a worker would get one piece of work at most (one trace, say), workers would only
     # add their start: this process does it all.
     first = list(islice(units, 3))
     units = chain(first, units)
-    context: Any = nullcontext()  # no pool
-    if sum(unit.for_worker for unit in first) >= 2:
-        import multiprocessing  # eager: +6 ms of every `arh validate`; only --jobs needs it
-
-        try:
-            context = multiprocessing.get_context().Pool(
-                jobs, _start_worker, (policy, fail_under, settings, sys.get_int_max_str_digits())
-            )
-        except (OSError, ImportError):
-            # no worker processes on this system (they need its shared semaphores, which some
-            # containers lack): this process checks everything, as with one job
-            context = nullcontext()
+    workers = sum(unit.for_worker for unit in first) >= 2
+    seen = total  # bytes of input so far: the files, and the lines of standard input read
 
     # (one loop for both, in this frame: how deeply a value can be checked here depends on the
     # frames below, which must be those of one process)
-    with context as pool:
+    with ExitStack() as stack:
+        pool: Any = None
         pending: deque[tuple[_Unit, Any]] = deque()
         records = 0  # of the JSON Lines file being read in chunks
 
         def submit() -> None:
+            nonlocal pool, seen, workers
             unit = next(units, None)
-            if unit is not None:
-                worker = pool is not None and unit.for_worker
-                pending.append((unit, pool.apply_async(_run_unit, (unit,)) if worker else None))
+            if unit is None:
+                return
+            if unit.chunk is not None and unit.chunk.data is not None:
+                seen += unit.chunk.length
+            if pool is None and workers and seen >= min_bytes:
+                # started once the input reaches min_bytes: what came before is checked here
+                workers = False  # (one attempt)
+                import multiprocessing  # eager: +6 ms of every `arh validate`
+
+                try:
+                    pool = stack.enter_context(
+                        multiprocessing.get_context().Pool(
+                            jobs,
+                            _start_worker,
+                            (policy, fail_under, settings, sys.get_int_max_str_digits()),
+                        )
+                    )
+                except (OSError, ImportError):
+                    # no worker processes on this system (they need its shared semaphores,
+                    # which some containers lack): this process checks everything, as with
+                    # one job
+                    pool = None
+            worker = pool is not None and unit.for_worker
+            pending.append((unit, pool.apply_async(_run_unit, (unit,)) if worker else None))
 
         for _ in range(2 * jobs):
             submit()
@@ -942,7 +968,7 @@ def iter_reports(
     messages_at: str | None = None,
     trace_id_at: Sequence[str] = (),
     on_trace: Callable[[Trace, TraceReport], None] | None = None,
-    jobs: int = 1,
+    jobs: int | Literal["auto"] = 1,
     task_key: str | None = None,
     outcome_at: str | None = None,
     max_input_bytes: int = DEFAULT_MAX_INPUT,
@@ -956,13 +982,14 @@ def iter_reports(
     paths, then JSON Lines order, then array order); problems go to ``on_error`` as they occur.
 
     With ``jobs`` > 1, worker processes read and validate the traces; the reports, errors and
-    their order are exactly those of one process. ``max_input_bytes`` is the most one input (a
-    file read whole, or a line of JSON Lines) may hold; a larger one is an input error.
-    ``agent_name`` and ``workflow``, when given, replace those of every trace. An ``executor``
-    (``--executor dask``) finds the inputs and checks them in place of ``jobs``.
-    ``expectations`` (``--expect``) give the expected outcome of traces that carry none.
-    ``judge`` (``--rubric``: ``judge.stage.JudgeStage``) adds the judge's verdict to each
-    report, in this process and in input order.
+    their order are exactly those of one process. ``jobs="auto"`` starts one per usable CPU
+    when the input holds at least :data:`AUTO_JOBS_MIN_BYTES`, and none for less.
+    ``max_input_bytes`` is the most one input (a file read whole, or a line of JSON Lines) may
+    hold; a larger one is an input error. ``agent_name`` and ``workflow``, when given, replace
+    those of every trace. An ``executor`` (``--executor dask``) finds the inputs and checks them
+    in place of ``jobs``. ``expectations`` (``--expect``) give the expected outcome of traces
+    that carry none. ``judge`` (``--rubric``: ``judge.stage.JudgeStage``) adds the judge's
+    verdict to each report, in this process and in input order.
 
     ``messages_at`` and ``trace_id_at`` read each input record; ``task_key`` and ``outcome_at``
     read the canonical trace made of it. When one of them matches nothing in any record of the
@@ -989,12 +1016,20 @@ def iter_reports(
     for error in bad_inputs:
         on_error(error)
     outcomes: Iterable[_Checked | InputError]
-    if jobs > 1:  # checking is CPU-bound: more workers than CPUs would only take memory
-        jobs = min(jobs, usable_cpus())
+    # checking is CPU-bound: more workers than CPUs would only take memory
+    workers, min_bytes = (usable_cpus(), AUTO_JOBS_MIN_BYTES) if jobs == "auto" else (jobs, 0)
+    if workers > 1:
+        workers = min(workers, usable_cpus())
+    total = 0
+    if workers > 1 and executor is None:
+        total = sum(file_size(source.path) for source in sources if source.path is not None)
+    stdin = any(source.path is None for source in sources)
     if executor is not None:
         outcomes = executor.outcomes(sources, policy, fail_under, settings)
-    elif jobs > 1:
-        outcomes = _parallel(sources, policy, fail_under, settings, jobs)
+    elif workers > 1 and (stdin or total >= min_bytes):
+        outcomes = _parallel(
+            sources, policy, fail_under, settings, jobs=workers, total=total, min_bytes=min_bytes
+        )
     else:
         validator = Validator(policy, fail_under)
         outcomes = (o for source in sources for o in _outcomes(validator, source, settings))
@@ -1039,7 +1074,7 @@ def run_validation(
     messages_at: str | None = None,
     trace_id_at: Sequence[str] = (),
     on_trace: Callable[[Trace, TraceReport], None] | None = None,
-    jobs: int = 1,
+    jobs: int | Literal["auto"] = 1,
     task_key: str | None = None,
     outcome_at: str | None = None,
     max_input_bytes: int = DEFAULT_MAX_INPUT,
