@@ -138,10 +138,8 @@ class Validator:
             status_read = False
             if self._failures is not None:
                 trace, status_read = self._failures.apply(trace)
-            if self._expectations is not None and trace.expected is None:
-                found = self._expectations.for_trace(trace.trace_id, trace.workflow)
-                if found is not None:
-                    trace = replace(trace, expected=found)
+            if self._expectations is not None:
+                trace = with_expected(trace, self._expectations)
             facts = TraceFacts(trace, status_read=status_read)
             findings = Findings(self.selection)
             results: list[CategoryResult] = []
@@ -290,6 +288,15 @@ _CACHE_SIZE: Final = 8
 _cache: dict[tuple[int, float], tuple[Policy, Validator]] = {}
 
 
+def with_expected(trace: Trace, expectations: Expectations, task: str | None = None) -> Trace:
+    """``trace`` with its expected outcome from ``expectations`` (by trace id, task or workflow:
+    :meth:`Expectations.for_trace`) when it carries none."""
+    if trace.expected is not None:
+        return trace
+    found = expectations.for_trace(trace.trace_id, trace.workflow, task)
+    return trace if found is None else replace(trace, expected=found)
+
+
 def validate_trace(
     trace: Trace,
     policy: Policy,
@@ -305,10 +312,8 @@ def validate_trace(
                 f"expectations must be Expectations, got {type(expectations).__name__}; "
                 "build them with Expectations.from_dict(data)"
             )
-        if isinstance(trace, Trace) and trace.expected is None:
-            found = expectations.for_trace(trace.trace_id, trace.workflow)
-            if found is not None:
-                trace = replace(trace, expected=found)
+        if isinstance(trace, Trace):
+            trace = with_expected(trace, expectations)
     key = (id(policy), check_fail_under(fail_under))
     cached = _cache.get(key)
     if cached is None or cached[0] is not policy:

@@ -26,7 +26,7 @@ from agent_reliability_harness.adapters import (
     span_traces,
     to_traces,
 )
-from agent_reliability_harness.engine import Validator
+from agent_reliability_harness.engine import Validator, with_expected
 from agent_reliability_harness.errors import (
     TOO_DEEP,
     InputError,
@@ -610,7 +610,7 @@ def _check(validator: Validator, read: ReadTrace, settings: _Settings) -> _Check
     trace = read.trace
     result: TraceReport | InputError
     try:
-        if settings.expectations is not None and trace.expected is None:
+        if settings.expectations is not None:
             trace = _expected(trace, settings.expectations, settings.task_key)
         result = validator._validate_parsed(  # read from JSON text: no value contains itself
             trace,
@@ -644,12 +644,11 @@ def _expected(trace: Trace, expectations: Expectations, task_key: str | None) ->
     the task as ``--task-key`` names it, else the trace id without a run marker). A task key
     that finds nothing is left to ``label_report``, which says so after validation."""
     task = None
-    if task_key is not None and expectations.by_task:
+    if task_key is not None and expectations.by_task and trace.expected is None:
         from agent_reliability_harness.regression.trials import task_at  # as label_report below
 
         task = task_at(trace, task_key)
-    found = expectations.for_trace(trace.trace_id, trace.workflow, task)
-    return trace if found is None else replace(trace, expected=found)
+    return with_expected(trace, expectations, task)
 
 
 def _base(source: Source) -> str:
