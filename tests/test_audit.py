@@ -12,12 +12,13 @@ from agent_reliability_harness.adapters import RecordOptions, to_traces
 from agent_reliability_harness.model.trace import Trace
 from agent_reliability_harness.record import Recorder
 
-SECRET = "SECRET-CHAIN-OF-THOUGHT-7f3a"
+MARKER = "chain-of-thought-marker-7f3a"
 
 
 def _trace(document: Any, fmt: str) -> dict[str, Any]:
     results = [r for _, r in to_traces(document, fmt, RecordOptions(default_id="t"))]
-    assert len(results) == 1 and isinstance(results[0], Trace), results
+    assert len(results) == 1, results
+    assert isinstance(results[0], Trace), results
     data: dict[str, Any] = results[0].to_dict()
     return data
 
@@ -29,8 +30,8 @@ def test_anthropic_thinking_is_counted_not_kept() -> None:
             {
                 "role": "assistant",
                 "content": [
-                    {"type": "thinking", "thinking": SECRET, "signature": "sig"},
-                    {"type": "redacted_thinking", "data": SECRET},
+                    {"type": "thinking", "thinking": MARKER, "signature": "sig"},
+                    {"type": "redacted_thinking", "data": MARKER},
                     {"type": "text", "text": "Done."},
                 ],
             },
@@ -38,7 +39,7 @@ def test_anthropic_thinking_is_counted_not_kept() -> None:
     }
     trace = _trace(document, "anthropic-messages")
     text = json.dumps(trace)
-    assert SECRET not in text
+    assert MARKER not in text
     assert "sig" not in text  # nor the signature of the thinking block
     assert [s["text"] for s in trace["steps"] if s.get("text")] == ["Refund order A1.", "Done."]
     assert "reasoning (thinking) content is not stored" in text  # what the fidelity note says
@@ -51,18 +52,18 @@ def test_openai_reasoning_items_are_counted_not_kept() -> None:
             {
                 "type": "reasoning",
                 "id": "rs_1",
-                "summary": [{"type": "summary_text", "text": SECRET}],
-            },  # fmt: skip
+                "summary": [{"type": "summary_text", "text": MARKER}],
+            },
             {
                 "type": "message",
                 "role": "assistant",
                 "content": [{"type": "output_text", "text": "Done."}],
-            },  # fmt: skip
+            },
         ],
     }
     trace = _trace(document, "openai-responses")
     text = json.dumps(trace)
-    assert SECRET not in text
+    assert MARKER not in text
     assert "Done." in text
     assert "reasoning (thinking) content is not stored" in text
 
