@@ -4,7 +4,8 @@ and a run of no traces as an input error.
 The statuses are those of the table in docs/exit-codes.md: 0 passed, 1 a trace or a gate failed,
 2 a usage or configuration error (options, the policy, a gate file: nothing was checked), 3 an
 input error (an input could not be read or held no trace, a report could not be written; the
-other inputs were checked and reported); 2 wins over 3, and 3 over 1.
+other inputs were checked and reported), 4 an infrastructure failure (tests/test_failure_kinds.py);
+2 wins over 4, 4 over 3, and 3 over 1.
 """
 
 from __future__ import annotations
@@ -51,12 +52,14 @@ def _tau_records(folder: Path, trials: int = 3, name: str = "runs.json") -> Path
 # -- the precedence --------------------------------------------------------------------------
 
 
-def test_worst_is_usage_then_input_then_failed_then_ok() -> None:
+def test_worst_is_usage_then_infrastructure_then_input_then_failed_then_ok() -> None:
     assert worst() is Status.OK
     assert worst(Status.OK, Status.FAILED) is Status.FAILED
     assert worst(Status.FAILED, Status.INPUT) is Status.INPUT
     assert worst(Status.INPUT, Status.USAGE, Status.FAILED) is Status.USAGE
-    assert [int(s) for s in Status] == [0, 1, 2, 3]
+    assert worst(Status.INPUT, Status.INFRASTRUCTURE, Status.FAILED) is Status.INFRASTRUCTURE
+    assert worst(Status.INFRASTRUCTURE, Status.USAGE) is Status.USAGE
+    assert [int(s) for s in Status] == [0, 1, 2, 3, 4]
 
 
 # -- each command, each kind of outcome ------------------------------------------------------

@@ -41,7 +41,7 @@ from agent_reliability_harness._formats import SPAN_FORMAT_NAMES
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.app.formats import output_formats
 from agent_reliability_harness.engine import Validator
-from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.errors import EVALUATION_ERROR, INFRASTRUCTURE_FAILURE, InputError
 from agent_reliability_harness.io import (
     Chunk,
     Document,
@@ -632,4 +632,7 @@ def _input_error(data: dict[str, Any]) -> InputError:
         pointer=data.get("pointer"),
         source=data.get("source"),
         line=line if isinstance(line, int) else None,
+        kind=INFRASTRUCTURE_FAILURE
+        if data.get("kind") == INFRASTRUCTURE_FAILURE
+        else EVALUATION_ERROR,
     )

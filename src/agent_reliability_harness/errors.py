@@ -6,7 +6,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
+    "AGENT_FAILURE",
+    "EVALUATION_ERROR",
     "EXCERPT_CHARS",
+    "FAILURE_KINDS",
+    "INFRASTRUCTURE_FAILURE",
     "TOO_DEEP",
     "ArhError",
     "InputError",
@@ -21,6 +25,15 @@ __all__ = [
 # In every message about a value nested deeper than the stack lets arh decode or walk: the
 # runner looks for it, since how deep that is differs between processes.
 TOO_DEEP = "nested too deeply"
+# The three kinds of failure (docs/exit-codes.md, "Three kinds of failure"): the agent failed (its
+# trace has findings that fail it: exit status 1), the evaluation could not decide (a bad policy,
+# an unreadable trace, a judge without a judgment: 2 or 3), the infrastructure failed (the machine
+# or a worker could not do the work: 4). Reports write these names as they are.
+AGENT_FAILURE = "agent_failure"
+EVALUATION_ERROR = "evaluation_error"
+INFRASTRUCTURE_FAILURE = "infrastructure_failure"
+FAILURE_KINDS = (AGENT_FAILURE, EVALUATION_ERROR, INFRASTRUCTURE_FAILURE)
+
 # The most characters of a value that a message quotes (the rest is counted, not shown).
 EXCERPT_CHARS = 100
 
@@ -115,7 +128,10 @@ class InputError(ArhError, ValueError):
     document and ``None`` means no position inside it is known (for example unreadable bytes).
     ``line`` and ``column`` locate the problem in the text when the pointer cannot (JSON syntax
     errors) or name the record of a JSON Lines file. ``miss`` is set when a pointer option
-    matched nothing in the document.
+    matched nothing in the document. ``kind`` is what failed: the evaluation
+    (:data:`EVALUATION_ERROR`: the input is bad or cannot be read, so nothing can be decided about
+    it), or the infrastructure (:data:`INFRASTRUCTURE_FAILURE`: the input may be fine, but the
+    machine could not check it, for example for lack of memory).
     """
 
     def __init__(
@@ -127,6 +143,7 @@ class InputError(ArhError, ValueError):
         line: int | None = None,
         column: int | None = None,
         miss: PointerMiss | None = None,
+        kind: str = EVALUATION_ERROR,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -135,6 +152,7 @@ class InputError(ArhError, ValueError):
         self.line = line
         self.column = column
         self.miss = miss
+        self.kind = kind
 
     def located(self, source: str, line: int | None = None) -> InputError:
         """Return a copy that names the file (and the JSON Lines record) it came from."""
@@ -145,6 +163,7 @@ class InputError(ArhError, ValueError):
             line=self.line if line is None else line,
             column=self.column,
             miss=self.miss,
+            kind=self.kind,
         )
 
     def nested(self, *keys: str | int) -> InputError:
@@ -157,6 +176,7 @@ class InputError(ArhError, ValueError):
             line=self.line,
             column=self.column,
             miss=self.miss,
+            kind=self.kind,
         )
 
     def location(self) -> str:
@@ -181,4 +201,5 @@ class InputError(ArhError, ValueError):
             "column": self.column,
             "pointer": self.pointer,
             "message": self.message,
+            "kind": self.kind,
         }

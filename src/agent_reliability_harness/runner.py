@@ -28,6 +28,7 @@ from agent_reliability_harness.adapters import (
 )
 from agent_reliability_harness.engine import Validator, with_expected
 from agent_reliability_harness.errors import (
+    INFRASTRUCTURE_FAILURE,
     TOO_DEEP,
     InputError,
     UsageError,
@@ -471,7 +472,7 @@ def _next_trace(
         return next(results, None)
     except MemoryError:
         pass
-    return "", InputError(_NO_MEMORY, pointer=None)
+    return "", InputError(_NO_MEMORY, pointer=None, kind=INFRASTRUCTURE_FAILURE)
 
 
 def _span_file_traces(
@@ -627,7 +628,9 @@ def _check(validator: Validator, read: ReadTrace, settings: _Settings) -> _Check
     except InputError as exc:
         result = exc if exc.source else exc.located(read.source, read.line)
     except MemoryError:
-        result = InputError(_NO_MEMORY, pointer=None).located(read.source, read.line)
+        result = InputError(_NO_MEMORY, pointer=None, kind=INFRASTRUCTURE_FAILURE).located(
+            read.source, read.line
+        )
     return _Checked(
         trace.trace_id,
         read.where,

@@ -33,20 +33,23 @@ class TerminatedError(BaseException):
 
 class Status(IntEnum):
     """A command's exit status (docs/exit-codes.md): whether the agent failed is 1, whether the
-    check could not run, or not completely, is 2 or 3."""
+    check could not run, or not completely, is 2 or 3 (the evaluation could not decide) or 4
+    (the infrastructure failed)."""
 
     OK = 0  # every trace passed, the gate passed
     FAILED = 1  # a trace failed, or a gate: the check ran on every input
     USAGE = 2  # a usage or configuration error (options, policy, gate file): nothing was checked
     INPUT = 3  # an input could not be read, held no trace, or a report could not be written
+    INFRASTRUCTURE = 4  # the machine could not check an input (memory), or a worker was lost
 
 
 # When one run has several outcomes, the one a caller must hear about first: a check that could
-# not run, then one that ran on only some inputs, then what it found.
-_PRECEDENCE = (Status.OK, Status.FAILED, Status.INPUT, Status.USAGE)
+# not run, then one the infrastructure did not let finish, then one that ran on only some
+# inputs, then what it found.
+_PRECEDENCE = (Status.OK, Status.FAILED, Status.INPUT, Status.INFRASTRUCTURE, Status.USAGE)
 
 
 def worst(*statuses: Status) -> Status:
-    """The status of a run with all of ``statuses``: usage (2) over input (3) over failed (1)
-    over OK (0)."""
+    """The status of a run with all of ``statuses``: usage (2) over infrastructure (4) over
+    input (3) over failed (1) over OK (0)."""
     return max(statuses, key=_PRECEDENCE.index, default=Status.OK)

@@ -20,7 +20,7 @@ from agent_reliability_harness.app.inputs import (
 )
 from agent_reliability_harness.app.inputs import policy as read_policy
 from agent_reliability_harness.app.output import error, report_error, say, write_report
-from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.errors import INFRASTRUCTURE_FAILURE, InputError
 from agent_reliability_harness.io import utf8_name
 from agent_reliability_harness.io.load import StepLines
 from agent_reliability_harness.model.report import TraceReport
@@ -169,9 +169,12 @@ def compare(args: Namespace) -> Status:
         traces = keeper.traces if keeper else None
         text = output.render(dataclasses.replace(comparison, traces=traces))
         unwritten += write_report(path, text, output.what, quiet)
-    if input_errors or unwritten:
-        return Status.INPUT
-    return Status.OK if gate.passed else Status.FAILED
+    infrastructure = candidate.summary().failures[INFRASTRUCTURE_FAILURE] if input_errors else 0
+    return worst(
+        Status.INFRASTRUCTURE if infrastructure else Status.OK,
+        Status.INPUT if input_errors > infrastructure or unwritten else Status.OK,
+        Status.OK if gate.passed else Status.FAILED,
+    )
 
 
 def _console_extra(comparison: Comparison) -> list[str]:

@@ -7,7 +7,7 @@ import sys
 from argparse import Namespace
 
 from agent_reliability_harness._version import __version__
-from agent_reliability_harness.app import Status
+from agent_reliability_harness.app import Status, worst
 from agent_reliability_harness.app.formats import output_formats, report_to_stdout
 from agent_reliability_harness.app.inputs import no_traces, reading_options, unmatched
 from agent_reliability_harness.app.inputs import policy as read_policy
@@ -18,15 +18,20 @@ from agent_reliability_harness.app.output import (
     use_color,
     write_report,
 )
-from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.errors import (
+    AGENT_FAILURE,
+    EVALUATION_ERROR,
+    INFRASTRUCTURE_FAILURE,
+    InputError,
+)
 from agent_reliability_harness.io import Spool
 from agent_reliability_harness.io.load import StepLines
-from agent_reliability_harness.model.report import SummaryBuilder
+from agent_reliability_harness.model.report import RunSummary, SummaryBuilder
 from agent_reliability_harness.render.console import console_writer
 from agent_reliability_harness.render.outputs import ReportWriter, WriterOptions
 from agent_reliability_harness.runner import UnmatchedPointerError, iter_reports, sorted_errors
 
-__all__ = ["validate"]
+__all__ = ["run_status", "validate"]
 
 
 def validate(args: Namespace) -> Status:
@@ -118,6 +123,19 @@ def validate(args: Namespace) -> Status:
     finally:
         for _, _, spool, _ in outputs:
             spool.close()
-    if errors or unwritten or not summary.total:
-        return Status.INPUT
-    return Status.OK if summary.passed == summary.total else Status.FAILED
+    return run_status(summary, unwritten=unwritten)
+
+
+def run_status(summary: RunSummary, *, unwritten: int = 0) -> Status:
+    """The exit status of a run of ``summary`` with ``unwritten`` report files that could not be
+    written: each kind of failure it had gives its status (docs/exit-codes.md, "Three kinds of
+    failure"), and the first of them by precedence is the run's."""
+    kinds = summary.failures
+    statuses = [Status.OK]
+    if kinds[INFRASTRUCTURE_FAILURE]:
+        statuses.append(Status.INFRASTRUCTURE)
+    if kinds[EVALUATION_ERROR] or unwritten or not summary.total:
+        statuses.append(Status.INPUT)
+    if kinds[AGENT_FAILURE]:
+        statuses.append(Status.FAILED)
+    return worst(*statuses)

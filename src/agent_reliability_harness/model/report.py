@@ -21,7 +21,16 @@ from agent_reliability_harness._decode import (
     section,
     str_or_empty,
 )
-from agent_reliability_harness.errors import InputError, UsageError, excerpt, join_pointer
+from agent_reliability_harness.errors import (
+    AGENT_FAILURE,
+    EVALUATION_ERROR,
+    FAILURE_KINDS,
+    INFRASTRUCTURE_FAILURE,
+    InputError,
+    UsageError,
+    excerpt,
+    join_pointer,
+)
 from agent_reliability_harness.model.fidelity import NotApplicable
 from agent_reliability_harness.model.judge_outcome import JudgeOutcome, judge_outcome_from_dict
 from agent_reliability_harness.model.step_refs import STEP_ID_ORIGINS
@@ -174,6 +183,19 @@ class TraceReport:
         return _trace_report_from_dict(data, pointer)
 
     @property
+    def failure(self) -> str | None:
+        """Which kind of failure the trace is (docs/exit-codes.md): ``agent_failure`` when it
+        failed (its findings, or its score, fail it); ``evaluation_error`` when it passed the
+        rules but a judge whose verdict gates the build gave none (not judged, or no usable
+        judgment), so that nobody can say it passed; None when it passed."""
+        if not self.passed:
+            return AGENT_FAILURE
+        judge = self.judge
+        if judge is not None and judge.gating and judge.verdict in ("not_judged", "error"):
+            return EVALUATION_ERROR
+        return None
+
+    @property
     def errors(self) -> int:
         """How many error-severity findings the trace has."""
         return sum(1 for f in self.findings if f.severity == "error")
@@ -224,6 +246,7 @@ class TraceReport:
             out["step_ids"] = self.step_ids
         if self.judge is not None:
             out["judge"] = self.judge.to_dict()
+        out["failure"] = self.failure
         return out
 
 
@@ -271,10 +294,25 @@ class RunSummary:
     harness_version: str | None = None
     # the policy's rule selection, command line included: (rule ID, "off" or a severity)
     rules: tuple[tuple[str, str], ...] = ()
+    # the traces that passed the rules but that a gating judge could not decide
+    undecided: int = 0
 
     @property
     def failed(self) -> int:
         return self.total - self.passed
+
+    @property
+    def failures(self) -> dict[str, int]:
+        """How many of each kind of failure the run had (docs/exit-codes.md): the failed traces
+        (``agent_failure``), the traces a gating judge could not decide and the inputs that
+        could not be checked (``evaluation_error``), and the inputs the machine could not check
+        (``infrastructure_failure``)."""
+        infrastructure = sum(e.kind == INFRASTRUCTURE_FAILURE for e in self.input_errors)
+        return {
+            AGENT_FAILURE: self.failed,
+            EVALUATION_ERROR: self.undecided + len(self.input_errors) - infrastructure,
+            INFRASTRUCTURE_FAILURE: infrastructure,
+        }
 
     def to_dict(self, reports: list[dict[str, Any]]) -> dict[str, Any]:
         """The JSON report with these trace reports (see :meth:`RunReport.to_dict`)."""
@@ -286,6 +324,7 @@ class RunSummary:
                 "failed_traces": self.failed,
                 "average_score": round(self.average_score, 2),
                 "input_errors": len(self.input_errors),
+                **self.failures,
             },
             "reports": reports,
             "harness": {"name": "agent-reliability-harness", "version": self.harness_version},
@@ -303,17 +342,19 @@ class RunSummary:
 class SummaryBuilder:
     """Adds up trace reports one at a time, in memory that does not grow with their number."""
 
-    __slots__ = ("_latency", "_scores", "passed", "total")
+    __slots__ = ("_latency", "_scores", "passed", "total", "undecided")
 
     def __init__(self) -> None:
         self.total = 0
         self.passed = 0
+        self.undecided = 0
         self._scores = ExactSum()
         self._latency = 0.0  # summed in report order, exactly as ``sum`` over the reports does
 
     def add(self, report: TraceReport) -> None:
         self.total += 1
         self.passed += report.passed
+        self.undecided += report.failure == EVALUATION_ERROR
         self._scores.add(report.score)
         self._latency += report.total_latency_ms
 
@@ -335,6 +376,7 @@ class SummaryBuilder:
             policy_sha256,
             harness_version,
             tuple(rules),
+            self.undecided,
         )
 
 
@@ -597,18 +639,26 @@ def _input_errors_from_dict(data: object) -> tuple[InputError, ...]:
                 f"{shown or json_type(entry)}",
                 pointer=f"/input_errors/{index}",
             )
-        errors.append(_input_error_from_dict(entry))
+        errors.append(_input_error_from_dict(entry, index))
     return tuple(errors)
 
 
-def _input_error_from_dict(data: dict[str, Any]) -> InputError:
+def _input_error_from_dict(data: dict[str, Any], index: int) -> InputError:
     fields = {k: data.get(k) for k in ("source", "line", "column", "pointer", "message")}
+    kind = data.get("kind", EVALUATION_ERROR)  # absent in reports of 0.2.x
+    if kind not in FAILURE_KINDS[1:]:
+        raise InputError(
+            f"must be 'evaluation_error' or 'infrastructure_failure', got "
+            f"{excerpt(kind) if type(kind) is str else json_type(kind)}",
+            pointer=f"/input_errors/{index}/kind",
+        )
     return InputError(
         str(fields["message"]),
         pointer=fields["pointer"] if type(fields["pointer"]) is str else None,
         source=fields["source"] if type(fields["source"]) is str else None,
         line=fields["line"] if type(fields["line"]) is int else None,
         column=fields["column"] if type(fields["column"]) is int else None,
+        kind=kind,
     )
 
 

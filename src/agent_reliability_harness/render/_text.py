@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from agent_reliability_harness.model.report import TraceReport
+    from agent_reliability_harness.model.report import RunSummary, TraceReport
 
 
 __all__ = [
@@ -202,6 +202,15 @@ def exit_status_note(input_errors: int) -> str | None:
     if not input_errors:
         return None
     return f"exit status 3 whatever the gate says: {plural(input_errors, 'candidate input error')}"
+
+
+def failures_text(summary: RunSummary) -> str | None:
+    """``failures: 2 agent_failure · 0 evaluation_error · 1 infrastructure_failure``, the run's
+    three kinds of failure (docs/exit-codes.md), or None for a run that had none."""
+    kinds = summary.failures
+    if not any(kinds.values()):
+        return None
+    return "failures: " + " \u00b7 ".join(f"{count:,} {kind}" for kind, count in kinds.items())
 
 
 def plural(count: int, word: str, *, grouped: bool = False) -> str:

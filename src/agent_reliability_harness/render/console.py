@@ -6,6 +6,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from agent_reliability_harness.errors import AGENT_FAILURE, EVALUATION_ERROR
 from agent_reliability_harness.model.report import (
     Finding,
     ReportLike,
@@ -15,6 +16,7 @@ from agent_reliability_harness.model.report import (
 )
 from agent_reliability_harness.render._fidelity import console_lines
 from agent_reliability_harness.render._text import (
+    failures_text,
     plural,
     score_alone,
     source_text,
@@ -77,6 +79,8 @@ def _trace_lines(report: TraceReport, fail_under: float | None) -> list[str]:
     where = source_text(report.source_path, report.source_line)
     if where is not None:
         details.append(terminal_safe(where))
+    if report.failure == EVALUATION_ERROR:  # a PASS that a gating judge did not confirm
+        details.append("evaluation_error: the judge gave no verdict")
     lines.append(_INDENT + " \u00b7 ".join(details))
     why = score_alone(report, fail_under)  # no finding says why it fails: its score does
     if why is not None:
@@ -158,6 +162,10 @@ def summary_lines(summary: RunSummary) -> list[str]:
         count = len(summary.input_errors)
         line += f" \u00b7 {plural(count, 'input error', grouped=True)}"
     lines = [line]
+    # the three kinds of failure, when "N failed" is not all there is to say (docs/exit-codes.md)
+    kinds = failures_text(summary)
+    if kinds is not None and summary.failures[AGENT_FAILURE] < sum(summary.failures.values()):
+        lines.append(kinds)
     if summary.rules:
         lines.append("rules switched off or changed: " + selection_text(summary.rules))
     return lines

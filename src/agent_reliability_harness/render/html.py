@@ -371,6 +371,8 @@ class RunTotals:
     harness_version: str | None = None
     categories: tuple[str, ...] = ()  # the categories that applied to at least one trace
     not_applicable: tuple[NotApplicableCount, ...] = ()  # sorted by rule, check and field
+    # the run's three kinds of failure and their counts (RunSummary.failures), in that order
+    failures: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def of(cls, run: RunReport) -> RunTotals:
@@ -409,6 +411,7 @@ class RunTotals:
                 NotApplicableCount(*key, len(ids), tuple(ids[:_NAMED_TRACES]))
                 for key, ids in sorted(unchecked.items())
             ),
+            tuple(summary.failures.items()),
         )
 
 
@@ -460,6 +463,14 @@ def html_overview(totals: RunTotals) -> str:
         facts.append(
             ("Input errors", f'<strong class="fail">{totals.input_error_count:,}</strong>')
         )
+    if any(count for _, count in totals.failures):
+        kinds = ", ".join(
+            f'<strong class="fail">{count:,}</strong> {_code(kind)}'
+            if count
+            else f"0 {_code(kind)}"
+            for kind, count in totals.failures
+        )
+        facts.append(("Failures", kinds))
     facts += [
         ("Policy", "-" if totals.policy_id is None else _code(totals.policy_id)),
         ("Policy SHA-256", "-" if totals.policy_sha256 is None else _code(totals.policy_sha256)),
@@ -761,6 +772,8 @@ def _meta(report: TraceReport, *, score: bool = True) -> str:
     parts += totals_text(report, grouped=True)  # n/a for a measure the trace did not record
     if report.citation_coverage is not None:
         parts.append(f"citation coverage {report.citation_coverage:.0%}")
+    if report.failure is not None:  # which kind of failure (docs/exit-codes.md)
+        parts.append(f"failure {_code(report.failure)}")
     where = source_text(report.source_path, report.source_line)
     if where is not None:
         parts.append(_code(where))

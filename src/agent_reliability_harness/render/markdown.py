@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from agent_reliability_harness.errors import EVALUATION_ERROR
 from agent_reliability_harness.model.report import (
     Finding,
     ReportLike,
@@ -31,6 +32,7 @@ from agent_reliability_harness.render._markdown import (
     md_text,
 )
 from agent_reliability_harness.render._text import (
+    failures_text,
     plural,
     run_headline,
     score_alone,
@@ -44,6 +46,8 @@ _ALL_ROWS: Final = 50  # larger runs list only their failing traces in the summa
 
 
 def _verdict(report: TraceReport) -> str:
+    if report.failure == EVALUATION_ERROR:  # passed the rules, but a gating judge gave no verdict
+        return "PASS, *evaluation_error*"
     return "PASS" if report.passed else "**FAIL**"
 
 
@@ -156,6 +160,9 @@ def _document(
         count = len(summary.input_errors)
         facts.append(f"**{plural(count, 'input error')}**")
     head.append(" \u00b7 ".join(facts) + ".")
+    kinds = failures_text(summary)  # the three kinds of failure, when the run had any
+    if kinds is not None:
+        head += ["", f"{kinds[0].upper()}{kinds[1:]}."]
     if summary.rules:
         changed = ", ".join(
             f"{md_code(r, in_table=False)} {md_text(c)}" for r, c in grouped(summary.rules)
