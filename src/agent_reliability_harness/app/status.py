@@ -411,7 +411,7 @@ def render_status(report: StatusReport) -> str:
     if not count:
         verdict = f"no runs found in {report.runs_dir}"
     elif troubled:
-        verdict = f"{count} {noun}, {troubled} need attention"
+        verdict = f"{count} {noun}, {troubled} need{'s' if troubled == 1 else ''} attention"
     else:
         verdict = f"{count} {noun}, all fine"
     if report.errors:
