@@ -404,3 +404,14 @@ def test_json_is_deterministic_with_now(runs: Path, arh: Arh) -> None:
 def test_bad_options_are_usage_errors(runs: Path, arh: Arh) -> None:
     assert arh("status", runs, "--max-age", "soon").status == 2
     assert arh("status", runs, "--now", "yesterday").status == 2
+
+
+def test_max_age_from_the_configuration_file(
+    runs: Path, tmp_path: Path, arh: Arh, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "arh.toml").write_text('[status]\nmax-age = "12h"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    done = arh("status", runs, "--now", NOW)  # the run is 1d 0h old
+    assert done.status == 1
+    assert "older than --max-age (12h 0m)" in done.out
+    assert arh("status", runs, "--now", NOW, "--max-age", "2d").status == 0  # the option wins

@@ -871,7 +871,7 @@ def _status_arguments(status: _Parser) -> None:
     status.add_argument("--json", action="store_true", help="print the status as JSON")
 
 
-_CONFIGURED: Final = ("validate", "compare", "stats", "convert")  # the commands with settings
+_CONFIGURED: Final = ("validate", "compare", "stats", "convert", "status")  # with settings
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:
