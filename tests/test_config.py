@@ -482,7 +482,7 @@ def test_arh_config_json(arh: Arh, project: Path) -> None:
     document = json.loads(run.out)
     assert document["configuration"] == {"path": "arh.toml", "table": None}
     assert (document["how"], document["skipped"]) == ("found", [])
-    assert list(document["commands"]) == ["validate", "compare", "stats", "convert"]
+    assert list(document["commands"]) == ["validate", "compare", "stats", "convert", "status"]
     stats = {row["key"]: row for row in document["commands"]["stats"]}
     assert stats["gate"] == {
         "key": "gate",
@@ -520,6 +520,7 @@ def test_every_key_is_an_option_of_a_command() -> None:
                 continue
             assert option.removeprefix("--") in config.KEYS or option in {
                 "--help", "--baseline", "--candidate", "--quiet", "--config", "--isolated",
+                "--now", "--json",  # arh status: the time of one run, and what one reader wants
             }, (name, option)  # fmt: skip
 
 

@@ -813,7 +813,65 @@ def _calibrate_usage(args: argparse.Namespace) -> str | None:
 
 # -- the configuration file (docs/configuration.md; app/config.py reads it) --------------------
 
-_CONFIGURED: Final = ("validate", "compare", "stats", "convert")  # the commands with settings
+
+def _max_age(text: str) -> int:
+    """``--max-age``: a whole number and a unit (``7d``) as seconds."""
+    from agent_reliability_harness.app.status import parse_age  # only arh status needs it
+
+    try:
+        return parse_age(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _now(text: str) -> Any:
+    """``--now``: an RFC 3339 date and time with its offset."""
+    from agent_reliability_harness.app.runs import parse_rfc3339  # only arh status needs it
+
+    try:
+        return parse_rfc3339(text, "")
+    except InputError:
+        raise argparse.ArgumentTypeError(
+            f"not an RFC 3339 date and time with an offset (such as 2026-12-07T19:00:00Z): {text!r}"
+        ) from None
+
+
+def _status_arguments(status: _Parser) -> None:
+    status.add_argument(
+        "runs_dir",
+        metavar="RUNS_DIR",
+        help="a directory of saved runs: run directories of arh run, and validation reports",
+    )
+    status.add_argument(
+        "--baselines",
+        metavar="DIR",
+        help="where the committed baselines are, one <benchmark>.json report each "
+        "(default: RUNS_DIR/baselines)",
+    )
+    status.add_argument(
+        "--datasets",
+        metavar="DIR",
+        default="datasets",
+        help="where the datasets are, one directory each, to check their SHA-256 against the "
+        "run records (default: datasets)",
+    )
+    status.add_argument(
+        "--max-age",
+        type=_max_age,
+        metavar="AGE",
+        help="a latest run older than this fails (exit 1): a number and s, m, h, d or w, such "
+        "as 7d (default: no limit)",
+    )
+    status.add_argument(
+        "--now",
+        type=_now,
+        metavar="TIME",
+        help="measure ages from this RFC 3339 time instead of the clock (for reproducible output)",
+    )
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
+
+
+_CONFIGURED: Final = ("validate", "compare", "stats", "convert", "status")  # with settings
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:
@@ -1260,6 +1318,14 @@ def _calibrate(args: argparse.Namespace) -> Status:
     return calibrate_command(args)
 
 
+def _status(args: argparse.Namespace) -> Status:
+    from agent_reliability_harness.app.status import status
+
+    if args.baselines is None:
+        args.baselines = os.path.join(args.runs_dir, "baselines")
+    return status(args)
+
+
 def _explain(args: argparse.Namespace) -> Status:
     from agent_reliability_harness.app.rules import explain
 
@@ -1361,6 +1427,21 @@ _COMMANDS: Final[dict[str, _Command]] = {
         _calibrate_usage,
         _calibrate,
         _CALIBRATE_EXITS,
+    ),
+    "status": _Command(
+        "the health of every benchmark in a directory of saved runs",
+        (
+            "Show, for every benchmark in a directory of saved runs, the latest run's pass rate "
+            "with its Wilson 95% interval, its drift against the committed baseline, the "
+            "integrity of its dataset, the judge's calibration and the age of the run."
+        ),
+        _status_arguments,
+        _no_usage_problem,
+        _status,
+        "Exit status: 0 all fine, 1 a regression against a baseline, a dataset that does not "
+        "match its run record, or a latest run older than --max-age; 2 usage error; 3 an input "
+        "that cannot be read, a run with evaluation errors, or no runs; 4 a latest run with "
+        "infrastructure failures. 2 wins over 4, 4 over 3, 3 over 1 (docs/status.md).",
     ),
     "explain": _Command(
         "explain one rule",

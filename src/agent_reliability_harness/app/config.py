@@ -49,7 +49,7 @@ __all__ = [
     "settings",
 ]
 
-COMMANDS: Final = ("validate", "compare", "stats", "convert")  # the commands with settings
+COMMANDS: Final = ("validate", "compare", "stats", "convert", "status")  # with settings
 _PYPROJECT_TABLE: Final = ("tool", "arh")
 # The tables of a gate file (docs/statistics.md), which is often called arh.toml too.
 _GATE_TABLES: Final = ("defaults", "workflows")
@@ -135,6 +135,10 @@ KEYS: Final = {
         Key("judge-api-key-env", "string"),
         Key("judge-timeout", "number"),
         Key("judge-retries", "integer"),
+        # arh status (docs/status.md)
+        Key("baselines", "path"),
+        Key("datasets", "path"),
+        Key("max-age", "string"),
     )
 }
 

@@ -1,0 +1,399 @@
+"""What a runs directory holds: the run directories that ``arh run`` writes and plain validation
+reports (docs/status.md, "What RUNS_DIR may hold").
+
+:func:`scan_runs` walks a directory and returns a :class:`RunsIndex`: every run it found, sorted
+deterministically, and one :class:`InputError` per file that could not be used (naming the file
+and the JSON pointer); a bad file never stops the others. ``arh status`` reads it, and so can any
+other reader of saved runs (the dashboard): the API is :func:`scan_runs`, :class:`RunsIndex`,
+:class:`Run`, :func:`read_run_report` and :func:`parse_rfc3339`.
+
+- A **run directory** is a directory holding ``run.json`` (the run record of docs/contract:
+  ``kind`` ``"arh-run"``), at any depth. Its ``report.json`` is its validation report, read by
+  :func:`read_run_report` when asked for. What else it holds (``traces/``) is the run's own and
+  is not searched.
+- A **plain report** is any other ``*.json`` file that is an arh validation report: a JSON object
+  with a ``reports`` array (as ``arh validate --json-out`` writes it). Other JSON files (traces,
+  policies) are passed over; a ``.json`` file that is not JSON at all, or a report that does not
+  read, is an error.
+- Names starting with ``.`` and the directories of ``exclude`` (the baselines) are not searched.
+  A symbolic link is followed only when its target is inside the runs directory; one that leads
+  outside is an error, and is never read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+from agent_reliability_harness._decode import bad, json_type, req_str
+from agent_reliability_harness.errors import InputError, excerpt, join_pointer
+from agent_reliability_harness.io import read_input_file, read_json_file
+from agent_reliability_harness.model.report import RunReport
+
+__all__ = [
+    "OUTCOMES",
+    "RUN_FILE",
+    "DatasetRef",
+    "Run",
+    "RunCounts",
+    "RunsIndex",
+    "dataset_sha256",
+    "parse_rfc3339",
+    "read_run_report",
+    "scan_runs",
+]
+
+RUN_FILE: Final = "run.json"
+REPORT_FILE: Final = "report.json"
+# The outcomes of a task's run in a run record (docs/exit-codes.md, "three kinds of failure").
+OUTCOMES: Final = ("passed", "agent_failure", "evaluation_error", "infrastructure_failure")
+_COUNTS: Final = ("runs", "passed", "agent_failure", "evaluation_error", "infrastructure_failure")
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_RFC3339: Final = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})"
+)
+
+
+def parse_rfc3339(text: str, pointer: str) -> datetime:
+    """An RFC 3339 date and time with its offset (``2026-12-07T19:00:00Z``) as an aware
+    :class:`datetime` in UTC; anything else is an :class:`InputError` at ``pointer``."""
+    if _RFC3339.fullmatch(text):
+        # fromisoformat takes 6 fraction digits at most: the rest cannot change an age in seconds
+        head, _, rest = text.partition(".")
+        if rest:
+            digits = re.match(r"\d+", rest)
+            assert digits is not None
+            text = f"{head}.{digits.group()[:6].ljust(6, '0')}{rest[digits.end() :]}"
+        try:
+            return datetime.fromisoformat(text.upper()).astimezone(UTC)
+        except ValueError:
+            pass
+    raise bad(pointer, f"must be an RFC 3339 date and time with an offset, got {excerpt(text)}")
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRef:
+    """The dataset a run record names: its name, version, SHA-256, number of cases and path."""
+
+    name: str
+    version: str
+    sha256: str
+    cases: int
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunCounts:
+    """How the runs of tasks ended: ``runs`` in all, and how many passed or failed in each of
+    the three ways. From a run record's ``summary``; for a plain report, traces that passed
+    and traces with findings (agent failures)."""
+
+    runs: int
+    passed: int
+    agent_failure: int = 0
+    evaluation_error: int = 0
+    infrastructure_failure: int = 0
+
+    @property
+    def pass_rate(self) -> float | None:
+        """``passed / runs``; None for no runs."""
+        return self.passed / self.runs if self.runs else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runs": self.runs,
+            "passed": self.passed,
+            "agent_failure": self.agent_failure,
+            "evaluation_error": self.evaluation_error,
+            "infrastructure_failure": self.infrastructure_failure,
+            "pass_rate": self.pass_rate,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One run found in a runs directory.
+
+    ``id`` is its path relative to the runs directory, with ``/`` between names: the run
+    directory (``golden/react-seed0``) or the plain report file (``nightly/report.json``),
+    unique within the directory. ``run_id`` is the id its run record gives (None for a plain
+    report). ``benchmark`` is the dataset's name (run records), or the sorted workflows of the
+    report's traces joined with ``+`` (plain reports; ``(none)`` when no trace names one).
+    ``finished_at`` is the run record's ``timings.finished_at`` (a plain report records no time:
+    None). ``report`` is the plain report as read (None for a run directory: see
+    :func:`read_run_report`).
+    """
+
+    id: str
+    kind: Literal["run", "report"]
+    path: str
+    benchmark: str
+    counts: RunCounts
+    run_id: str | None = None
+    agent: str | None = None
+    dataset: DatasetRef | None = None
+    finished_at: datetime | None = None
+    rubric: object = None
+    report: RunReport | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def report_path(self) -> str:
+        """The file of its validation report."""
+        return os.path.join(self.path, REPORT_FILE) if self.kind == "run" else self.path
+
+
+@dataclass(frozen=True, slots=True)
+class RunsIndex:
+    """What :func:`scan_runs` found: the runs, sorted by benchmark, then by time (runs without a
+    time first), then by id; and the files that could not be used, in the order of their paths."""
+
+    root: str
+    runs: tuple[Run, ...]
+    errors: tuple[InputError, ...]
+
+    def benchmarks(self) -> dict[str, tuple[Run, ...]]:
+        """The runs of each benchmark, in the order of :attr:`runs` (the latest last)."""
+        out: dict[str, list[Run]] = {}
+        for run in self.runs:
+            out.setdefault(run.benchmark, []).append(run)
+        return {name: tuple(runs) for name, runs in out.items()}
+
+    def get(self, run_id: str) -> Run | None:
+        """The run whose :attr:`Run.id` is ``run_id``."""
+        return next((run for run in self.runs if run.id == run_id), None)
+
+
+def _order(run: Run) -> tuple[str, int, datetime, str]:
+    timed = run.finished_at is not None
+    when = run.finished_at if run.finished_at is not None else datetime.min.replace(tzinfo=UTC)
+    return (run.benchmark, int(timed), when, run.id)
+
+
+def scan_runs(
+    root: str, *, exclude: Iterable[str] = (), max_input_bytes: int | None = None
+) -> RunsIndex:
+    """Every run under ``root`` (see the module's docstring), not searching the directories of
+    ``exclude``. A ``root`` that is not a readable directory is one error."""
+    limit = {} if max_input_bytes is None else {"max_input_bytes": max_input_bytes}
+    errors: list[InputError] = []
+    runs: list[Run] = []
+    try:
+        top = os.path.realpath(root)
+        if not os.path.isdir(top):
+            raise NotADirectoryError(0, "not a directory")
+    except OSError as exc:
+        reason = "no such directory" if not os.path.lexists(root) else exc.strerror or str(exc)
+        return RunsIndex(root, (), (InputError(reason, pointer=None, source=root),))
+    skipped = {os.path.realpath(path) for path in exclude}
+    visited: set[str] = set()
+
+    def inside(real: str) -> bool:
+        return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+    def walk(directory: str, relative: str) -> None:
+        real = os.path.realpath(directory)
+        if real in visited or real in skipped:
+            return
+        visited.add(real)
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError as exc:
+            reason = f"cannot read: {exc.strerror or exc}"
+            errors.append(InputError(reason, pointer=None, source=directory))
+            return
+        if RUN_FILE in names:
+            found = _read_run(os.path.join(directory, RUN_FILE), relative or ".", limit)
+            if isinstance(found, InputError):
+                errors.append(found)
+            else:
+                runs.append(found)
+            return  # the run's own files are not searched
+        for name in names:
+            if name.startswith("."):
+                continue
+            path = os.path.join(directory, name)
+            ident = f"{relative}/{name}" if relative else name
+            if os.path.islink(path) and not inside(os.path.realpath(path)):
+                errors.append(
+                    InputError(
+                        "a symbolic link that leads outside the runs directory: not followed",
+                        pointer=None,
+                        source=path,
+                    )
+                )
+            elif os.path.isdir(path):
+                walk(path, ident)
+            elif name.endswith(".json") and os.path.isfile(path):
+                report = _read_plain(path, ident, limit)
+                if isinstance(report, InputError):
+                    errors.append(report)
+                elif report is not None:
+                    runs.append(report)
+
+    walk(root, "")
+    runs.sort(key=_order)
+    errors.sort(key=lambda e: e.source or "")
+    return RunsIndex(root, tuple(runs), tuple(errors))
+
+
+def read_run_report(run: Run, max_input_bytes: int | None = None) -> RunReport:
+    """The validation report of ``run``: the plain report, or the run directory's
+    ``report.json``; an :class:`InputError` naming the file when it cannot be read."""
+    if run.report is not None:
+        return run.report
+    path = run.report_path
+    try:
+        if max_input_bytes is None:
+            return RunReport.from_dict(read_json_file(path))
+        return RunReport.from_dict(read_json_file(path, max_input_bytes))
+    except InputError as exc:
+        raise (exc if exc.source else exc.located(path)) from None
+
+
+def _read_plain(path: str, ident: str, limit: Mapping[str, int]) -> Run | InputError | None:
+    """The plain report at ``path``; None when the file is JSON but no report."""
+    try:
+        data = read_json_file(path, **limit)
+        if type(data) is not dict or "reports" not in data:
+            return None  # a trace, a policy, ...: not a report
+        report = RunReport.from_dict(data)
+    except InputError as exc:
+        return exc if exc.source else exc.located(path)
+    workflows = sorted({r.workflow for r in report.reports if r.workflow})
+    passed = report.passed_traces
+    return Run(
+        ident,
+        "report",
+        path,
+        "+".join(workflows) or "(none)",
+        RunCounts(len(report.reports), passed, len(report.reports) - passed),
+        report=report,
+    )
+
+
+def _object(data: Mapping[str, Any], key: str, base: str) -> Mapping[str, Any]:
+    if key not in data:
+        raise bad(base, f"missing required field {key!r}")
+    value = data[key]
+    if type(value) is not dict:
+        raise bad(join_pointer(base, key), f"must be an object, got {json_type(value)}")
+    return value
+
+
+def _count(data: Mapping[str, Any], key: str, base: str) -> int:
+    if key not in data:
+        raise bad(base, f"missing required field {key!r}")
+    value = data[key]
+    if type(value) is not int or value < 0:
+        raise bad(join_pointer(base, key), f"must be an integer >= 0, got {excerpt(value)}")
+    return value
+
+
+def _read_run(path: str, ident: str, limit: Mapping[str, int]) -> Run | InputError:
+    """The run record at ``path``, checked field by field."""
+    try:
+        data = read_json_file(path, **limit)
+        if type(data) is not dict:
+            raise bad("", f"a run record must be an object, got {json_type(data)}")
+        if data.get("kind") != "arh-run":
+            raise bad("/kind", f'must be "arh-run", got {excerpt(data.get("kind"))}')
+        if data.get("schema_version") != "1":
+            raise bad(
+                "/schema_version",
+                f'must be "1" (this build reads run records of version 1), got '
+                f"{excerpt(data.get('schema_version'))}",
+            )
+        run_id = req_str(data, "run_id", "", non_empty=True)
+        agent = req_str(_object(data, "agent", ""), "id", "/agent", non_empty=True)
+        raw = _object(data, "dataset", "")
+        name = req_str(raw, "name", "/dataset", non_empty=True)
+        sha = req_str(raw, "sha256", "/dataset")
+        if not _SHA256.fullmatch(sha):
+            raise bad("/dataset/sha256", f"must be 64 lower-case hex digits, got {excerpt(sha)}")
+        dataset = DatasetRef(
+            name,
+            req_str(raw, "version", "/dataset"),
+            sha,
+            _count(raw, "cases", "/dataset"),
+            req_str(raw, "path", "/dataset"),
+        )
+        summary = _object(data, "summary", "")
+        counts = RunCounts(*(_count(summary, key, "/summary") for key in _COUNTS))
+        if (
+            counts.passed
+            + counts.agent_failure
+            + counts.evaluation_error
+            + (counts.infrastructure_failure)
+            != counts.runs
+        ):
+            raise bad(
+                "/summary",
+                "passed, agent_failure, evaluation_error and infrastructure_failure must add "
+                f"up to runs ({counts.runs})",
+            )
+        finished = req_str(_object(data, "timings", ""), "finished_at", "/timings")
+        finished_at = parse_rfc3339(finished, "/timings/finished_at")
+        harness = data.get("harness")
+        rubric = harness.get("rubric") if type(harness) is dict else None
+    except InputError as exc:
+        return exc if exc.source else exc.located(path)
+    return Run(
+        ident,
+        "run",
+        os.path.dirname(path),
+        name,
+        counts,
+        run_id=run_id,
+        agent=agent,
+        dataset=dataset,
+        finished_at=finished_at,
+        rubric=rubric,
+    )
+
+
+def dataset_sha256(directory: str) -> str:
+    """The SHA-256 of the dataset in ``directory``, from its ``dataset.json`` and its task files
+    as the contract defines it: each file's SHA-256 over its bytes with every CRLF made LF, then
+    the SHA-256 of the UTF-8 text of one line ``<sha256>  <path>\\n`` per file, in the order of
+    ``files``. An :class:`InputError` naming the file when one cannot be read.
+
+    (Kept to this one function so that the datasets module can take its place.)"""
+    manifest = os.path.join(directory, "dataset.json")
+    try:
+        data = read_json_file(manifest)
+        if type(data) is not dict:
+            raise bad("", f"a dataset manifest must be an object, got {json_type(data)}")
+        files = data.get("files")
+        if type(files) is not list:
+            raise bad("/files", f"must be an array, got {json_type(files)}")
+        paths = []
+        for index, entry in enumerate(files):
+            if type(entry) is not dict:
+                raise bad(f"/files/{index}", f"must be an object, got {json_type(entry)}")
+            path = req_str(entry, "path", f"/files/{index}", non_empty=True)
+            parts = path.split("/")
+            if path.startswith("/") or "\\" in path or ".." in parts or "" in parts:
+                raise bad(
+                    f"/files/{index}/path",
+                    f"must be a relative path inside the dataset, got {excerpt(path)}",
+                )
+            paths.append(path)
+    except InputError as exc:
+        raise (exc if exc.source else exc.located(manifest)) from None
+    lines = []
+    for path in paths:
+        where = os.path.join(directory, *path.split("/"))
+        try:
+            content = read_input_file(where, 1 << 40)
+        except OSError as exc:
+            raise InputError(
+                f"cannot read: {exc.strerror or exc}", pointer=None, source=where
+            ) from None
+        digest = hashlib.sha256(content.replace(b"\r\n", b"\n")).hexdigest()
+        lines.append(f"{digest}  {path}\n")
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
