@@ -111,6 +111,9 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = f"arh/{__version__}"
     sys_version = ""
     protocol_version = "HTTP/1.1"
+    # headers and body go out in two writes: without this, Nagle's algorithm and the client's
+    # delayed ACK hold the body ~40 ms on a kept-alive connection (benchmarks/serve_load.py)
+    disable_nagle_algorithm = True
 
     # -- methods ---------------------------------------------------------------------------------
 
