@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/$(if $(filter Windows_NT,$(OS)),Scripts,bin)
 EXE := $(if $(filter Windows_NT,$(OS)),.exe,)
 
-.PHONY: demo test lint typecheck unit bench docs goldens perf perf-dask fuzz clean dist dist-check
+.PHONY: demo test lint typecheck unit bench docs goldens perf perf-dask serve-load fuzz clean dist dist-check
 
 $(BIN)/python$(EXE):
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "arh needs Python >= 3.11")'
@@ -72,6 +72,12 @@ perf: $(VENV)/.installed
 # which the dev install brings); rewrites its section of the results file.
 perf-dask: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/perf/dask_perf.py --write $(DASK_PERF_ARGS)
+
+# A bounded local load test of arh serve on a 10,000-trace runs directory (a minute or two; not
+# part of `make test`); rewrites its section of the results file.
+SERVE_LOAD_ARGS ?= --requests 50 --threads 4
+serve-load: $(VENV)/.installed
+	$(BIN)/python benchmarks/serve_load.py --write $(SERVE_LOAD_ARGS)
 
 # The safety prefilter's differential property tests for a long time (minutes; not part of
 # `make test`), with fresh random examples in each round. Example: make fuzz FUZZ_MINUTES=60

@@ -741,6 +741,28 @@ def _rules_arguments(rules: _Parser) -> None:
     )
 
 
+def _serve_arguments(serve: _Parser) -> None:
+    serve.add_argument(
+        "runs_dir", metavar="RUNS_DIR", help="the directory of runs (arh run -o) and reports"
+    )
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default: 127.0.0.1; any other than a loopback address "
+        "is warned about: the dashboard has no authentication)",
+    )
+    serve.add_argument(
+        "--port", type=_port, default=8765, help="the port (default: 8765; 0: any free port)"
+    )
+    serve.add_argument("--quiet", action="store_true", help="do not log each request")
+
+
+def _port(value: str) -> int:
+    if not value.isdigit() or int(value) > 65_535:
+        raise argparse.ArgumentTypeError(f"not a port number (0 to 65535): {value!r}")
+    return int(value)
+
+
 def _explain_arguments(explain: _Parser) -> None:
     explain.add_argument("rule_id", metavar="RULE_ID", help="for example ARH-FLW-003")
 
@@ -1326,6 +1348,12 @@ def _status(args: argparse.Namespace) -> Status:
     return status(args)
 
 
+def _serve(args: argparse.Namespace) -> Status:
+    from agent_reliability_harness.app.serve import serve
+
+    return serve(args)
+
+
 def _explain(args: argparse.Namespace) -> Status:
     from agent_reliability_harness.app.rules import explain
 
@@ -1450,6 +1478,19 @@ _COMMANDS: Final[dict[str, _Command]] = {
         _no_usage_problem,
         _explain,
         "Exit status: 0 done, 2 usage error (an unknown rule; docs/exit-codes.md).",
+    ),
+    "serve": _Command(
+        "a local read-only dashboard and REST API over a directory of runs",
+        (
+            "Serve a local, read-only dashboard of the runs (arh run -o) and validation reports "
+            "(arh validate --json-out) found under RUNS_DIR: the status overview, each run, each "
+            "trace's timeline, a comparison of any two runs, and a JSON API (docs/dashboard.md)."
+        ),
+        _serve_arguments,
+        _no_usage_problem,
+        _serve,
+        "Exit status: 0 stopped (Ctrl-C), 2 usage error or the address cannot be used, 3 "
+        "RUNS_DIR cannot be read (docs/exit-codes.md).",
     ),
 }
 

@@ -97,9 +97,13 @@ __all__ = [
     "RuleCount",
     "RunTotals",
     "ValidationTraces",
+    "html_code",
+    "html_compare_sections",
+    "html_csp",
     "html_document",
     "html_overview",
     "html_start",
+    "html_text",
     "html_trace_section",
     "html_trace_table",
     "render_compare_html",
@@ -203,6 +207,17 @@ def _code(value: str) -> str:
     return f"<code>{_name(value)}</code>"
 
 
+def html_text(value: str) -> str:
+    """Untrusted ``value`` as HTML text, as the report writes it (not for an attribute value:
+    hidden characters become markup)."""
+    return _text(value)
+
+
+def html_code(value: str) -> str:
+    """An untrusted short name (id, tool, path) as ``<code>``, cut as the report cuts names."""
+    return _code(value)
+
+
 def _plural(count: int, word: str) -> str:
     return plural(count, word, grouped=True)  # 1,234 on a page for people
 
@@ -296,20 +311,24 @@ h2,h3,h4,h5{break-after:avoid}}
 HTML_END: Final = "</main>\n</body>\n</html>\n"
 
 
-def _csp() -> str:
+def html_csp(*, forms: bool = False) -> str:
+    """The page's Content Security Policy: nothing but its own hashed style sheet and ``data:``
+    images; ``forms`` lets its forms submit to the same origin (the dashboard's GET filters)."""
     digest = base64.b64encode(hashlib.sha256(_CSS.encode("utf-8")).digest()).decode("ascii")
+    action = "'self'" if forms else "'none'"
     return (
         f"default-src 'none'; style-src 'sha256-{digest}'; img-src data:; "
-        "base-uri 'none'; form-action 'none'"
+        f"base-uri 'none'; form-action {action}"
     )
 
 
-def html_start(title: str, heading: str, facts: str = "") -> str:
-    """Everything from the doctype to the opening of ``<main>``: head, skip link and ``<h1>``."""
+def html_start(title: str, heading: str, facts: str = "", *, forms: bool = False) -> str:
+    """Everything from the doctype to the opening of ``<main>``: head, skip link and ``<h1>``.
+    ``facts`` is HTML put under the heading; ``forms``: see :func:`html_csp`."""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{_csp()}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{html_csp(forms=forms)}">\n'
         '<meta name="referrer" content="no-referrer">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="color-scheme" content="light dark">\n'
@@ -1517,7 +1536,7 @@ def _statistics_section(stats: StatComparison) -> str:
     return "".join(out)
 
 
-def _compare_sections(
+def html_compare_sections(
     result: CompareResult,
     gate: GateResult,
     traces: Mapping[str, Trace],
@@ -1527,6 +1546,7 @@ def _compare_sections(
     fail_under: float | None = None,
     ungated: str | None = None,
 ) -> Iterator[str]:
+    """The parts of the comparison page after its head (see :func:`render_compare_html`)."""
     limit = gate.max_score_drop
     notable = sorted(
         (d for d in result.traces if d.notable), key=lambda d: (_rank(d, limit), d.trace_id)
@@ -1627,7 +1647,7 @@ def render_compare_html(
     gate let through when statistical gates turned it off (``ungated_regressions``)."""
     title = f"arh regression gate: {gate_verdict(gate.passed, input_errors)}"
     head = html_start(title, title)
-    sections = _compare_sections(
+    sections = html_compare_sections(
         result,
         gate,
         traces or {},
