@@ -688,7 +688,7 @@ def edge(b: Builder, variant: int) -> Scenario:
                 **{"$ref": "l", "map": f"/{d.items_key}"},
             )
         return (
-            f"Total the {d.value_field.replace('_', ' ')} of every {d.noun} of {b.owner}.",
+            f"Add up the {d.value_field.replace('_', ' ')} of every {d.noun} of {b.owner}.",
             f"{b.owner} has no {d.noun}s: the total is 0.",
             [f"no {d.noun}s", "0"],
             [],
@@ -711,7 +711,7 @@ def edge(b: Builder, variant: int) -> Scenario:
             if kind == "unicode":
                 text, mentions = f"{b.owner}: {text}", [*mentions, b.owner]
             return (
-                f"Total the {d.value_field.replace('_', ' ')} of every {d.noun} of {b.owner}.",
+                f"Add up the {d.value_field.replace('_', ' ')} of every {d.noun} of {b.owner}.",
                 text,
                 mentions,
                 [],
