@@ -1,0 +1,1 @@
+"""The framework adapter (docs/integrations.md); made in the following commits."""
