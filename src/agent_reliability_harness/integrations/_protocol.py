@@ -101,11 +101,14 @@ def output_text(value: object) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def call_tool(tools: ToolsLike, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
-    """Run one call through the gateway: (True, output text), or (False, error text) when the
-    gateway refused it or the tool failed. ``CapExceeded`` and any other exception go up."""
+def call_tool(
+    tools: ToolsLike, name: str, arguments: dict[str, Any], *, agent: str | None = None
+) -> tuple[bool, str]:
+    """Run one call through the gateway (by the sub-agent ``agent``, if any): (True, output
+    text), or (False, error text) when the gateway refused it or the tool failed.
+    ``CapExceeded`` and any other exception go up."""
     try:
-        output = tools.call(name, arguments)
+        output = tools.call(name, arguments, agent=agent)
     except Exception as exc:
         if is_cap_exceeded(exc) or not is_tool_error(exc):
             raise
