@@ -66,6 +66,9 @@ LAYERS: dict[str, tuple[int, str]] = {
     "judge": (6, "app"),
     # arh serve: the dashboard's index of a runs directory, its pages, API and HTTP server
     "serve": (6, "app"),
+    # agents for arh run beyond the reference ones: the live agent and the framework adapters;
+    # what users name on the command line, so nothing in the package imports it
+    "integrations": (6, "app"),
     # loaded by pytest through its entry point; nothing in the package may import it
     "pytest_plugin": (7, "plugin"),
 }
@@ -74,7 +77,13 @@ PURE_BELOW = 6
 THIRD_PARTY: dict[str, set[str]] = {
     "pytest_plugin": {"pytest", "_pytest"},
     "dask": {"dask", "distributed", "fsspec"},  # the dask extra
+    # the framework extras, each imported by its adapter only (inside the function that makes
+    # an agent, so that a missing extra is an error that says how to install it)
+    "integrations.langgraph": {"langgraph", "langchain_core"},
+    "integrations.openai_agents": {"agents"},
+    "integrations.crewai": {"crewai", "pydantic"},
 }
+FRAMEWORK_ADAPTERS = ("integrations.langgraph", "integrations.openai_agents", "integrations.crewai")
 
 FORBIDDEN_NAMES = {
     "print": "prints",
@@ -353,6 +362,56 @@ def test_only_the_dask_module_imports_the_dask_extra() -> None:
     assert [module.name for module, _ in importers] == ["app.inputs"]
     for module, node in importers:
         assert node.col_offset > 0, f"{module.where(node)}: import it where --executor dask runs"
+
+
+def test_only_each_adapter_imports_its_framework() -> None:
+    frameworks = {name: THIRD_PARTY[name] for name in FRAMEWORK_ADAPTERS}
+    every = set().union(*frameworks.values())
+    outside = [
+        f"{module.where(node)}: imports {target}"
+        for module in MODULES
+        for node, target in imports(module)
+        if target.split(".")[0] in every - frameworks.get(module.name, set())
+    ]
+    assert not outside, _report(outside)
+    # inside a function: importing the adapter's module works without its extra
+    for module in MODULES:
+        if module.name in frameworks:
+            top_level = [
+                module.where(node)
+                for node, target in imports(module)
+                if target.split(".")[0] in frameworks[module.name] and node.col_offset == 0
+            ]
+            assert not top_level, _report(top_level)
+
+
+def test_nothing_in_the_package_imports_the_integrations() -> None:
+    importers = sorted(
+        module.where(node)
+        for module in MODULES
+        if module.top != "integrations"
+        for node, target in imports(module)
+        if target.startswith(f"{PACKAGE}.integrations")
+    )
+    assert not importers, _report(importers)
+
+
+def test_the_integrations_import_without_their_extras(tmp_path: Path) -> None:
+    # the adapters' modules import, and the framework stays unloaded, whatever is installed
+    code = (
+        "import sys\n"
+        "import agent_reliability_harness.integrations.langgraph\n"
+        "import agent_reliability_harness.integrations.openai_agents\n"
+        "import agent_reliability_harness.integrations.crewai\n"
+        "import agent_reliability_harness.integrations.openai_live\n"
+        "loaded = sorted({m.split('.')[0] for m in sys.modules} & {'langgraph', "
+        "'langchain_core', 'agents', 'crewai', 'pydantic'})\n"
+        "print(loaded)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert done.stdout == "[]\n", done.stderr
 
 
 def test_arh_validate_does_not_load_dask(tmp_path: Path) -> None:

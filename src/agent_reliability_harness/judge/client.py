@@ -42,6 +42,7 @@ __all__ = [
     "ClientSettings",
     "JudgeCallError",
     "parse_reply",
+    "post_json",
     "render_prompt",
     "request_body",
 ]
@@ -219,6 +220,67 @@ def _retry_after(headers: Message | Mapping[str, str] | None) -> float | None:
     return min(seconds, MAX_RETRY_AFTER)
 
 
+def post_json(
+    url: str,
+    payload: bytes,
+    settings: ClientSettings,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    service: str = "the judge's API",
+) -> bytes:
+    """POST ``payload`` (JSON) to ``url`` with the bearer key, timeout, retries and backoff of
+    ``settings``, and return the body of the successful response; a :class:`JudgeCallError`
+    after the retries the failures allow. Timeouts, connection errors, HTTP 408, 429 and 5xx
+    are retried (``Retry-After`` honoured on a 429); another HTTP error says that ``service``
+    answered it. The one HTTP client of the package: the model judge and the live agent of
+    ``integrations.openai_live`` both post through it. ``url`` must be http or https (the
+    callers check it before)."""
+    attempts = settings.retries + 1
+    last = ""
+    for attempt in range(attempts):
+        wait = settings.backoff * 2**attempt
+        request = urllib.request.Request(  # noqa: S310 - the callers check the scheme
+            url,
+            data=payload,
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {settings.api_key}",
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+            },
+        )
+        try:
+            with urllib.request.urlopen(  # noqa: S310 - http or https, checked by the callers
+                request, timeout=settings.timeout
+            ) as response:
+                body: bytes = response.read()
+                return body
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code} {exc.reason}"
+            if exc.code not in {408, 429} and exc.code < 500:
+                raise JudgeCallError(f"{service} answered {last}") from None
+            if exc.code == 429:
+                after = _retry_after(exc.headers)
+                if after is not None:
+                    wait = after
+        except TimeoutError:
+            last = f"no response within {settings.timeout:g} s"
+        except urllib.error.URLError as exc:
+            last = f"cannot reach {url}: {exc.reason}"
+        except OSError as exc:  # a connection reset while the body was read
+            last = f"the connection failed: {exc}"
+        except (
+            http.client.InvalidURL,
+            ValueError,
+        ) as exc:  # a URL http.client refuses, a header it cannot send
+            raise JudgeCallError(f"cannot send the request to {url}: {exc}") from None
+        except http.client.HTTPException as exc:  # a malformed or cut-short response
+            last = f"a broken HTTP response ({type(exc).__name__}: {exc})"
+        if attempt + 1 < attempts:
+            sleep(wait)
+    raise JudgeCallError(f"{last} (after {attempts} attempts)")
+
+
 class ChatJudge:
     """Judges inputs by calling the chat-completions endpoint of ``settings``. ``sleep`` waits
     between attempts (tests pass one that records the waits)."""
@@ -237,50 +299,7 @@ class ChatJudge:
 
     def _post(self, payload: bytes) -> bytes:
         """The body of a successful response, after the retries the failures allow."""
-        attempts = self.settings.retries + 1
-        last = ""
-        for attempt in range(attempts):
-            wait = self.settings.backoff * 2**attempt
-            request = urllib.request.Request(  # noqa: S310 - the scheme is checked in __init__
-                self._url,
-                data=payload,
-                method="POST",
-                headers={
-                    "Authorization": f"Bearer {self.settings.api_key}",
-                    "Content-Type": "application/json",
-                    "Accept": "application/json",
-                },
-            )
-            try:
-                with urllib.request.urlopen(  # noqa: S310 - http or https, checked in __init__
-                    request, timeout=self.settings.timeout
-                ) as response:
-                    body: bytes = response.read()
-                    return body
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code} {exc.reason}"
-                if exc.code not in {408, 429} and exc.code < 500:
-                    raise JudgeCallError(f"the judge's API answered {last}") from None
-                if exc.code == 429:
-                    after = _retry_after(exc.headers)
-                    if after is not None:
-                        wait = after
-            except TimeoutError:
-                last = f"no response within {self.settings.timeout:g} s"
-            except urllib.error.URLError as exc:
-                last = f"cannot reach {self._url}: {exc.reason}"
-            except OSError as exc:  # a connection reset while the body was read
-                last = f"the connection failed: {exc}"
-            except (
-                http.client.InvalidURL,
-                ValueError,
-            ) as exc:  # a URL http.client refuses, a header it cannot send
-                raise JudgeCallError(f"cannot send the request to {self._url}: {exc}") from None
-            except http.client.HTTPException as exc:  # a malformed or cut-short response
-                last = f"a broken HTTP response ({type(exc).__name__}: {exc})"
-            if attempt + 1 < attempts:
-                self._sleep(wait)
-        raise JudgeCallError(f"{last} (after {attempts} attempts)")
+        return post_json(self._url, payload, self.settings, sleep=self._sleep)
 
     def judge(
         self, rubric: Rubric, seen: JudgeInput, digest: str, trace_id: str | None = None
