@@ -16,9 +16,11 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python$(EXE)
 	$(BIN)/python -m pip install --quiet -e .
 	@touch $@
 
-# (with the dask extra: its tests run in `make test`, on a local cluster)
+# (with the dask extra: its tests run in `make test`, on a local cluster; and the LangGraph and
+# OpenAI Agents SDK extras, whose adapters' tests run on each framework's fake models. CrewAI's
+# extra is left out: it adds 120 packages, 669 MiB and about 3 minutes, tools/extras_footprint.py)
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python$(EXE)
-	$(BIN)/python -m pip install --quiet -e '.[dev,dask]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,dask,langgraph,openai-agents]'
 	@touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
