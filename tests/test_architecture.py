@@ -64,6 +64,8 @@ LAYERS: dict[str, tuple[int, str]] = {
     # rubrics, judgments, calibration records, the rubric engine and the model judge's HTTP
     # client: it reads files and calls a model, so it sits with the commands
     "judge": (6, "app"),
+    # running agents on golden tasks (arh run): tasks, the tool gateway, the reference agents
+    "harness": (6, "app"),
     # loaded by pytest through its entry point; nothing in the package may import it
     "pytest_plugin": (7, "plugin"),
 }
