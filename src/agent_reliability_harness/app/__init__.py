@@ -39,14 +39,15 @@ class Status(IntEnum):
     FAILED = 1  # a trace failed, or a gate: the check ran on every input
     USAGE = 2  # a usage or configuration error (options, policy, gate file): nothing was checked
     INPUT = 3  # an input could not be read, held no trace, or a report could not be written
+    INFRASTRUCTURE = 4  # arh run: a task timed out, a worker crashed, a run record is missing
 
 
 # When one run has several outcomes, the one a caller must hear about first: a check that could
 # not run, then one that ran on only some inputs, then what it found.
-_PRECEDENCE = (Status.OK, Status.FAILED, Status.INPUT, Status.USAGE)
+_PRECEDENCE = (Status.OK, Status.FAILED, Status.INPUT, Status.INFRASTRUCTURE, Status.USAGE)
 
 
 def worst(*statuses: Status) -> Status:
-    """The status of a run with all of ``statuses``: usage (2) over input (3) over failed (1)
-    over OK (0)."""
+    """The status of a run with all of ``statuses``: usage (2) over infrastructure (4) over
+    input (3) over failed (1) over OK (0)."""
     return max(statuses, key=_PRECEDENCE.index, default=Status.OK)
