@@ -59,14 +59,36 @@ def trace_id(task_id: str, repeat: int) -> str:
     return f"{task_id}#run{repeat}"
 
 
+def _import_file(path: str) -> Any:
+    """The module in the Python file ``path`` (an agent named ``path/to/agent.py:callable``)."""
+    import importlib.util
+    import os
+    import sys
+
+    if not os.path.isfile(path):
+        raise ImportError(f"no file {path!r}")
+    name = "arh_agent_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_agent(spec: str) -> AgentFunction:
-    """The agent named ``module:callable`` (the callable may be dotted: ``module:Class.method``);
-    :class:`UsageError` saying what is wrong."""
+    """The agent named ``module:callable`` (the callable may be dotted: ``module:Class.method``)
+    or ``path/to/file.py:callable``; :class:`UsageError` saying what is wrong."""
     module_name, colon, name = spec.partition(":")
     if not colon or not module_name or not name:
         raise UsageError(f"an agent is named module:callable, got {spec!r}")
     try:
-        found: Any = importlib.import_module(module_name)
+        found: Any = (
+            _import_file(module_name)
+            if module_name.endswith(".py")
+            else importlib.import_module(module_name)
+        )
     except ImportError as exc:
         raise UsageError(f"cannot import the agent's module {module_name!r}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - any error of the agent's own module
@@ -176,7 +198,9 @@ def run_task(
     trace: Trace = replace(gateway.trace(), schema_version=TRACE_SCHEMA, expected=task.expected)
     report: TraceReport | None = None
     try:
-        report = (validator or Validator(task.policy)).validate(trace)
+        # the trace file's path in the runs directory, as `arh validate traces` names it there
+        source = f"traces/{task.id}.run{repeat}.json"
+        report = (validator or Validator(task.policy)).validate(trace, source_path=source)
     except ArhError as exc:
         if outcome == PASSED:
             outcome, detail = EVALUATION_ERROR, f"the trace could not be validated: {exc}"

@@ -201,9 +201,13 @@ class ToolSpec:
         )
 
     def spec(self) -> dict[str, Any]:
-        """What the agent is told of the tool: ``name``, ``description``, ``parameters``."""
+        """What the agent is told of the tool: ``name``, ``description``, ``parameters``, and
+        ``agent`` (the sub-agent that owns it) when it has one."""
         parameters = {"type": "object"} if self.parameters is None else self.parameters.raw
-        return {"name": self.name, "description": self.description, "parameters": parameters}
+        spec = {"name": self.name, "description": self.description, "parameters": parameters}
+        if self.agent is not None:
+            spec["agent"] = self.agent
+        return spec
 
 
 @dataclass(frozen=True, slots=True)
