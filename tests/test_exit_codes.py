@@ -51,12 +51,14 @@ def _tau_records(folder: Path, trials: int = 3, name: str = "runs.json") -> Path
 # -- the precedence --------------------------------------------------------------------------
 
 
-def test_worst_is_usage_then_input_then_failed_then_ok() -> None:
+def test_worst_is_usage_then_infrastructure_then_input_then_failed_then_ok() -> None:
     assert worst() is Status.OK
     assert worst(Status.OK, Status.FAILED) is Status.FAILED
     assert worst(Status.FAILED, Status.INPUT) is Status.INPUT
+    assert worst(Status.INPUT, Status.INFRASTRUCTURE) is Status.INFRASTRUCTURE
+    assert worst(Status.INFRASTRUCTURE, Status.USAGE) is Status.USAGE
     assert worst(Status.INPUT, Status.USAGE, Status.FAILED) is Status.USAGE
-    assert [int(s) for s in Status] == [0, 1, 2, 3]
+    assert [int(s) for s in Status] == [0, 1, 2, 3, 4]
 
 
 # -- each command, each kind of outcome ------------------------------------------------------

@@ -50,6 +50,7 @@ AGENT_FAILURE: Final = "agent_failure"
 EVALUATION_ERROR: Final = "evaluation_error"
 INFRASTRUCTURE_FAILURE: Final = "infrastructure_failure"
 OUTCOMES: Final = (PASSED, AGENT_FAILURE, EVALUATION_ERROR, INFRASTRUCTURE_FAILURE)
+_FILE_MODULE: Final = "arh_agent_"  # the module name of an agent loaded from a file
 TRACE_SCHEMA: Final = "1.2"  # the version that carries ``expected``
 
 AgentFunction = Callable[[TaskView, Any], object]
@@ -67,12 +68,12 @@ def _import_file(path: str) -> Any:
 
     if not os.path.isfile(path):
         raise ImportError(f"no file {path!r}")
-    name = "arh_agent_" + os.path.splitext(os.path.basename(path))[0]
-    spec = importlib.util.spec_from_file_location(name, path)
+    module_id = _FILE_MODULE + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(module_id, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path!r}")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    sys.modules[module_id] = module
     spec.loader.exec_module(module)
     return module
 
