@@ -182,7 +182,7 @@ def run_task(
         answer = agent(_view(task, seed, repeat), gateway)
     except CapExceeded as exc:
         outcome, detail = AGENT_FAILURE, str(exc)
-    except Exception as exc:  # noqa: BLE001 - the agent's failure, reported as its outcome
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the agent's failure, its outcome
         outcome, detail = AGENT_FAILURE, f"{type(exc).__name__}: {exc}"
     else:
         if gateway.exceeded is not None:
