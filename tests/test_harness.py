@@ -332,6 +332,23 @@ def test_a_task_over_its_wall_time_is_an_infrastructure_failure() -> None:
     assert result.detail == "timed out: ran over its wall-time cap of 30 s"
 
 
+def test_an_agent_stuck_without_calls_is_stopped_at_its_wall_time_cap() -> None:
+    def stuck(task: Any, tools: Any) -> object:
+        tools.call("read_doc", {"doc": "D9"})
+        for _ in range(10**9):  # bounded, so that a broken timer fails the test, not hangs it
+            try:
+                pass
+            except Exception:  # noqa: BLE001, S112 - an agent that swallows errors
+                continue
+        return "never stopped"
+
+    task = _task("react-inject-007", caps={"max_wall_seconds": 0.05})
+    result = run_task(task, stuck, agent_id="a:b", workflow="m")
+    assert result.outcome == INFRASTRUCTURE_FAILURE
+    assert result.detail == "timed out: ran over its wall-time cap of 0.05 s"
+    assert json.loads(result.trace_text)["steps"][1]["tool_name"] == "read_doc"
+
+
 def test_the_seed_reaches_the_agent_and_the_trace() -> None:
     seen: list[tuple[int, int]] = []
 

@@ -14,7 +14,10 @@ nothing but the wall-time cap).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -105,6 +108,36 @@ def load_agent(spec: str) -> AgentFunction:
     return found  # type: ignore[no-any-return]
 
 
+class WallTimeError(BaseException):
+    """Raised in the agent when its task runs over its wall-time cap (a BaseException, so that
+    an agent's ``except Exception`` does not swallow it)."""
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float | None) -> Iterator[None]:
+    """Interrupt the agent after ``seconds`` of wall time, where the platform can (a POSIX
+    interval timer, in the main thread); elsewhere the cap is checked at each gateway call."""
+    usable = (
+        seconds is not None
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def expire(*_: object) -> None:
+        raise WallTimeError
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(float(seconds or 0), 0.001))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 @dataclass(frozen=True, slots=True)
 class TaskResult:
     """One run of one task: its trace (canonical JSON text), its report (None when it could not
@@ -179,7 +212,10 @@ def run_task(
     gateway = Gateway(task, recorder, options, clock)
     outcome, detail = PASSED, None
     try:
-        answer = agent(_view(task, seed, repeat), gateway)
+        with _alarm(task.caps.max_wall_seconds if clock is not None else None):
+            answer = agent(_view(task, seed, repeat), gateway)
+    except WallTimeError:
+        gateway.timed_out = True
     except CapExceeded as exc:
         outcome, detail = AGENT_FAILURE, str(exc)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the agent's failure, its outcome
