@@ -174,6 +174,18 @@ def test_a_bad_task_line_is_an_input_error_and_the_others_run(tmp_path: Path, ca
     assert _record(tmp_path / "out")["summary"]["passed"] == 7
 
 
+def test_a_run_without_a_report_is_an_input_error_of_the_report() -> None:
+    from agent_reliability_harness.app.run import render_report
+    from agent_reliability_harness.harness.datasets import Dataset
+    from agent_reliability_harness.model.report import RunReport
+
+    result = TaskResult("t", 2, "t#run2", "", None, "evaluation_error", "bad", 0, 0, 0, 0.0)
+    run = RunReport.from_dict(
+        json.loads(render_report(Dataset("d", "1", "0" * 64, "d", ()), [result]))
+    )
+    assert [(e.source, e.message) for e in run.input_errors] == [("traces/t.run2.json", "bad")]
+
+
 def test_an_infrastructure_failure_exits_4_over_3_and_1() -> None:
     def result(outcome: str) -> TaskResult:
         return TaskResult("t", 1, "t#run1", "", None, outcome, None, 0, 0, 0, 0.0)

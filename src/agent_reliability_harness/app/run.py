@@ -105,16 +105,23 @@ def _policy_of_report(dataset: Dataset) -> tuple[str | None, str | None, list[tu
 
 
 def render_report(dataset: Dataset, results: Sequence[TaskResult]) -> str:
-    """``report.json``: the validation report of every trace that could be validated."""
+    """``report.json``: the validation report of every trace that could be validated; the
+    others (an evaluation error, a crashed worker) are its input errors."""
     writer = JsonWriter()
     totals = SummaryBuilder()
     body: list[str] = []
+    unchecked: list[InputError] = []  # traces that could not be validated, or not recorded
     for result in results:
         if result.report is not None:
             totals.add(result.report)
             body.append(writer.add(result.report))
+        else:
+            where = f"traces/{result.task_id}.run{result.repeat}.json"
+            unchecked.append(
+                InputError(result.detail or "not validated", pointer=None, source=where)
+            )
     policy_id, sha256, rules = _policy_of_report(dataset)
-    summary = totals.build((), policy_id, sha256, __version__, rules)
+    summary = totals.build(unchecked, policy_id, sha256, __version__, rules)
     return writer.head(summary) + "".join(body) + writer.tail(summary)
 
 
