@@ -4,7 +4,6 @@ exit statuses, and `arh validate`, `arh stats` and `arh compare` on what it writ
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -267,4 +266,9 @@ def test_run_finds_a_dataset_by_name_under_root(tmp_path: Path) -> None:
     )
     assert status == 0
     assert _record(out)["dataset"]["version"] == "1"
-    shutil.rmtree(out / "traces")
+
+
+def test_the_docs_dataset_holds_the_test_tasks_and_verifies() -> None:
+    docs = ROOT / "docs" / "examples" / "running-agents" / "datasets" / "mini"
+    assert (docs / "tasks.jsonl").read_bytes() == TASKS.read_bytes()
+    assert main(["datasets", "verify", str(docs)]) == 0
