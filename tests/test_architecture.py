@@ -69,6 +69,8 @@ LAYERS: dict[str, tuple[int, str]] = {
     # agents for arh run beyond the reference ones: the live agent and the framework adapters;
     # what users name on the command line, so nothing in the package imports it
     "integrations": (6, "app"),
+    # running agents on golden tasks (arh run): tasks, the tool gateway, the reference agents
+    "harness": (6, "app"),
     # loaded by pytest through its entry point; nothing in the package may import it
     "pytest_plugin": (7, "plugin"),
 }

@@ -56,6 +56,8 @@ def test_worst_is_usage_then_infrastructure_then_input_then_failed_then_ok() -> 
     assert worst() is Status.OK
     assert worst(Status.OK, Status.FAILED) is Status.FAILED
     assert worst(Status.FAILED, Status.INPUT) is Status.INPUT
+    assert worst(Status.INPUT, Status.INFRASTRUCTURE) is Status.INFRASTRUCTURE
+    assert worst(Status.INFRASTRUCTURE, Status.USAGE) is Status.USAGE
     assert worst(Status.INPUT, Status.USAGE, Status.FAILED) is Status.USAGE
     assert worst(Status.INPUT, Status.INFRASTRUCTURE, Status.FAILED) is Status.INFRASTRUCTURE
     assert worst(Status.INFRASTRUCTURE, Status.USAGE) is Status.USAGE

@@ -833,6 +833,114 @@ def _calibrate_usage(args: argparse.Namespace) -> str | None:
     )
 
 
+# -- arh run and arh datasets (docs/running-agents.md) -----------------------------------------
+
+_RUN_EXITS: Final = (
+    "Exit status: 0 every run passed, 1 an agent failure (findings, an exception, a cap), "
+    "2 usage error (nothing was run), 3 input or evaluation error (a task line that cannot be "
+    "used, a trace that could not be validated, a runs directory that could not be written), "
+    "4 infrastructure failure (a task timed out or a worker crashed). 2 wins over 4, 4 over 3, "
+    "and 3 over 1 (docs/exit-codes.md)."
+)
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {excerpt(text)}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {excerpt(text)}")
+    return value
+
+
+def _run_arguments(run: _Parser) -> None:
+    run.add_argument(
+        "--dataset",
+        required=True,
+        metavar="D",
+        help="a dataset name (under --root), a dataset directory or a .jsonl task file",
+    )
+    run.add_argument(
+        "--agent",
+        required=True,
+        metavar="MODULE:CALLABLE",
+        help="the agent, e.g. agent_reliability_harness.harness.agents:auto",
+    )
+    run.add_argument("-o", "--output", required=True, metavar="OUT", help="the runs directory")
+    run.add_argument(
+        "--repeats", type=_positive_k, default=1, metavar="K", help="runs per task (default 1)"
+    )
+    run.add_argument(
+        "--seed", type=_nonneg_int, default=0, metavar="S", help="passed to the agent (default 0)"
+    )
+    run.add_argument(
+        "--jobs",
+        type=_positive_k,
+        default=1,
+        metavar="N",
+        help="run tasks in N processes (default 1); the outputs are the same as with one",
+    )
+    run.add_argument(
+        "--ablate",
+        metavar="FEATURES",
+        help="turn gateway features off: a comma-separated list of retry, verify, "
+        "validate_arguments",
+    )
+    run.add_argument(
+        "--prices", metavar="FILE", help="the price table of model tokens (default: the package's)"
+    )
+    run.add_argument(
+        "--root", default="datasets", metavar="DIR", help="where datasets are (default datasets)"
+    )
+    run.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+
+
+def _datasets_arguments(datasets: _Parser) -> None:
+    commands = datasets.add_subparsers(
+        dest="datasets_command", metavar="SUBCOMMAND", parser_class=_Parser, required=True
+    )
+    listing = commands.add_parser(
+        "list",
+        help="each dataset: name, version, cases, sha256",
+        description="List the datasets under --root with their case count and sha256.",
+        allow_abbrev=False,
+    )
+    verify = commands.add_parser(
+        "verify",
+        help="check datasets against their manifests",
+        description=(
+            "Check each dataset: every file's sha256 (CRLF read as LF) and case count against "
+            "dataset.json, and that every task parses. Exit status: 0 ok, 3 a problem (one line "
+            "each), 2 usage error."
+        ),
+        allow_abbrev=False,
+    )
+    verify.add_argument(
+        "datasets", nargs="*", metavar="NAME|PATH", help="default: every dataset under --root"
+    )
+    for parser in (listing, verify):
+        parser.add_argument(
+            "--root",
+            default="datasets",
+            metavar="DIR",
+            help="where datasets are (default datasets)",
+        )
+        parser.add_argument("--json", action="store_true", help="write JSON to standard output")
+
+
+def _run_cmd(args: argparse.Namespace) -> Status:
+    from agent_reliability_harness.app.run import run_command
+
+    return run_command(args)
+
+
+def _datasets(args: argparse.Namespace) -> Status:
+    from agent_reliability_harness.app.datasets import datasets_command
+
+    return datasets_command(args)
+
+
 # -- the configuration file (docs/configuration.md; app/config.py reads it) --------------------
 
 
@@ -1470,6 +1578,27 @@ _COMMANDS: Final[dict[str, _Command]] = {
         "match its run record, or a latest run older than --max-age; 2 usage error; 3 an input "
         "that cannot be read, a run with evaluation errors, or no runs; 4 a latest run with "
         "infrastructure failures. 2 wins over 4, 4 over 3, 3 over 1 (docs/status.md).",
+    ),
+    "run": _Command(
+        "run an agent on golden tasks through the tool gateway",
+        (
+            "Run an agent on every task of a dataset through the tool gateway (permissions, the "
+            "policy's monitor, argument validation, simulated tools, retries, verification, "
+            "caps) and write the runs directory: run.json, report.json and one trace per task "
+            "and repeat (docs/running-agents.md)."
+        ),
+        _run_arguments,
+        _no_usage_problem,
+        _run_cmd,
+        _RUN_EXITS,
+    ),
+    "datasets": _Command(
+        "list and verify datasets of golden tasks",
+        "'arh datasets list' shows each dataset; 'arh datasets verify' checks their integrity.",
+        _datasets_arguments,
+        _no_usage_problem,
+        _datasets,
+        "Exit status: 0 done, 2 usage error, 3 a dataset problem (docs/exit-codes.md).",
     ),
     "explain": _Command(
         "explain one rule",
