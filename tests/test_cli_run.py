@@ -122,7 +122,9 @@ def test_the_broken_agent_fails_and_compare_shows_the_flips(tmp_path: Path, caps
     assert _run(tmp_path / "broken", "-q", agent=BROKEN) == 1
     record = _record(tmp_path / "broken")
     assert record["summary"]["agent_failure"] == 7
-    assert record["tasks"][0]["detail"] == "findings: ARH-ANS-003, ARH-ANS-009"
+    assert record["tasks"][0]["detail"] == (
+        "findings: ARH-ANS-003, ARH-ANS-009; blocked: ARH-CFM-001, ARH-SCH-005"
+    )
     capsys.readouterr()
     status = main(
         [

@@ -286,9 +286,11 @@ def test_the_broken_agent_fails_every_task_on_its_answer() -> None:
     # the must_mention phrases (ARH-ANS-009); it names no must_not_mention one ("deleted")
     tasks, _ = load_task_file(str(TASKS))
     results = list(run_tasks(tasks, BROKEN, workflow="mini"))
-    assert {(r.outcome, r.detail) for r in results} == {
-        (AGENT_FAILURE, "findings: ARH-ANS-003, ARH-ANS-009")
-    }
+    assert {r.outcome for r in results} == {AGENT_FAILURE}
+    assert all(r.detail.startswith("findings: ARH-ANS-003, ARH-ANS-009") for r in results)
+    # the detail also names what was blocked on the way: the unconfirmed refund (ARH-CFM-001),
+    # whose arguments the policy does not declare (ARH-SCH-005, a warning, listed with it)
+    assert results[0].detail.endswith("; blocked: ARH-CFM-001, ARH-SCH-005")
     refund = json.loads(results[0].trace_text)
     # it never asked: the refund with a guessed amount was blocked before it ran
     assert refund["metadata"]["blocked_calls"][0]["rule_ids"][0] == "ARH-CFM-001"

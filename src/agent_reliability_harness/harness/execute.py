@@ -178,9 +178,13 @@ def _view(task: Task, seed: int, repeat: int) -> TaskView:
     )
 
 
-def _failed_rules(report: TraceReport) -> str:
+def _failed_rules(report: TraceReport, blocked: Sequence[Mapping[str, Any]]) -> str:
+    """Why a trace failed: its error findings' rules, and what the gateway refused or the policy
+    blocked on the way (those calls are not steps, so no finding of the trace names them)."""
     rules = sorted({f.rule_id for f in report.findings if f.severity == "error"})
-    return "findings: " + ", ".join(rules) if rules else "score below the pass mark"
+    detail = "findings: " + ", ".join(rules) if rules else "score below the pass mark"
+    refused = sorted({str(r) for b in blocked for r in b.get("rule_ids") or [b.get("reason")]})
+    return detail + "; blocked: " + ", ".join(refused) if refused else detail
 
 
 def run_task(
@@ -242,7 +246,7 @@ def run_task(
         if outcome == PASSED:
             outcome, detail = EVALUATION_ERROR, f"the trace could not be validated: {exc}"
     if report is not None and outcome == PASSED and not report.passed:
-        outcome, detail = AGENT_FAILURE, _failed_rules(report)
+        outcome, detail = AGENT_FAILURE, _failed_rules(report, gateway.blocked)
     return TaskResult(
         task.id,
         repeat,

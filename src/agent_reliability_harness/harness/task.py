@@ -86,7 +86,7 @@ _TOOL_KEYS: Final = (
 _RESPONSE_KEYS: Final = ("when", "output", "error", "transient", "times")
 _CAP_KEYS: Final = ("max_steps", "max_tokens", "max_cost_usd", "max_wall_seconds")
 _REFERENCE_KEYS: Final = ("steps", "answer")
-_STEP_KEYS: Final = ("id", "tool", "arguments", "confirm", "agent", "map", "draft")
+_STEP_KEYS: Final = ("id", "tool", "arguments", "confirm", "agent", "map", "$ref", "draft")
 _DRAFT_KEYS: Final = ("arguments",)
 # a task id names its trace files: letters, digits and . _ - only
 _ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
@@ -235,7 +235,9 @@ class Caps:
 
 @dataclass(frozen=True, slots=True)
 class ReferenceStep:
-    """One call of the known-good script (see the contract: ``$ref``, ``map``, ``draft``)."""
+    """One call of the known-good script (docs/golden-tasks.md: ``$ref``, ``map``, ``draft``);
+    ``source`` is a map step's own ``$ref``: the step whose output it maps over (default: the
+    step before)."""
 
     id: str
     tool: str
@@ -244,6 +246,7 @@ class ReferenceStep:
     agent: str | None = None
     map: str | None = None
     draft: Mapping[str, Any] | None = None
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +308,12 @@ def _parse_reference(raw: object, tools: Mapping[str, ToolSpec]) -> Reference:
         _refs(arguments, f"{at}/arguments", earlier, mapped is not None)
         if mapped is not None and not steps:
             raise bad(f"{at}/map", "the first step cannot map: map points into an earlier output")
+        source = step.get("$ref")
+        if source is not None:
+            if mapped is None:
+                raise bad(f"{at}/$ref", "a step's own $ref names the step a map reads: add map")
+            if type(source) is not str or source not in earlier:
+                raise bad(f"{at}/$ref", f"names no earlier step: {excerpt(str(source))}")
         draft = step.get("draft")
         if draft is not None:
             draft_data = _object(draft, f"{at}/draft", "draft")
@@ -318,7 +327,7 @@ def _parse_reference(raw: object, tools: Mapping[str, ToolSpec]) -> Reference:
         agent = step.get("agent")
         if agent is not None and (type(agent) is not str or not agent):
             raise bad(f"{at}/agent", f"must be a non-empty string, got {json_type(agent)}")
-        steps.append(ReferenceStep(step_id, tool, arguments, confirm, agent, mapped, draft))
+        steps.append(ReferenceStep(step_id, tool, arguments, confirm, agent, mapped, draft, source))
         earlier.add(step_id)
     answer = data.get("answer")
     if answer is not None:

@@ -115,10 +115,9 @@ class Script:
         return self.tools.call(tool, arguments, agent=agent)
 
     def _source(self, index: int, step: Mapping[str, Any]) -> Any:
-        """The output a mapped step maps over: of the step its first ``$ref`` names, else of
-        the step before it."""
-        found = re.search(r'"\$ref": "([^"]*)"', json.dumps(step.get("arguments", {})))
-        name = found.group(1) if found else self.steps[index - 1]["id"]
+        """The output a mapped step maps over: of the step its own ``$ref`` names, else of the
+        step before it."""
+        name = step.get("$ref") or self.steps[index - 1]["id"]
         return self.outputs.get(name)
 
     def run_step(self, index: int, step: Mapping[str, Any], agent: str | None) -> str | None:
