@@ -415,3 +415,32 @@ def test_max_age_from_the_configuration_file(
     assert done.status == 1
     assert "older than --max-age (12h 0m)" in done.out
     assert arh("status", runs, "--now", NOW, "--max-age", "2d").status == 0  # the option wins
+
+
+def test_runs_made_by_arh_run_and_a_regression_introduced(tmp_path: Path, arh: Arh) -> None:
+    """The issue's end-to-end case: `arh status` over run directories that `arh run` wrote,
+    healthy against the reference agent's baseline, then exit 1 once the broken example agent's
+    run is the latest; its console stays one screen (the first five gate reasons, then a count)."""
+    from conftest import ROOT
+
+    tasks = ROOT / "docs" / "examples" / "running-agents" / "datasets" / "mini"
+    runs = tmp_path / "runs"
+    reference = "agent_reliability_harness.harness.agents:auto"
+    done = arh("run", "--dataset", tasks, "--agent", reference, "-o", runs / "mini-1", "-q")
+    assert done.status == 0, done.err
+    (runs / "baselines").mkdir()
+    shutil.copy(runs / "mini-1" / "report.json", runs / "baselines" / "mini.json")
+    healthy = arh("status", runs, "--datasets", tasks.parent)
+    assert healthy.status == 0, healthy.out + healthy.err
+    assert "1 benchmark, all fine" in healthy.out
+    broken = str(ROOT / "examples" / "broken_agent.py") + ":broken"
+    done = arh("run", "--dataset", tasks, "--agent", broken, "-o", runs / "mini-2", "-q")
+    assert done.status == 1, done.err
+    regressed = arh("status", runs, "--datasets", tasks.parent)
+    assert regressed.status == 1
+    lines = regressed.out.splitlines()
+    assert "mini-2" in lines[1] and "regression" in lines[1]
+    # 1 reason for the new error findings + 7 traces from pass to fail: 5 shown, 3 counted
+    assert sum("regressed from pass to fail" in line for line in lines) == 4
+    assert "mini:   and 3 more (--json, or arh compare, lists them all)" in lines
+    assert len(lines) <= 12

@@ -38,6 +38,7 @@ __all__ = ["BenchmarkStatus", "StatusReport", "parse_age", "status", "status_of"
 STATUS_SCHEMA_VERSION: Final = "1"
 # A benchmark name that can name a baseline file <baselines>/<benchmark>.json.
 _FILE_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+_REASONS_SHOWN: Final = 5  # gate reasons printed under a regression
 _AGE: Final = re.compile(r"([0-9]{1,9})([smhdw])")
 _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -276,7 +277,11 @@ class _Checker:
         if gate.passed:
             return out, Status.OK
         problems.append(f"regression against the baseline {path}")
-        problems.extend(f"  {reason}" for reason in gate.reasons)
+        # one screen: the first reasons, then how many more (the JSON output has them all)
+        problems.extend(f"  {reason}" for reason in gate.reasons[:_REASONS_SHOWN])
+        if len(gate.reasons) > _REASONS_SHOWN:
+            more = len(gate.reasons) - _REASONS_SHOWN
+            problems.append(f"  and {more} more (--json, or arh compare, lists them all)")
         return out, Status.FAILED
 
     def _dataset(self, latest: Run, problems: list[str]) -> tuple[dict[str, Any], Status]:
