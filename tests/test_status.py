@@ -439,7 +439,8 @@ def test_runs_made_by_arh_run_and_a_regression_introduced(tmp_path: Path, arh: A
     regressed = arh("status", runs, "--datasets", tasks.parent)
     assert regressed.status == 1
     lines = regressed.out.splitlines()
-    assert "mini-2" in lines[1] and "regression" in lines[1]
+    assert "mini-2" in lines[1]
+    assert "regression" in lines[1]
     # 1 reason for the new error findings + 7 traces from pass to fail: 5 shown, 3 counted
     assert sum("regressed from pass to fail" in line for line in lines) == 4
     assert "mini:   and 3 more (--json, or arh compare, lists them all)" in lines
