@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agent_reliability_harness.cli import _build_parser
+
 from conftest import ROOT
 
 DOCKERFILE = ROOT / "Dockerfile"
@@ -95,7 +97,7 @@ def test_compose_has_a_runner_a_status_job_and_a_dashboard_on_loopback() -> None
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))
     services = compose["services"]
     assert sorted(services) == ["dashboard", "runner", "status"]
-    assert services["runner"]["command"][:2] == ["run", "golden"]
+    assert services["runner"]["command"][:3] == ["run", "--dataset", "golden"]
     assert "agent_reliability_harness.harness.agents:react" in services["runner"]["command"]
     assert services["status"]["command"][:2] == ["status", "/runs"]
     dashboard = services["dashboard"]
@@ -105,6 +107,10 @@ def test_compose_has_a_runner_a_status_job_and_a_dashboard_on_loopback() -> None
     assert dashboard["ports"] == ["127.0.0.1:8000:8000"]  # published on loopback only
     for name in ("status", "dashboard"):  # they read the runs, never write them
         assert "runs:/runs:ro" in services[name]["volumes"]
+    for service in services.values():  # each command is one arh's own parser accepts
+        arguments = [str(a) for a in service["command"]]
+        parsed = _build_parser(arguments[0]).parse_args(arguments)
+        assert parsed.command == arguments[0]
 
 
 def _hadolint() -> str | None:
