@@ -140,10 +140,13 @@ def test_an_input_too_big_for_the_memory_is_an_error_for_it_alone(
     done = limited("validate", "--policy", policy, big, *small, "--json-out", out, "--quiet",
                    "--jobs", jobs, memory=150 * MiB)  # fmt: skip
     assert "Traceback" not in done.stderr
-    assert done.returncode == 3
+    # the machine, not the input, failed: an infrastructure failure (docs/exit-codes.md)
+    assert done.returncode == 4
     [line] = done.stderr.splitlines()
     assert line.startswith(f"error: {big.as_posix()}: not enough memory to "), line
     assert reported(out) == ["small0", "small1"]
+    [error] = json.loads(out.read_text(encoding="utf-8"))["input_errors"]
+    assert error["kind"] == "infrastructure_failure"
 
 
 def _raise_memory_error_on(marker: str, real: Callable[..., Any]) -> Callable[..., Any]:
@@ -166,7 +169,7 @@ def test_no_memory_to_read_a_document_or_a_line(
     good = write(tmp_path / "c.json", trace("c"))
     out = tmp_path / "r.json"
     run = arh("validate", "--policy", policy, big, jsonl, good, "--json-out", out, "--quiet")
-    assert run.status == 3
+    assert run.status == 4  # the machine failed, not the inputs: infrastructure
     assert run.err == (
         f"error: {big.as_posix()}: not enough memory to read this input\n"
         f"error: {jsonl.as_posix()}:2: not enough memory to read this line\n"
@@ -196,7 +199,7 @@ def test_no_memory_to_check_a_trace(
     inputs = [write(tmp_path / f"{name}.json", trace(name)) for name in "abcd"]
     out = tmp_path / "r.json"
     run = arh("validate", "--policy", policy, *inputs, "--json-out", out, "--quiet")
-    assert run.status == 3
+    assert run.status == 4  # the machine failed, not the inputs: infrastructure
     assert run.err == (
         f"error: {inputs[1].as_posix()}: not enough memory to check this trace\n"
         f"error: {inputs[2].as_posix()}: not enough memory to check this trace\n"

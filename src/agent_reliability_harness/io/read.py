@@ -15,7 +15,7 @@ from io import BytesIO
 from typing import IO, Any, Final
 
 from agent_reliability_harness._json import decode_bytes, loads
-from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.errors import INFRASTRUCTURE_FAILURE, InputError
 
 __all__ = [
     "DEFAULT_MAX_INPUT",
@@ -179,7 +179,10 @@ def _too_long(limit: int) -> InputError:
 
 
 def _no_memory(what: str) -> InputError:
-    return InputError(f"not enough memory to read this {what}", pointer=None)
+    # the machine failed, not the input (which may well be fine): docs/exit-codes.md
+    return InputError(
+        f"not enough memory to read this {what}", pointer=None, kind=INFRASTRUCTURE_FAILURE
+    )
 
 
 def _is_device(mode: int) -> bool:
