@@ -118,6 +118,19 @@ def test_reference_refs_must_name_earlier_steps() -> None:
     assert _error(raw).pointer == "/reference/answer"
 
 
+def test_a_map_steps_own_ref_names_an_earlier_step_and_goes_with_map() -> None:
+    raw = copy.deepcopy(BY_ID["mapreduce-stock-006"])
+    raw["reference"]["steps"][1]["$ref"] = "c"  # the form of docs/golden-tasks.md: accepted
+    assert Task.from_dict(raw).reference.steps[1].source == "c"
+    raw["reference"]["steps"][1]["$ref"] = "s"  # itself: not an earlier step
+    exc = _error(raw)
+    assert exc.pointer == "/reference/steps/1/$ref"
+    assert exc.message == "must name an earlier step, got 's'"
+    raw = copy.deepcopy(BY_ID["mapreduce-stock-006"])
+    raw["reference"]["steps"][0]["$ref"] = "c"  # a step that does not map
+    assert _error(raw).message.startswith("a step's own $ref goes with map")
+
+
 def test_a_task_file_reports_every_bad_line_and_keeps_the_others() -> None:
     lines = [json.dumps(RAW[0]), "{not json", json.dumps({**RAW[1], "pattern": "x"}), ""]
     lines.append(json.dumps(RAW[0]))  # the same id again

@@ -311,9 +311,9 @@ def _parse_reference(raw: object, tools: Mapping[str, ToolSpec]) -> Reference:
         source = step.get("$ref")
         if source is not None:
             if mapped is None:
-                raise bad(f"{at}/$ref", "a step's own $ref names the step a map reads: add map")
+                raise bad(f"{at}/$ref", "a step's own $ref goes with map: it names what map reads")
             if type(source) is not str or source not in earlier:
-                raise bad(f"{at}/$ref", f"names no earlier step: {excerpt(str(source))}")
+                raise bad(f"{at}/$ref", f"must name an earlier step, got {excerpt(str(source))}")
         draft = step.get("draft")
         if draft is not None:
             draft_data = _object(draft, f"{at}/draft", "draft")
