@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from agent_reliability_harness.app.runs import dataset_sha256, parse_rfc3339, scan_runs
+from agent_reliability_harness.app.runs import parse_rfc3339, scan_runs
 from agent_reliability_harness.app.status import parse_age
 from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.harness.datasets import files_sha256
 
 from conftest import SAMPLES, Run, schema_validator
 
@@ -208,21 +209,21 @@ def test_symlinks_out_of_the_runs_directory_are_not_followed(tmp_path: Path, arh
 
 def test_dataset_sha256_follows_the_contract(tmp_path: Path) -> None:
     # worked out independently: each file's bytes with CRLF made LF, then one line per file
-    (tmp_path / "dataset.json").write_text(
-        json.dumps({"files": [{"path": "b.jsonl"}, {"path": "sub/a.jsonl"}]}), encoding="utf-8"
-    )
+    def manifest(*paths: str) -> str:
+        files = [{"path": path, "sha256": "0" * 64, "cases": 1} for path in paths]
+        return json.dumps({"name": "d", "version": "1", "files": files, "sha256": "0" * 64})
+
+    (tmp_path / "dataset.json").write_text(manifest("b.jsonl", "sub/a.jsonl"), encoding="utf-8")
     (tmp_path / "b.jsonl").write_bytes(b'{"id": "b"}\r\n')
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a.jsonl").write_bytes(b'{"id": "a"}\n')
     b = hashlib.sha256(b'{"id": "b"}\n').hexdigest()
     a = hashlib.sha256(b'{"id": "a"}\n').hexdigest()
     expected = hashlib.sha256(f"{b}  b.jsonl\n{a}  sub/a.jsonl\n".encode()).hexdigest()
-    assert dataset_sha256(str(tmp_path)) == expected
-    (tmp_path / "dataset.json").write_text(
-        json.dumps({"files": [{"path": "../b.jsonl"}]}), encoding="utf-8"
-    )
+    assert files_sha256(str(tmp_path)) == expected
+    (tmp_path / "dataset.json").write_text(manifest("../b.jsonl"), encoding="utf-8")
     with pytest.raises(InputError) as caught:
-        dataset_sha256(str(tmp_path))
+        files_sha256(str(tmp_path))
     assert caught.value.pointer == "/files/0/path"
 
 
@@ -330,8 +331,12 @@ def test_dataset_integrity(runs: Path, tmp_path: Path, arh: Arh) -> None:
     (datasets / "rebooking").mkdir(parents=True)
     (datasets / "rebooking" / "tasks.jsonl").write_bytes(b"{}\n")
     (datasets / "rebooking" / "dataset.json").write_text(
-        json.dumps({"files": [{"path": "tasks.jsonl"}]}), encoding="utf-8"
-    )
+        json.dumps(
+            {"name": "rebooking", "version": "1", "sha256": ZEROS,
+             "files": [{"path": "tasks.jsonl", "sha256": ZEROS, "cases": 1}]}
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
     digest = hashlib.sha256(b"{}\n").hexdigest()
     line = f"{digest}  tasks.jsonl\n"
     right = hashlib.sha256(line.encode()).hexdigest()

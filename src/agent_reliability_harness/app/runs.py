@@ -22,7 +22,6 @@ other reader of saved runs (the dashboard): the API is :func:`scan_runs`, :class
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -32,7 +31,7 @@ from typing import Any, Final, Literal
 
 from agent_reliability_harness._decode import bad, json_type, req_str
 from agent_reliability_harness.errors import InputError, excerpt, join_pointer
-from agent_reliability_harness.io import read_input_file, read_json_file
+from agent_reliability_harness.io import read_json_file
 from agent_reliability_harness.model.report import RunReport
 
 __all__ = [
@@ -42,7 +41,6 @@ __all__ = [
     "Run",
     "RunCounts",
     "RunsIndex",
-    "dataset_sha256",
     "parse_rfc3339",
     "read_run_report",
     "scan_runs",
@@ -354,46 +352,3 @@ def _read_run(path: str, ident: str, limit: Mapping[str, int]) -> Run | InputErr
         finished_at=finished_at,
         rubric=rubric,
     )
-
-
-def dataset_sha256(directory: str) -> str:
-    """The SHA-256 of the dataset in ``directory``, from its ``dataset.json`` and its task files
-    as the contract defines it: each file's SHA-256 over its bytes with every CRLF made LF, then
-    the SHA-256 of the UTF-8 text of one line ``<sha256>  <path>\\n`` per file, in the order of
-    ``files``. An :class:`InputError` naming the file when one cannot be read.
-
-    (Kept to this one function so that the datasets module can take its place.)"""
-    manifest = os.path.join(directory, "dataset.json")
-    try:
-        data = read_json_file(manifest)
-        if type(data) is not dict:
-            raise bad("", f"a dataset manifest must be an object, got {json_type(data)}")
-        files = data.get("files")
-        if type(files) is not list:
-            raise bad("/files", f"must be an array, got {json_type(files)}")
-        paths = []
-        for index, entry in enumerate(files):
-            if type(entry) is not dict:
-                raise bad(f"/files/{index}", f"must be an object, got {json_type(entry)}")
-            path = req_str(entry, "path", f"/files/{index}", non_empty=True)
-            parts = path.split("/")
-            if path.startswith("/") or "\\" in path or ".." in parts or "" in parts:
-                raise bad(
-                    f"/files/{index}/path",
-                    f"must be a relative path inside the dataset, got {excerpt(path)}",
-                )
-            paths.append(path)
-    except InputError as exc:
-        raise (exc if exc.source else exc.located(manifest)) from None
-    lines = []
-    for path in paths:
-        where = os.path.join(directory, *path.split("/"))
-        try:
-            content = read_input_file(where, 1 << 40)
-        except OSError as exc:
-            raise InputError(
-                f"cannot read: {exc.strerror or exc}", pointer=None, source=where
-            ) from None
-        digest = hashlib.sha256(content.replace(b"\r\n", b"\n")).hexdigest()
-        lines.append(f"{digest}  {path}\n")
-    return hashlib.sha256("".join(lines).encode()).hexdigest()

@@ -22,11 +22,11 @@ from agent_reliability_harness.app.output import error, say
 from agent_reliability_harness.app.runs import (
     Run,
     RunsIndex,
-    dataset_sha256,
     read_run_report,
     scan_runs,
 )
 from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.harness.datasets import files_sha256
 from agent_reliability_harness.io.load import load_report
 from agent_reliability_harness.model.report import RunReport
 from agent_reliability_harness.regression import compare_reports, evaluate_gate
@@ -301,7 +301,7 @@ class _Checker:
             return out, Status.OK
         if directory not in self.hashes:
             try:
-                self.hashes[directory] = dataset_sha256(directory)
+                self.hashes[directory] = files_sha256(directory)
             except InputError as exc:
                 self.hashes[directory] = exc
                 self.errors.append(exc)
