@@ -207,6 +207,79 @@ def test_symlinks_out_of_the_runs_directory_are_not_followed(tmp_path: Path, arh
     assert all("outside the runs directory" in e.message for e in index.errors)
 
 
+def test_baselines_are_runs_of_their_own_kind_not_searched(tmp_path: Path, arh: Arh) -> None:
+    report = report_of(arh, tmp_path, tmp_path / "made" / "r.json", PASSING, FAILING)
+    root = tmp_path / "runs"
+    write_run(root / "a", report)
+    (root / "baselines" / "old").mkdir(parents=True)
+    shutil.copyfile(report, root / "baselines" / "rebooking.json")
+    write_run(root / "baselines" / "old" / "run", report)  # not searched: not a run
+    (root / "baselines" / "notes.json").write_text('{"a": 1}', encoding="utf-8")
+    index = scan_runs(str(root))
+    assert [r.id for r in index.runs] == ["a"]
+    [baseline] = index.baselines
+    assert (baseline.id, baseline.kind, baseline.benchmark) == (
+        "baselines/rebooking.json",
+        "baseline",
+        "rebooking",
+    )
+    assert (baseline.counts.runs, baseline.counts.passed) == (2, 1)
+    assert index.baseline("rebooking") is baseline
+    assert index.get("baselines/rebooking.json") is baseline
+    assert index.benchmarks() == {"rebooking": (index.runs[0],)}  # the runs only
+    [error] = index.errors
+    assert error.source == str(root / "baselines" / "notes.json")
+    assert "must be a validation report" in error.message
+
+
+def test_trace_files_come_from_the_record_and_stay_inside(tmp_path: Path, arh: Arh) -> None:
+    report = report_of(arh, tmp_path, tmp_path / "made" / "r.json", PASSING)
+    root = tmp_path / "runs"
+    run = write_run(root / "r", report)
+    record = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    record["tasks"] = [
+        {"trace_id": "in", "trace": "traces/in.json", "outcome": "passed"},
+        {"trace_id": "out", "trace": "traces/out.json", "outcome": "agent_failure"},
+    ]
+    (run / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    shutil.copyfile(PASSING, run / "traces" / "in.json")
+    (tmp_path / "secret.json").write_text("{}", encoding="utf-8")
+    try:
+        os.symlink(tmp_path / "secret.json", run / "traces" / "out.json")
+    except OSError:
+        pytest.skip("cannot make symbolic links here")
+    index = scan_runs(str(root))
+    [found] = index.runs
+    assert found.outcomes == {"in": "passed", "out": "agent_failure"}
+    assert index.trace_file(found, "in") == str(run / "traces" / "in.json")
+    with pytest.raises(InputError) as outside:
+        index.trace_file(found, "out")
+    assert outside.value.source == str(run / "traces" / "out.json")
+    with pytest.raises(InputError):
+        index.trace_file(found, "nope")
+    # a record naming a trace file outside the run is a bad record: never opened
+    record["tasks"] = [{"trace_id": "x", "trace": "../../secret.json"}]
+    (run / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    [error] = scan_runs(str(root)).errors
+    assert (error.source, error.pointer) == (str(run / "run.json"), "/tasks/0/trace")
+
+
+def test_a_run_report_linked_from_outside_is_not_read(tmp_path: Path, arh: Arh) -> None:
+    report = report_of(arh, tmp_path, tmp_path / "made" / "r.json", PASSING)
+    root = tmp_path / "runs"
+    run = write_run(root / "r", report)
+    (run / "report.json").unlink()
+    try:
+        os.symlink(report, run / "report.json")
+    except OSError:
+        pytest.skip("cannot make symbolic links here")
+    index = scan_runs(str(root))
+    assert index.runs == ()
+    [error] = index.errors
+    assert error.source == str(run / "report.json")
+    assert "outside the runs directory" in error.message
+
+
 def test_dataset_sha256_follows_the_contract(tmp_path: Path) -> None:
     # worked out independently: each file's bytes with CRLF made LF, then one line per file
     def manifest(*paths: str) -> str:
