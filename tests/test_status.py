@@ -461,6 +461,18 @@ def test_no_runs_and_unreadable_inputs_exit_3(tmp_path: Path, runs: Path, arh: A
     assert f"error: {runs / 'broken.json'}" in done.err
 
 
+def test_an_unreadable_baseline_is_a_problem_of_its_benchmark(runs: Path, arh: Arh) -> None:
+    baseline = runs / "baselines" / "rebooking.json"
+    baseline.write_text('{"reports": [', encoding="utf-8")
+    status, document = status_json(arh, runs)
+    assert status == 3
+    [bench] = document["benchmarks"]
+    assert bench["baseline"]["path"] == str(baseline)
+    assert "invalid JSON" in bench["baseline"]["error"]
+    assert bench["problems"] == [f"the baseline {baseline} cannot be read"]
+    assert [e["source"] for e in document["errors"]] == [str(baseline)]  # once, not twice
+
+
 def test_plain_reports_are_benchmarks_by_workflow_and_have_no_age(tmp_path: Path, arh: Arh) -> None:
     root = tmp_path / "runs"
     report_of(arh, tmp_path, root / "nightly" / "report.json", PASSING, FAILING)
