@@ -81,7 +81,8 @@ def build(runs: Path, work: Path) -> None:
         record = {
             "kind": "arh-run", "schema_version": "1", "run_id": f"bench.{name}",
             "agent": {"id": "agent_reliability_harness.harness.agents:react"},
-            "dataset": {"name": "bench", "version": "1", "cases": RUN_TRACES},
+            "dataset": {"name": "bench", "version": "1", "sha256": "0" * 64,
+                        "cases": RUN_TRACES, "path": "datasets/bench"},
             "summary": {"runs": len(tasks), "passed": passed,
                         "agent_failure": len(tasks) - passed, "evaluation_error": 0,
                         "infrastructure_failure": 0, "pass_rate": passed / len(tasks)},

@@ -1,7 +1,7 @@
 """A runs directory made by hand as ``arh run -o`` lays it out (the shared contract), for the
 dashboard's tests: two runs of one benchmark (the second with a regression), a run whose
-benchmark, trace id and text are hostile, a broken run, a plain report, a baseline, and files
-outside the directory reached through symbolic links."""
+benchmark, trace id and text are hostile, a run whose report and one whose record do not read,
+a plain report, a baseline, and files outside the directory reached through symbolic links."""
 
 from __future__ import annotations
 
@@ -92,8 +92,12 @@ def make_runs(base: Path) -> Path:
     hostile = json.loads((HOSTILE / "traces" / "trace.json").read_text("utf-8"))
     make_run(runs / "hostile" / "run1", [hostile], policy=HOSTILE / "policy.json",
              benchmark="<script>window.__arh_pwned=2</script>")  # fmt: skip
-    (runs / "broken").mkdir()
-    (runs / "broken" / "run.json").write_text("{not json", encoding="utf-8")
+    # broken: a run whose report does not read (listed, with its problem); unreadable: a run
+    # record that does not read (a file that could not be used, as arh status reports it)
+    make_run(runs / "broken", traces[:1], benchmark="broken")
+    (runs / "broken" / "report.json").write_text("{not json", encoding="utf-8")
+    (runs / "unreadable").mkdir()
+    (runs / "unreadable" / "run.json").write_text("{not json", encoding="utf-8")
     (runs / "reports").mkdir()
     validate(POLICY, SAMPLES / "traces", runs / "reports" / "samples.json")
     (runs / "reports" / "notes.json").write_text('{"not": "a report"}', encoding="utf-8")

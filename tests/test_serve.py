@@ -83,7 +83,7 @@ def test_the_index_holds_the_runs_and_reports_inside_the_directory(server: Dashb
         "golden/seed1",
         "hostile/run1",
         "reports/samples.json",
-    ]  # not notes.json (not a report), nor the links that lead outside
+    ]  # not notes.json (not a report), the links that lead outside, nor unreadable/run.json
     seed0, seed1 = runs["golden/seed0"], runs["golden/seed1"]
     # samples: rebook-1001 and rebook-2041 pass, 4 fail; seed1: 1001 now fails, 1003 gone
     assert (seed0.traces, seed0.passed) == (6, 2)
@@ -94,11 +94,23 @@ def test_the_index_holds_the_runs_and_reports_inside_the_directory(server: Dashb
         "infrastructure_failure": 0,
     }
     # the trace file of t0 is a link to a file outside: not readable through the index
-    assert len(seed0.trace_files) == 5
+    loaded = [server.index.load_trace(seed0, t) for t in seed0.run.traces]
+    assert sum(isinstance(t, str) for t in loaded) == 1
     broken = runs["broken"]
     assert broken.report is None
-    assert any("invalid JSON" in p and p.startswith("broken/run.json") for p in broken.problems)
-    assert all(str(server.index.root) not in p for p in broken.problems)  # no absolute path
+    assert any("invalid JSON" in p and p.startswith("broken/report.json") for p in broken.problems)
+    # the files that could not be used, as arh status lists them (names relative to RUNS_DIR):
+    # the two links that lead outside and the run record that does not read
+    errors = server.index.errors
+    assert len(errors) == 3
+    assert [e.split(":")[0] for e in errors] == [
+        "linked-run",
+        "reports/linked.json",
+        "unreadable/run.json",
+    ]
+    assert all("outside the runs directory" in e for e in errors[:2])
+    assert "invalid JSON" in errors[2]
+    assert all(str(server.index.root) not in e for e in (*errors, *broken.problems))
 
 
 # -- pages ---------------------------------------------------------------------------------------

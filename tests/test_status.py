@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from agent_reliability_harness.app.runs import dataset_sha256, parse_rfc3339, scan_runs
+from agent_reliability_harness.app.runs import parse_rfc3339, scan_runs
 from agent_reliability_harness.app.status import parse_age
 from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.harness.datasets import files_sha256
 
 from conftest import SAMPLES, Run, schema_validator
 
@@ -206,23 +207,96 @@ def test_symlinks_out_of_the_runs_directory_are_not_followed(tmp_path: Path, arh
     assert all("outside the runs directory" in e.message for e in index.errors)
 
 
+def test_baselines_are_runs_of_their_own_kind_not_searched(tmp_path: Path, arh: Arh) -> None:
+    report = report_of(arh, tmp_path, tmp_path / "made" / "r.json", PASSING, FAILING)
+    root = tmp_path / "runs"
+    write_run(root / "a", report)
+    (root / "baselines" / "old").mkdir(parents=True)
+    shutil.copyfile(report, root / "baselines" / "rebooking.json")
+    write_run(root / "baselines" / "old" / "run", report)  # not searched: not a run
+    (root / "baselines" / "notes.json").write_text('{"a": 1}', encoding="utf-8")
+    index = scan_runs(str(root))
+    assert [r.id for r in index.runs] == ["a"]
+    [baseline] = index.baselines
+    assert (baseline.id, baseline.kind, baseline.benchmark) == (
+        "baselines/rebooking.json",
+        "baseline",
+        "rebooking",
+    )
+    assert (baseline.counts.runs, baseline.counts.passed) == (2, 1)
+    assert index.baseline("rebooking") is baseline
+    assert index.get("baselines/rebooking.json") is baseline
+    assert index.benchmarks() == {"rebooking": (index.runs[0],)}  # the runs only
+    [error] = index.errors
+    assert error.source == str(root / "baselines" / "notes.json")
+    assert "must be a validation report" in error.message
+
+
+def test_trace_files_come_from_the_record_and_stay_inside(tmp_path: Path, arh: Arh) -> None:
+    report = report_of(arh, tmp_path, tmp_path / "made" / "r.json", PASSING)
+    root = tmp_path / "runs"
+    run = write_run(root / "r", report)
+    record = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    record["tasks"] = [
+        {"trace_id": "in", "trace": "traces/in.json", "outcome": "passed"},
+        {"trace_id": "out", "trace": "traces/out.json", "outcome": "agent_failure"},
+    ]
+    (run / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    shutil.copyfile(PASSING, run / "traces" / "in.json")
+    (tmp_path / "secret.json").write_text("{}", encoding="utf-8")
+    try:
+        os.symlink(tmp_path / "secret.json", run / "traces" / "out.json")
+    except OSError:
+        pytest.skip("cannot make symbolic links here")
+    index = scan_runs(str(root))
+    [found] = index.runs
+    assert found.outcomes == {"in": "passed", "out": "agent_failure"}
+    assert index.trace_file(found, "in") == str(run / "traces" / "in.json")
+    with pytest.raises(InputError) as outside:
+        index.trace_file(found, "out")
+    assert outside.value.source == str(run / "traces" / "out.json")
+    with pytest.raises(InputError):
+        index.trace_file(found, "nope")
+    # a record naming a trace file outside the run is a bad record: never opened
+    record["tasks"] = [{"trace_id": "x", "trace": "../../secret.json"}]
+    (run / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    [error] = scan_runs(str(root)).errors
+    assert (error.source, error.pointer) == (str(run / "run.json"), "/tasks/0/trace")
+
+
+def test_a_run_report_linked_from_outside_is_not_read(tmp_path: Path, arh: Arh) -> None:
+    report = report_of(arh, tmp_path, tmp_path / "made" / "r.json", PASSING)
+    root = tmp_path / "runs"
+    run = write_run(root / "r", report)
+    (run / "report.json").unlink()
+    try:
+        os.symlink(report, run / "report.json")
+    except OSError:
+        pytest.skip("cannot make symbolic links here")
+    index = scan_runs(str(root))
+    assert index.runs == ()
+    [error] = index.errors
+    assert error.source == str(run / "report.json")
+    assert "outside the runs directory" in error.message
+
+
 def test_dataset_sha256_follows_the_contract(tmp_path: Path) -> None:
     # worked out independently: each file's bytes with CRLF made LF, then one line per file
-    (tmp_path / "dataset.json").write_text(
-        json.dumps({"files": [{"path": "b.jsonl"}, {"path": "sub/a.jsonl"}]}), encoding="utf-8"
-    )
+    def manifest(*paths: str) -> str:
+        files = [{"path": path, "sha256": "0" * 64, "cases": 1} for path in paths]
+        return json.dumps({"name": "d", "version": "1", "files": files, "sha256": "0" * 64})
+
+    (tmp_path / "dataset.json").write_text(manifest("b.jsonl", "sub/a.jsonl"), encoding="utf-8")
     (tmp_path / "b.jsonl").write_bytes(b'{"id": "b"}\r\n')
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a.jsonl").write_bytes(b'{"id": "a"}\n')
     b = hashlib.sha256(b'{"id": "b"}\n').hexdigest()
     a = hashlib.sha256(b'{"id": "a"}\n').hexdigest()
     expected = hashlib.sha256(f"{b}  b.jsonl\n{a}  sub/a.jsonl\n".encode()).hexdigest()
-    assert dataset_sha256(str(tmp_path)) == expected
-    (tmp_path / "dataset.json").write_text(
-        json.dumps({"files": [{"path": "../b.jsonl"}]}), encoding="utf-8"
-    )
+    assert files_sha256(str(tmp_path)) == expected
+    (tmp_path / "dataset.json").write_text(manifest("../b.jsonl"), encoding="utf-8")
     with pytest.raises(InputError) as caught:
-        dataset_sha256(str(tmp_path))
+        files_sha256(str(tmp_path))
     assert caught.value.pointer == "/files/0/path"
 
 
@@ -330,8 +404,12 @@ def test_dataset_integrity(runs: Path, tmp_path: Path, arh: Arh) -> None:
     (datasets / "rebooking").mkdir(parents=True)
     (datasets / "rebooking" / "tasks.jsonl").write_bytes(b"{}\n")
     (datasets / "rebooking" / "dataset.json").write_text(
-        json.dumps({"files": [{"path": "tasks.jsonl"}]}), encoding="utf-8"
-    )
+        json.dumps(
+            {"name": "rebooking", "version": "1", "sha256": ZEROS,
+             "files": [{"path": "tasks.jsonl", "sha256": ZEROS, "cases": 1}]}
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
     digest = hashlib.sha256(b"{}\n").hexdigest()
     line = f"{digest}  tasks.jsonl\n"
     right = hashlib.sha256(line.encode()).hexdigest()
@@ -381,6 +459,18 @@ def test_no_runs_and_unreadable_inputs_exit_3(tmp_path: Path, runs: Path, arh: A
     assert done.status == 3
     assert "1 benchmark, all fine · 1 input error" in done.out  # the good run is still shown
     assert f"error: {runs / 'broken.json'}" in done.err
+
+
+def test_an_unreadable_baseline_is_a_problem_of_its_benchmark(runs: Path, arh: Arh) -> None:
+    baseline = runs / "baselines" / "rebooking.json"
+    baseline.write_text('{"reports": [', encoding="utf-8")
+    status, document = status_json(arh, runs)
+    assert status == 3
+    [bench] = document["benchmarks"]
+    assert bench["baseline"]["path"] == str(baseline)
+    assert "invalid JSON" in bench["baseline"]["error"]
+    assert bench["problems"] == [f"the baseline {baseline} cannot be read"]
+    assert [e["source"] for e in document["errors"]] == [str(baseline)]  # once, not twice
 
 
 def test_plain_reports_are_benchmarks_by_workflow_and_have_no_age(tmp_path: Path, arh: Arh) -> None:

@@ -1,38 +1,43 @@
-"""What a runs directory holds: the run directories that ``arh run`` writes and plain validation
-reports (docs/status.md, "What RUNS_DIR may hold").
+"""What a runs directory holds: the run directories that ``arh run`` writes, plain validation
+reports and the committed baselines (docs/status.md, "What RUNS_DIR may hold"). ``arh status`` and
+``arh serve`` both read a runs directory through this module, so they find the same runs.
 
 :func:`scan_runs` walks a directory and returns a :class:`RunsIndex`: every run it found, sorted
-deterministically, and one :class:`InputError` per file that could not be used (naming the file
-and the JSON pointer); a bad file never stops the others. ``arh status`` reads it, and so can any
-other reader of saved runs (the dashboard): the API is :func:`scan_runs`, :class:`RunsIndex`,
-:class:`Run`, :func:`read_run_report` and :func:`parse_rfc3339`.
+deterministically, the baselines, and one :class:`InputError` per file that could not be used
+(naming the file and the JSON pointer); a bad file never stops the others. The API is
+:func:`scan_runs`, :class:`RunsIndex` (with :meth:`RunsIndex.baseline` and
+:meth:`RunsIndex.trace_file`), :class:`Run`, :func:`read_run_report`, :func:`parse_rfc3339` and
+:func:`rfc3339`.
 
 - A **run directory** is a directory holding ``run.json`` (the run record of docs/contract:
   ``kind`` ``"arh-run"``), at any depth. Its ``report.json`` is its validation report, read by
-  :func:`read_run_report` when asked for. What else it holds (``traces/``) is the run's own and
-  is not searched.
+  :func:`read_run_report` when asked for; its trace files are those the record's ``tasks`` name.
+  Nothing else under it is searched.
 - A **plain report** is any other ``*.json`` file that is an arh validation report: a JSON object
   with a ``reports`` array (as ``arh validate --json-out`` writes it). Other JSON files (traces,
   policies) are passed over; a ``.json`` file that is not JSON at all, or a report that does not
   read, is an error.
-- Names starting with ``.`` and the directories of ``exclude`` (the baselines) are not searched.
-  A symbolic link is followed only when its target is inside the runs directory; one that leads
-  outside is an error, and is never read.
+- A **baseline** is a ``*.json`` file directly in the baselines directory (``RUNS_DIR/baselines``
+  unless another is given), a validation report whose benchmark is its file name without
+  ``.json``. The baselines directory is not searched for runs.
+- Names starting with ``.`` are not searched. A symbolic link is followed only when its target is
+  inside the runs directory (for a baseline: inside it or the baselines directory); one that
+  leads outside is an error, and is never read. The same holds for a run's ``run.json``,
+  ``report.json`` and trace files.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from agent_reliability_harness._decode import bad, json_type, req_str
 from agent_reliability_harness.errors import InputError, excerpt, join_pointer
-from agent_reliability_harness.io import read_input_file, read_json_file
+from agent_reliability_harness.io import read_json_file
 from agent_reliability_harness.model.report import RunReport
 
 __all__ = [
@@ -42,14 +47,16 @@ __all__ = [
     "Run",
     "RunCounts",
     "RunsIndex",
-    "dataset_sha256",
     "parse_rfc3339",
     "read_run_report",
+    "rfc3339",
     "scan_runs",
 ]
 
 RUN_FILE: Final = "run.json"
 REPORT_FILE: Final = "report.json"
+BASELINES: Final = "baselines"  # RUNS_DIR/baselines: the default baselines directory
+RunKind = Literal["run", "report", "baseline"]
 # The outcomes of a task's run in a run record (docs/exit-codes.md, "three kinds of failure").
 OUTCOMES: Final = ("passed", "agent_failure", "evaluation_error", "infrastructure_failure")
 _COUNTS: Final = ("runs", "passed", "agent_failure", "evaluation_error", "infrastructure_failure")
@@ -74,6 +81,11 @@ def parse_rfc3339(text: str, pointer: str) -> datetime:
         except ValueError:
             pass
     raise bad(pointer, f"must be an RFC 3339 date and time with an offset, got {excerpt(text)}")
+
+
+def rfc3339(moment: datetime) -> str:
+    """``moment`` in UTC as RFC 3339 text with ``Z`` (``2026-12-07T19:00:00Z``)."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,17 +132,20 @@ class Run:
     """One run found in a runs directory.
 
     ``id`` is its path relative to the runs directory, with ``/`` between names: the run
-    directory (``golden/react-seed0``) or the plain report file (``nightly/report.json``),
-    unique within the directory. ``run_id`` is the id its run record gives (None for a plain
-    report). ``benchmark`` is the dataset's name (run records), or the sorted workflows of the
-    report's traces joined with ``+`` (plain reports; ``(none)`` when no trace names one).
+    directory (``golden/react-seed0``), the plain report file (``nightly/report.json``) or the
+    baseline (``baselines/golden.json``), unique within the directory. ``run_id`` is the id its
+    run record gives (None for a plain report or a baseline). ``benchmark`` is the dataset's name
+    (run records), or the sorted workflows of the report's traces joined with ``+`` (plain
+    reports; ``(none)`` when no trace names one), or the file name without ``.json`` (baselines).
     ``finished_at`` is the run record's ``timings.finished_at`` (a plain report records no time:
-    None). ``report`` is the plain report as read (None for a run directory: see
-    :func:`read_run_report`).
+    None). ``report`` is the plain report or baseline as read (None for a run directory: see
+    :func:`read_run_report`). ``record`` is the run record as read; ``traces`` the trace file of
+    each trace id its ``tasks`` name (a path under :attr:`path`, see
+    :meth:`RunsIndex.trace_file`) and ``outcomes`` each trace id's outcome.
     """
 
     id: str
-    kind: Literal["run", "report"]
+    kind: RunKind
     path: str
     benchmark: str
     counts: RunCounts
@@ -140,6 +155,9 @@ class Run:
     finished_at: datetime | None = None
     rubric: object = None
     report: RunReport | None = field(default=None, compare=False, repr=False)
+    record: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    traces: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    outcomes: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def report_path(self) -> str:
@@ -150,11 +168,13 @@ class Run:
 @dataclass(frozen=True, slots=True)
 class RunsIndex:
     """What :func:`scan_runs` found: the runs, sorted by benchmark, then by time (runs without a
-    time first), then by id; and the files that could not be used, in the order of their paths."""
+    time first), then by id; the files that could not be used, in the order of their paths; and
+    the baselines, by id."""
 
     root: str
     runs: tuple[Run, ...]
     errors: tuple[InputError, ...]
+    baselines: tuple[Run, ...] = ()
 
     def benchmarks(self) -> dict[str, tuple[Run, ...]]:
         """The runs of each benchmark, in the order of :attr:`runs` (the latest last)."""
@@ -164,8 +184,38 @@ class RunsIndex:
         return {name: tuple(runs) for name, runs in out.items()}
 
     def get(self, run_id: str) -> Run | None:
-        """The run whose :attr:`Run.id` is ``run_id``."""
-        return next((run for run in self.runs if run.id == run_id), None)
+        """The run or baseline whose :attr:`Run.id` is ``run_id``."""
+        return next((run for run in (*self.runs, *self.baselines) if run.id == run_id), None)
+
+    def baseline(self, benchmark: str) -> Run | None:
+        """The baseline of ``benchmark``: the file ``<baselines>/<benchmark>.json``."""
+        return next((run for run in self.baselines if run.benchmark == benchmark), None)
+
+    def trace_file(self, run: Run, trace_id: str) -> str:
+        """The trace file of ``trace_id`` in ``run``, checked (again: it may have changed since
+        the scan) to be a file inside the runs directory; an :class:`InputError` if not."""
+        name = run.traces.get(trace_id)
+        where = os.path.join(run.path, RUN_FILE)
+        if name is None:
+            raise InputError(f"no trace file for trace {excerpt(trace_id)}", source=where)
+        path = os.path.join(run.path, *name.split("/"))
+        if not _inside_file(os.path.realpath(self.root), path):
+            raise InputError("not inside the runs directory, or not a file", source=path)
+        return path
+
+
+def _inside(top: str, real: str) -> bool:
+    """Whether the resolved path ``real`` is ``top`` or under it."""
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _inside_file(top: str, path: str) -> bool:
+    """Whether ``path`` resolves (links followed) to a regular file under ``top``."""
+    real = os.path.realpath(path)
+    return _inside(top, real) and os.path.isfile(real)
+
+
+_OUTSIDE: Final = "a symbolic link that leads outside the runs directory: not followed"
 
 
 def _order(run: Run) -> tuple[str, int, datetime, str]:
@@ -175,10 +225,11 @@ def _order(run: Run) -> tuple[str, int, datetime, str]:
 
 
 def scan_runs(
-    root: str, *, exclude: Iterable[str] = (), max_input_bytes: int | None = None
+    root: str, *, baselines: str | None = None, max_input_bytes: int | None = None
 ) -> RunsIndex:
-    """Every run under ``root`` (see the module's docstring), not searching the directories of
-    ``exclude``. A ``root`` that is not a readable directory is one error."""
+    """Every run under ``root`` and every baseline in ``baselines`` (default
+    ``<root>/baselines``; see the module's docstring). A ``root`` that is not a readable
+    directory is one error."""
     limit = {} if max_input_bytes is None else {"max_input_bytes": max_input_bytes}
     errors: list[InputError] = []
     runs: list[Run] = []
@@ -189,15 +240,19 @@ def scan_runs(
     except OSError as exc:
         reason = "no such directory" if not os.path.lexists(root) else exc.strerror or str(exc)
         return RunsIndex(root, (), (InputError(reason, pointer=None, source=root),))
-    skipped = {os.path.realpath(path) for path in exclude}
+    baselines = os.path.join(root, BASELINES) if baselines is None else baselines
+    skipped = os.path.realpath(baselines)
     visited: set[str] = set()
 
-    def inside(real: str) -> bool:
-        return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+    def found(run: Run | InputError | None) -> None:
+        if isinstance(run, InputError):
+            errors.append(run)
+        elif run is not None:
+            runs.append(run)
 
     def walk(directory: str, relative: str) -> None:
         real = os.path.realpath(directory)
-        if real in visited or real in skipped:
+        if real in visited or real == skipped:
             return
         visited.add(real)
         try:
@@ -207,38 +262,58 @@ def scan_runs(
             errors.append(InputError(reason, pointer=None, source=directory))
             return
         if RUN_FILE in names:
-            found = _read_run(os.path.join(directory, RUN_FILE), relative or ".", limit)
-            if isinstance(found, InputError):
-                errors.append(found)
-            else:
-                runs.append(found)
+            found(_read_run(top, directory, relative or ".", limit))
             return  # the run's own files are not searched
         for name in names:
             if name.startswith("."):
                 continue
             path = os.path.join(directory, name)
             ident = f"{relative}/{name}" if relative else name
-            if os.path.islink(path) and not inside(os.path.realpath(path)):
-                errors.append(
-                    InputError(
-                        "a symbolic link that leads outside the runs directory: not followed",
-                        pointer=None,
-                        source=path,
-                    )
-                )
+            if os.path.islink(path) and not _inside(top, os.path.realpath(path)):
+                errors.append(InputError(_OUTSIDE, pointer=None, source=path))
             elif os.path.isdir(path):
                 walk(path, ident)
             elif name.endswith(".json") and os.path.isfile(path):
-                report = _read_plain(path, ident, limit)
-                if isinstance(report, InputError):
-                    errors.append(report)
-                elif report is not None:
-                    runs.append(report)
+                found(_read_plain(path, ident, "report", limit))
 
     walk(root, "")
     runs.sort(key=_order)
+    found_baselines = _baselines(root, top, baselines, errors, limit)
     errors.sort(key=lambda e: e.source or "")
-    return RunsIndex(root, tuple(runs), tuple(errors))
+    return RunsIndex(root, tuple(runs), tuple(errors), found_baselines)
+
+
+def _baselines(
+    root: str, top: str, directory: str, errors: list[InputError], limit: Mapping[str, int]
+) -> tuple[Run, ...]:
+    """The reports directly in the baselines ``directory`` (none when it does not exist)."""
+    if not os.path.isdir(directory):
+        return ()
+    own = os.path.realpath(directory)
+    prefix = os.path.relpath(directory, root).replace(os.sep, "/") if _inside(top, own) else None
+    out: list[Run] = []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError as exc:
+        errors.append(InputError(f"cannot read: {exc.strerror or exc}", source=directory))
+        return ()
+    for name in names:
+        path = os.path.join(directory, name)
+        if name.startswith(".") or not name.endswith(".json") or not os.path.isfile(path):
+            continue
+        target = os.path.realpath(path)
+        if os.path.islink(path) and not (_inside(top, target) or _inside(own, target)):
+            errors.append(InputError(_OUTSIDE, pointer=None, source=path))
+            continue
+        ident = f"{prefix}/{name}" if prefix is not None else path.replace(os.sep, "/")
+        run = _read_plain(path, ident, "baseline", limit)
+        if run is None:
+            run = InputError("a baseline must be a validation report", source=path)
+        if isinstance(run, InputError):
+            errors.append(run)
+        else:
+            out.append(run)
+    return tuple(out)
 
 
 def read_run_report(run: Run, max_input_bytes: int | None = None) -> RunReport:
@@ -255,8 +330,10 @@ def read_run_report(run: Run, max_input_bytes: int | None = None) -> RunReport:
         raise (exc if exc.source else exc.located(path)) from None
 
 
-def _read_plain(path: str, ident: str, limit: Mapping[str, int]) -> Run | InputError | None:
-    """The plain report at ``path``; None when the file is JSON but no report."""
+def _read_plain(
+    path: str, ident: str, kind: RunKind, limit: Mapping[str, int]
+) -> Run | InputError | None:
+    """The plain report or baseline at ``path``; None when the file is JSON but no report."""
     try:
         data = read_json_file(path, **limit)
         if type(data) is not dict or "reports" not in data:
@@ -266,11 +343,14 @@ def _read_plain(path: str, ident: str, limit: Mapping[str, int]) -> Run | InputE
         return exc if exc.source else exc.located(path)
     workflows = sorted({r.workflow for r in report.reports if r.workflow})
     passed = report.passed_traces
+    benchmark = "+".join(workflows) or "(none)"
+    if kind == "baseline":
+        benchmark = os.path.splitext(os.path.basename(path))[0]
     return Run(
         ident,
-        "report",
+        kind,
         path,
-        "+".join(workflows) or "(none)",
+        benchmark,
         RunCounts(len(report.reports), passed, len(report.reports) - passed),
         report=report,
     )
@@ -294,8 +374,13 @@ def _count(data: Mapping[str, Any], key: str, base: str) -> int:
     return value
 
 
-def _read_run(path: str, ident: str, limit: Mapping[str, int]) -> Run | InputError:
-    """The run record at ``path``, checked field by field."""
+def _read_run(top: str, folder: str, ident: str, limit: Mapping[str, int]) -> Run | InputError:
+    """The run record in ``folder``, checked field by field."""
+    path = os.path.join(folder, RUN_FILE)
+    for name in (RUN_FILE, REPORT_FILE):
+        where = os.path.join(folder, name)
+        if os.path.lexists(where) and not _inside(top, os.path.realpath(where)):
+            return InputError(_OUTSIDE, pointer=None, source=where)
     try:
         data = read_json_file(path, **limit)
         if type(data) is not dict:
@@ -340,6 +425,7 @@ def _read_run(path: str, ident: str, limit: Mapping[str, int]) -> Run | InputErr
         finished_at = parse_rfc3339(finished, "/timings/finished_at")
         harness = data.get("harness")
         rubric = harness.get("rubric") if type(harness) is dict else None
+        traces, outcomes = _tasks(data)
     except InputError as exc:
         return exc if exc.source else exc.located(path)
     return Run(
@@ -353,47 +439,37 @@ def _read_run(path: str, ident: str, limit: Mapping[str, int]) -> Run | InputErr
         dataset=dataset,
         finished_at=finished_at,
         rubric=rubric,
+        record=data,
+        traces=traces,
+        outcomes=outcomes,
     )
 
 
-def dataset_sha256(directory: str) -> str:
-    """The SHA-256 of the dataset in ``directory``, from its ``dataset.json`` and its task files
-    as the contract defines it: each file's SHA-256 over its bytes with every CRLF made LF, then
-    the SHA-256 of the UTF-8 text of one line ``<sha256>  <path>\\n`` per file, in the order of
-    ``files``. An :class:`InputError` naming the file when one cannot be read.
-
-    (Kept to this one function so that the datasets module can take its place.)"""
-    manifest = os.path.join(directory, "dataset.json")
-    try:
-        data = read_json_file(manifest)
-        if type(data) is not dict:
-            raise bad("", f"a dataset manifest must be an object, got {json_type(data)}")
-        files = data.get("files")
-        if type(files) is not list:
-            raise bad("/files", f"must be an array, got {json_type(files)}")
-        paths = []
-        for index, entry in enumerate(files):
-            if type(entry) is not dict:
-                raise bad(f"/files/{index}", f"must be an object, got {json_type(entry)}")
-            path = req_str(entry, "path", f"/files/{index}", non_empty=True)
-            parts = path.split("/")
-            if path.startswith("/") or "\\" in path or ".." in parts or "" in parts:
-                raise bad(
-                    f"/files/{index}/path",
-                    f"must be a relative path inside the dataset, got {excerpt(path)}",
-                )
-            paths.append(path)
-    except InputError as exc:
-        raise (exc if exc.source else exc.located(manifest)) from None
-    lines = []
-    for path in paths:
-        where = os.path.join(directory, *path.split("/"))
-        try:
-            content = read_input_file(where, 1 << 40)
-        except OSError as exc:
-            raise InputError(
-                f"cannot read: {exc.strerror or exc}", pointer=None, source=where
-            ) from None
-        digest = hashlib.sha256(content.replace(b"\r\n", b"\n")).hexdigest()
-        lines.append(f"{digest}  {path}\n")
-    return hashlib.sha256("".join(lines).encode()).hexdigest()
+def _tasks(data: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """The trace file (relative to the run directory) and the outcome of each trace id the
+    record's ``tasks`` name (a record without ``tasks`` names none)."""
+    traces: dict[str, str] = {}
+    outcomes: dict[str, str] = {}
+    tasks = data.get("tasks", [])
+    if type(tasks) is not list:
+        raise bad("/tasks", f"must be an array, got {json_type(tasks)}")
+    for index, task in enumerate(tasks):
+        at = f"/tasks/{index}"
+        if type(task) is not dict:
+            raise bad(at, f"must be an object, got {json_type(task)}")
+        trace_id = req_str(task, "trace_id", at)
+        outcome = task.get("outcome")
+        if outcome is not None:
+            if outcome not in OUTCOMES:
+                raise bad(f"{at}/outcome", f"must be one of {', '.join(OUTCOMES)}")
+            outcomes[trace_id] = outcome
+        name = task.get("trace")
+        if name is None:
+            continue
+        if type(name) is not str:
+            raise bad(f"{at}/trace", f"must be a string, got {json_type(name)}")
+        parts = name.split("/")
+        if name.startswith("/") or "\\" in name or "\0" in name or ".." in parts or "" in parts:
+            raise bad(f"{at}/trace", f"must be a relative path inside the run, got {excerpt(name)}")
+        traces[trace_id] = name
+    return traces, outcomes

@@ -22,12 +22,12 @@ from agent_reliability_harness.app.output import error, say
 from agent_reliability_harness.app.runs import (
     Run,
     RunsIndex,
-    dataset_sha256,
     read_run_report,
+    rfc3339,
     scan_runs,
 )
 from agent_reliability_harness.errors import InputError
-from agent_reliability_harness.io.load import load_report
+from agent_reliability_harness.harness.datasets import files_sha256
 from agent_reliability_harness.model.report import RunReport
 from agent_reliability_harness.regression import compare_reports, evaluate_gate
 from agent_reliability_harness.regression.stats import wilson_interval
@@ -36,8 +36,6 @@ from agent_reliability_harness.render._text import terminal_safe
 __all__ = ["BenchmarkStatus", "StatusReport", "parse_age", "status", "status_of"]
 
 STATUS_SCHEMA_VERSION: Final = "1"
-# A benchmark name that can name a baseline file <baselines>/<benchmark>.json.
-_FILE_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _REASONS_SHOWN: Final = 5  # gate reasons printed under a regression
 _AGE: Final = re.compile(r"([0-9]{1,9})([smhdw])")
 _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -71,10 +69,6 @@ def _age_text(seconds: int | None) -> str:
     return f"{secs}s"
 
 
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 @dataclass(frozen=True, slots=True)
 class BenchmarkStatus:
     """The state of one benchmark: its latest run and what was found about it. ``problems``
@@ -102,7 +96,7 @@ class BenchmarkStatus:
                 "kind": run.kind,
                 "run_id": run.run_id,
                 "agent": run.agent,
-                "finished_at": None if run.finished_at is None else _rfc3339(run.finished_at),
+                "finished_at": None if run.finished_at is None else rfc3339(run.finished_at),
                 "summary": run.counts.to_dict(),
             },
             "pass_rate": run.counts.pass_rate,
@@ -142,7 +136,7 @@ class StatusReport:
             "runs_dir": self.runs_dir,
             "baselines": self.baselines,
             "datasets": self.datasets,
-            "now": _rfc3339(self.now),
+            "now": rfc3339(self.now),
             "max_age_seconds": self.max_age,
             "benchmarks": [b.to_dict() for b in self.benchmarks],
             "errors": [e.to_dict() for e in self.errors],
@@ -247,17 +241,16 @@ class _Checker:
         self, name: str, latest: Run, report: RunReport | None, problems: list[str]
     ) -> tuple[dict[str, Any] | None, Status]:
         """The comparison with the committed baseline ``<baselines>/<name>.json``, if any."""
-        if not _FILE_NAME.fullmatch(name):
-            return None, Status.OK
-        path = os.path.join(self.baselines, f"{name}.json")
-        if not os.path.isfile(path):
-            return None, Status.OK
-        try:
-            baseline = load_report(path)
-        except InputError as exc:
-            self.errors.append(exc)
+        found = self.index.baseline(name)
+        if found is None:
+            path = os.path.join(self.baselines, f"{name}.json")
+            failed = next((e for e in self.index.errors if e.source == path), None)
+            if failed is None:
+                return None, Status.OK
             problems.append(f"the baseline {path} cannot be read")
-            return {"path": path, "error": str(exc)}, Status.INPUT
+            return {"path": path, "error": str(failed)}, Status.INPUT
+        path = found.path
+        baseline = read_run_report(found)
         total = len(baseline.reports)
         rate = baseline.passed_traces / total if total else None
         current = latest.counts.pass_rate
@@ -301,7 +294,7 @@ class _Checker:
             return out, Status.OK
         if directory not in self.hashes:
             try:
-                self.hashes[directory] = dataset_sha256(directory)
+                self.hashes[directory] = files_sha256(directory)
             except InputError as exc:
                 self.hashes[directory] = exc
                 self.errors.append(exc)
@@ -324,7 +317,7 @@ class _Checker:
 
 def status_of(args: Namespace, now: datetime) -> StatusReport:
     """What ``arh status`` reports for ``args.runs_dir`` at the time ``now``."""
-    index = scan_runs(args.runs_dir, exclude=[args.baselines])
+    index = scan_runs(args.runs_dir, baselines=args.baselines)
     checker = _Checker(args, index, now)
     benchmarks = tuple(
         checker.benchmark(name, runs) for name, runs in sorted(index.benchmarks().items())

@@ -33,6 +33,7 @@ __all__ = [
     "Manifest",
     "dataset_sha256",
     "file_sha256",
+    "files_sha256",
     "list_datasets",
     "open_dataset",
     "verify_dataset",
@@ -208,6 +209,16 @@ def open_dataset(spec: str, root: str = DEFAULT_ROOT) -> Dataset:
         tuple(tasks),
         tuple(errors),
         manifest,
+    )
+
+
+def files_sha256(directory: str) -> str:
+    """The sha256 of the dataset in ``directory`` as its files are now (what ``arh run`` would
+    record): its manifest read strictly, each listed file hashed. An :class:`InputError` naming
+    the file (and the manifest's JSON pointer) when one cannot be read."""
+    manifest = _manifest(directory)
+    return dataset_sha256(
+        [(f.path, file_sha256(_read(os.path.join(directory, f.path)))) for f in manifest.files]
     )
 
 

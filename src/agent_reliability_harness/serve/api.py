@@ -9,10 +9,9 @@ from typing import Any
 from agent_reliability_harness.regression.compare import compare_reports
 from agent_reliability_harness.regression.gate import evaluate_gate
 from agent_reliability_harness.render.compare import render_compare_json
-from agent_reliability_harness.serve.index import Run, RunsIndex
+from agent_reliability_harness.serve.index import Index, LoadedRun
 from agent_reliability_harness.serve.views import (
     Filters,
-    baseline_of,
     latest,
     run_summary,
     trace_row,
@@ -23,11 +22,11 @@ __all__ = ["compare_document", "run_document", "runs_document", "status_document
 SCHEMA_VERSION = "1"
 
 
-def status_document(index: RunsIndex, now: datetime) -> dict[str, Any]:
+def status_document(index: Index, now: datetime) -> dict[str, Any]:
     """``/api/status``: each benchmark's latest run and its baseline."""
     benchmarks = []
     for name, runs in latest(index).items():
-        baseline = baseline_of(index, name)
+        baseline = index.baseline(name)
         benchmarks.append(
             {
                 "benchmark": name,
@@ -41,10 +40,11 @@ def status_document(index: RunsIndex, now: datetime) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "runs": len(index.runs),
         "benchmarks": benchmarks,
+        "errors": list(index.errors),
     }
 
 
-def runs_document(index: RunsIndex, now: datetime) -> dict[str, Any]:
+def runs_document(index: Index, now: datetime) -> dict[str, Any]:
     """``/api/runs``: every run and report, in id order."""
     return {
         "kind": "arh-serve-runs",
@@ -53,7 +53,7 @@ def runs_document(index: RunsIndex, now: datetime) -> dict[str, Any]:
     }
 
 
-def run_document(run: Run, filters: Filters, now: datetime) -> dict[str, Any]:
+def run_document(run: LoadedRun, filters: Filters, now: datetime) -> dict[str, Any]:
     """``/api/runs/{id}``: one run, its record, and its traces that pass the filters."""
     return {
         "kind": "arh-serve-run",
@@ -65,7 +65,7 @@ def run_document(run: Run, filters: Filters, now: datetime) -> dict[str, Any]:
     }
 
 
-def compare_document(base: Run, head: Run) -> dict[str, Any]:
+def compare_document(base: LoadedRun, head: LoadedRun) -> dict[str, Any]:
     """``/api/compare?base=&head=``: what ``arh compare --json-out`` writes for the two runs'
     reports, with the default gate (fail on regressions)."""
     assert base.report is not None

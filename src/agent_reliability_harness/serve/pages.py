@@ -25,13 +25,12 @@ from agent_reliability_harness.render.html import (
     html_text,
     html_trace_section,
 )
-from agent_reliability_harness.serve.index import FAILURE_KINDS, Run, RunsIndex
+from agent_reliability_harness.serve.index import FAILURE_KINDS, Index, LoadedRun
 from agent_reliability_harness.serve.views import (
     PAGE_ROWS,
     VERDICTS,
     Filters,
     age_seconds,
-    baseline_of,
     compare_url,
     latest,
     rule_ids,
@@ -74,7 +73,7 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
 
 
-def _age(run: Run, now: datetime) -> str:
+def _age(run: LoadedRun, now: datetime) -> str:
     seconds = age_seconds(run, now)
     if seconds is None or run.finished_at is None:
         return '<span class="muted">not recorded</span>'
@@ -99,7 +98,7 @@ def _options(values: Iterable[str], selected: str, empty: str | None = None) -> 
     return "".join(out)
 
 
-def _compare_form(index: RunsIndex, base: str = "", head: str = "") -> str:
+def _compare_form(index: Index, base: str = "", head: str = "") -> str:
     ids = list(index.runs)
     return (
         '<form method="get" action="/compare" class="filters">'
@@ -109,12 +108,12 @@ def _compare_form(index: RunsIndex, base: str = "", head: str = "") -> str:
     )
 
 
-def _failures(run: Run) -> str:
+def _failures(run: LoadedRun) -> str:
     counts = run.failures
     return "".join(f'<td class="n">{counts[kind]:,}</td>' for kind in FAILURE_KINDS)
 
 
-def _run_row(run: Run, now: datetime) -> str:
+def _run_row(run: LoadedRun, now: datetime) -> str:
     problems = (
         f'<span class="fail">{len(run.problems):,} problem(s)</span>' if run.problems else "-"
     )
@@ -135,7 +134,7 @@ _RUN_COLUMNS: Final = (
 )
 
 
-def overview_page(index: RunsIndex, now: datetime, q: str = "") -> str:
+def overview_page(index: Index, now: datetime, q: str = "") -> str:
     """The status overview: each benchmark's runs, latest first, with its baseline."""
     needle = q.casefold()
     groups = latest(index)
@@ -164,7 +163,7 @@ def overview_page(index: RunsIndex, now: datetime, q: str = "") -> str:
             continue
         shown += 1
         parts.append(f"<h2>{html_code(benchmark)}</h2>\n")
-        baseline = baseline_of(index, benchmark)
+        baseline = index.baseline(benchmark)
         if baseline is not None and picked:
             parts.append(
                 "<p>Baseline "
@@ -177,6 +176,12 @@ def overview_page(index: RunsIndex, now: datetime, q: str = "") -> str:
         parts.append(f"<table>\n{_RUN_COLUMNS}<tbody>\n{rows}</tbody>\n</table>\n")
     if not shown:
         parts.append("<p>No run matches.</p>\n" if needle else "<p>No runs found.</p>\n")
+    if index.errors:
+        items = "".join(f"<li>{html_text(e)}</li>" for e in index.errors)
+        parts.append(
+            f"<h2>Files that could not be used ({len(index.errors):,})</h2>\n"
+            f'<ul class="problems">{items}</ul>\n'
+        )
     return _page("arh runs", [("", "Overview")], parts)
 
 
@@ -209,7 +214,7 @@ def _record_facts(record: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def run_page(index: RunsIndex, run: Run, filters: Filters, page: int, now: datetime) -> str:
+def run_page(index: Index, run: LoadedRun, filters: Filters, page: int, now: datetime) -> str:
     """One run: its facts, the trace filters, and its traces (PAGE_ROWS a page)."""
     facts = [
         ("Kind", html_text(run.kind)),
@@ -265,7 +270,7 @@ def run_page(index: RunsIndex, run: Run, filters: Filters, page: int, now: datet
     return _page(f"Run {run.id}", [("/", "Overview"), ("", html_code(run.id))], parts)
 
 
-def _pager(run: Run, filters: Filters, page: int, pages: int) -> str:
+def _pager(run: LoadedRun, filters: Filters, page: int, pages: int) -> str:
     def link(number: int, label: str) -> str:
         query = urlencode({**filters.query(), "page": str(number)})
         return _a(f"{run_url(run.id)}?{query}", label)
@@ -278,7 +283,7 @@ def _pager(run: Run, filters: Filters, page: int, pages: int) -> str:
     return '<p class="pager">' + _DOT.join(items) + "</p>\n"
 
 
-def trace_page(index: RunsIndex, run: Run, trace_id: str) -> str:
+def trace_page(index: Index, run: LoadedRun, trace_id: str) -> str:
     """One trace: the HTML report's section for it, with its step-by-step timeline."""
     assert run.report is not None
     report = next(r for r in run.report.reports if r.trace_id == trace_id)
@@ -292,7 +297,7 @@ def trace_page(index: RunsIndex, run: Run, trace_id: str) -> str:
     return _page(f"Trace {trace_id}", crumbs, parts)
 
 
-def compare_page(index: RunsIndex, base: Run, head: Run) -> str:
+def compare_page(index: Index, base: LoadedRun, head: LoadedRun) -> str:
     """Two runs side by side: the comparison page of ``arh compare --html-out``, with the
     candidate's timelines of the changed traces that have a trace file."""
     assert base.report is not None
@@ -327,7 +332,7 @@ def compare_page(index: RunsIndex, base: Run, head: Run) -> str:
     return _page(f"Compare {base.id} with {head.id}", crumbs, parts)
 
 
-def error_page(status: int, message: str, index: RunsIndex | None = None) -> str:
+def error_page(status: int, message: str, index: Index | None = None) -> str:
     """A page for a request that names no known run or trace, or a bad query."""
     parts = [f"<p>{html_text(message)}</p>\n"]
     if index is not None and status == 400:

@@ -29,7 +29,7 @@ from agent_reliability_harness._version import __version__
 from agent_reliability_harness.render._text import terminal_safe
 from agent_reliability_harness.render.html import html_csp
 from agent_reliability_harness.serve import api, pages
-from agent_reliability_harness.serve.index import Run, RunsIndex, scan
+from agent_reliability_harness.serve.index import Index, LoadedRun, scan
 from agent_reliability_harness.serve.views import Filters
 
 __all__ = ["DashboardServer", "is_loopback"]
@@ -79,7 +79,7 @@ class DashboardServer(ThreadingHTTPServer):
         self.address_family = _family(address[0])
         super().__init__(address, _Handler)
 
-    def reload(self) -> RunsIndex:
+    def reload(self) -> Index:
         """Scan the directory again (one scan at a time); the new index replaces the old one
         (a scan that fails keeps the old one)."""
         with self._lock:
@@ -231,14 +231,14 @@ def _one(query: dict[str, list[str]], name: str) -> str:
     return query.get(name, [""])[0]
 
 
-def _run(index: RunsIndex, run_id: str) -> Run:
+def _run(index: Index, run_id: str) -> LoadedRun:
     run = index.runs.get(run_id)
     if run is None:
         raise _Error(HTTPStatus.NOT_FOUND, "no such run")
     return run
 
 
-def _pair(index: RunsIndex, query: dict[str, list[str]]) -> tuple[Run, Run]:
+def _pair(index: Index, query: dict[str, list[str]]) -> tuple[LoadedRun, LoadedRun]:
     base_id, head_id = _one(query, "base"), _one(query, "head")
     if not base_id or not head_id:
         raise _Error(HTTPStatus.BAD_REQUEST, "name two runs: ?base=<run id>&head=<run id>")

@@ -10,7 +10,7 @@ from typing import Any, Final
 from urllib.parse import quote, urlencode
 
 from agent_reliability_harness.model.report import TraceReport
-from agent_reliability_harness.serve.index import FAILURE_KINDS, Run, RunsIndex
+from agent_reliability_harness.serve.index import FAILURE_KINDS, Index, LoadedRun
 
 __all__ = [
     "PAGE_ROWS",
@@ -75,7 +75,7 @@ class Filters:
             k: v for k, v in (("verdict", self.verdict), ("rule", self.rule), ("q", self.q)) if v
         }
 
-    def apply(self, run: Run) -> list[TraceReport]:
+    def apply(self, run: LoadedRun) -> list[TraceReport]:
         if run.report is None:
             return []
         needle = self.q.casefold()
@@ -107,14 +107,14 @@ def _mentions(report: TraceReport, needle: str) -> bool:
     )
 
 
-def rule_ids(run: Run) -> list[str]:
+def rule_ids(run: LoadedRun) -> list[str]:
     """The rule ids that fired in a run, sorted."""
     if run.report is None:
         return []
     return sorted({f.rule_id for r in run.report.reports for f in r.findings if f.rule_id})
 
 
-def age_seconds(run: Run, now: datetime) -> int | None:
+def age_seconds(run: LoadedRun, now: datetime) -> int | None:
     """Seconds from the run's end to ``now`` (None: the run records no end)."""
     finished = run.finished()
     if finished is None:
@@ -122,7 +122,7 @@ def age_seconds(run: Run, now: datetime) -> int | None:
     return max(0, math.floor((now - finished).total_seconds()))
 
 
-def run_summary(run: Run, now: datetime) -> dict[str, Any]:
+def run_summary(run: LoadedRun, now: datetime) -> dict[str, Any]:
     """One run as the API lists it."""
     agent = run.record.get("agent") if run.record is not None else None
     agent_id = agent.get("id") if isinstance(agent, dict) else None
@@ -147,7 +147,7 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def trace_row(run: Run, report: TraceReport) -> dict[str, Any]:
+def trace_row(run: LoadedRun, report: TraceReport) -> dict[str, Any]:
     """One trace of a run as the API lists it."""
     return {
         "trace_id": report.trace_id,
@@ -161,15 +161,10 @@ def trace_row(run: Run, report: TraceReport) -> dict[str, Any]:
     }
 
 
-def latest(index: RunsIndex) -> dict[str, Sequence[Run]]:
+def latest(index: Index) -> dict[str, Sequence[LoadedRun]]:
     """Runs by benchmark, latest first, without the baselines."""
     return {
         name: [r for r in runs if r.kind != "baseline"]
         for name, runs in index.benchmarks().items()
         if any(r.kind != "baseline" for r in runs)
     }
-
-
-def baseline_of(index: RunsIndex, benchmark: str) -> Run | None:
-    """The committed baseline of a benchmark: ``baselines/<benchmark>.json``."""
-    return index.runs.get(f"baselines/{benchmark}.json")
