@@ -401,14 +401,20 @@ def _pct_text(value: float) -> str:
     return f"{value:.2f} %"
 
 
-def _list(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{key} {value}" for key, value in counts.items()) or "-"
+def _list(counts: Mapping[str, int], order: Sequence[str] = ()) -> str:
+    """``a 1, b 2`` in the order given, then the other keys sorted (the JSON file sorts keys)."""
+    keys = [k for k in order if k in counts] + sorted(k for k in counts if k not in order)
+    return ", ".join(f"{key} {counts[key]}" for key in keys) or "-"
+
+
+def _agents(rows: JSON) -> list[tuple[str, JSON]]:
+    return [(agent, rows[agent]) for agent in AGENTS if agent in rows]
 
 
 def _ablation_tables(rows: JSON) -> list[str]:
     head = "| Agent | complete | " + " | ".join(f"no `{f}`" for f in FEATURES) + " |"
     lines = [head, "|---|" + "---:|" * (len(FEATURES) + 1)]
-    for agent, by in rows.items():
+    for agent, by in _agents(rows):
         cells = [
             f"{_pct_text(by[c]['pass_rate_pct'])} ({by[c]['passed']}/{by[c]['runs']})"
             for c in (COMPLETE, *FEATURES)
@@ -425,13 +431,19 @@ def _ablation_tables(rows: JSON) -> list[str]:
         "|---|---|---:|---|---|---|---|---|",
     ]
     for feature in FEATURES:
-        for agent, by in rows.items():
+        for agent, by in _agents(rows):
             f = by[feature]["flips"]
-            lines.append(
-                f"| `{feature}` | `{agent}` | {f['count']} | {_list(f['by_category'])} | "
-                f"{_list(f['by_pattern'])} | {_list(f['by_outcome'])} | {_list(f['findings'])} | "
-                f"{_list(f['blocked'])} |"
-            )
+            cells = [
+                f"`{feature}`",
+                f"`{agent}`",
+                str(f["count"]),
+                _list(f["by_category"], CATEGORIES),
+                _list(f["by_pattern"], PATTERNS),
+                _list(f["by_outcome"]),
+                _list(f["findings"]),
+                _list(f["blocked"]),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
         (
@@ -443,7 +455,7 @@ def _ablation_tables(rows: JSON) -> list[str]:
         "| Agent | Configuration | Refused arguments | Corrupt results | Retries | Blocked calls |",
         "|---|---|---:|---:|---:|---|",
     ]
-    for agent, by in rows.items():
+    for agent, by in _agents(rows):
         for config in (COMPLETE, *FEATURES):
             g = by[config]["gateway"]
             name = config if config == COMPLETE else f"no `{config}`"
@@ -461,13 +473,14 @@ def _reading(rows: JSON) -> list[str]:
     for feature in FEATURES:
         row, base = auto[feature], auto[COMPLETE]
         f = row["flips"]
-        same = all(by[feature]["flips"]["tasks"] == f["tasks"] for by in rows.values())
+        same = all(by[feature]["flips"]["tasks"] == f["tasks"] for _, by in _agents(rows))
         agents = "every agent" if same else "the `auto` agent (the others differ: see the table)"
         if f["count"]:
+            categories = _list(f["by_category"], CATEGORIES)
             what = (
                 f"{f['count']} of {row['runs']} runs flip for {agents} "
                 f"(pass rate {_pct_text(base['pass_rate_pct'])} -> "
-                f"{_pct_text(row['pass_rate_pct'])}): by category {_list(f['by_category'])}; "
+                f"{_pct_text(row['pass_rate_pct'])}): by category {categories}; "
                 f"outcome {_list(f['by_outcome'])}; their findings {_list(f['findings'])}"
             )
             if f["blocked"]:
@@ -512,7 +525,9 @@ def _yes(flag: bool) -> str:
 
 
 def render(data: JSON) -> str:
-    """docs/experiments.md from the data of docs/experiments.json."""
+    """docs/experiments.md from the data of docs/experiments.json (read back from its JSON
+    text, so the page is the same whether the data was just computed or read from the file)."""
+    data = json.loads(dumps(data))
     dataset = data["dataset"]
     rows = data["ablations"]
     rep = data["reproducibility"]
@@ -622,7 +637,7 @@ def render(data: JSON) -> str:
         "| Seed | `auto` | sampling agent | sampling runs that differ from seed 0 |",
         "|---:|---:|---:|---:|",
     ]
-    for seed, rate in ref["pass_rate_pct_by_seed"].items():
+    for seed, rate in sorted(ref["pass_rate_pct_by_seed"].items(), key=lambda kv: int(kv[0])):
         differ = smp["runs_that_differ_from_seed0"].get(seed, "-")
         lines.append(
             f"| {seed} | {_pct_text(rate)} | {_pct_text(smp['pass_rate_pct_by_seed'][seed])} |"
@@ -655,7 +670,7 @@ def render(data: JSON) -> str:
         (
             f"Tasks: {stats['classes']['stable_pass']} stable-pass,"
             f" {stats['classes']['stable_fail']} stable-fail, {stats['classes']['flaky']} flaky"
-            f" (flaky by category: {_list(stats['flaky_by_category'])})."
+            f" (flaky by category: {_list(stats['flaky_by_category'], CATEGORIES)})."
         ),
         "",
     ]
