@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/$(if $(filter Windows_NT,$(OS)),Scripts,bin)
 EXE := $(if $(filter Windows_NT,$(OS)),.exe,)
 
-.PHONY: demo test lint typecheck unit bench docs goldens perf perf-dask serve-load fuzz clean dist dist-check
+.PHONY: demo test lint typecheck unit bench docs goldens perf perf-dask serve-load fuzz experiments clean dist dist-check
 
 $(BIN)/python$(EXE):
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "arh needs Python >= 3.11")'
@@ -80,6 +80,13 @@ perf-dask: $(VENV)/.installed-dev
 SERVE_LOAD_ARGS ?= --requests 50 --threads 4
 serve-load: $(VENV)/.installed
 	$(BIN)/python benchmarks/serve_load.py --write $(SERVE_LOAD_ARGS)
+
+# The experiments of docs/experiments.md (a few minutes; not part of `make test`, whose
+# tests/test_experiments.py runs the reduced `--check --quick`): every reference agent with each
+# gateway feature removed, same-seed repeats and varied seeds; rewrites docs/experiments.md and
+# docs/experiments.json. Example: make experiments EXPERIMENTS_ARGS='--jobs 2'
+experiments: $(VENV)/.installed
+	$(BIN)/python tools/experiments.py --write $(EXPERIMENTS_ARGS)
 
 # The safety prefilter's differential property tests for a long time (minutes; not part of
 # `make test`), with fresh random examples in each round. Example: make fuzz FUZZ_MINUTES=60
