@@ -3,6 +3,8 @@
 ARG PYTHON_IMAGE=python:3.12-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
+# a package index other than PyPI for the build stage's two tools (a mirror); unset, pip uses PyPI
+ARG PIP_INDEX_URL
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 RUN pip install --no-cache-dir build==1.6.1 setuptools==84.2.1

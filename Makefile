@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/$(if $(filter Windows_NT,$(OS)),Scripts,bin)
 EXE := $(if $(filter Windows_NT,$(OS)),.exe,)
 
-.PHONY: demo test lint typecheck unit bench docs goldens perf perf-dask serve-load fuzz experiments clean dist dist-check
+.PHONY: demo test lint typecheck unit bench docs goldens perf perf-dask serve-load fuzz experiments clean dist dist-check image-check
 
 $(BIN)/python$(EXE):
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "arh needs Python >= 3.11")'
@@ -93,6 +93,12 @@ experiments: $(VENV)/.installed
 FUZZ_MINUTES ?= 10
 fuzz: $(VENV)/.installed-dev
 	$(BIN)/python tools/fuzz_prefilter.py --minutes $(FUZZ_MINUTES)
+
+# Builds the container image and checks it end to end (docs/container.md; a minute, several
+# more the first time it makes its local base; needs a Docker daemon; not part of `make test`).
+# Example: make image-check IMAGE_CHECK_ARGS='--base python:3.12-slim-bookworm'
+image-check:
+	$(PYTHON) tools/container_check.py $(IMAGE_CHECK_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis src/*.egg-info
