@@ -12,13 +12,16 @@ from __future__ import annotations
 import base64
 import http.client
 import os
+import shutil
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
+from agent_reliability_harness.cli import main
 from agent_reliability_harness.serve.server import DashboardServer
 from serve_runs import OUTSIDE_MARK, make_runs
 from test_html_report import Chromium, Loaded, _chromium_binary
@@ -38,6 +41,46 @@ PAGES = {
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server = DashboardServer(("127.0.0.1", 0), str(make_runs(tmp_path_factory.mktemp("web"))))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+# The screenshots of docs/dashboard.md: what a user sees over runs that `arh run` wrote (the
+# reference agent's baseline and run, then the broken example agent's run) of the hand-written
+# tasks of docs/running-agents.md.
+DOCS_TASKS = ROOT / "docs" / "examples" / "running-agents" / "datasets" / "mini"
+DOCS_PAGES = {
+    "overview": "/",
+    "run": "/runs/mini-2?verdict=failed",
+    "trace": "/trace?run=mini-2&trace=react-refund-001%23run1",
+    "compare": "/compare?base=mini-1&head=mini-2",
+}
+
+
+def _arh_run(out: Path, agent: str) -> None:
+    status = main(["run", "--dataset", str(DOCS_TASKS), "--agent", agent, "-o", str(out), "-q"])
+    assert status in (0, 1), status
+
+
+@pytest.fixture(scope="module")
+def docs_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    runs = tmp_path_factory.mktemp("docs") / "runs"
+    here = Path.cwd()
+    os.chdir(ROOT)  # the agent named as a user in the repository names it
+    try:
+        _arh_run(runs / "mini-1", "agent_reliability_harness.harness.agents:auto")
+        (runs / "baselines").mkdir()
+        shutil.copy(runs / "mini-1" / "report.json", runs / "baselines" / "mini.json")
+        _arh_run(runs / "mini-2", "examples/broken_agent.py:broken")
+    finally:
+        os.chdir(here)
+    server = DashboardServer(("127.0.0.1", 0), str(runs))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -101,9 +144,7 @@ def _update(config: Any) -> bool:
 
 
 @pytest.mark.parametrize("name", list(PAGES))
-def test_page_renders_and_its_links_work(
-    browser: Chromium, base_url: str, name: str, request: pytest.FixtureRequest
-) -> None:
+def test_page_renders_and_its_links_work(browser: Chromium, base_url: str, name: str) -> None:
     loaded = _open(browser, base_url + PAGES[name])
     assert loaded.problems() == []
     # the hashed style sheet applied (a blocked one leaves the default font size of 16px)
@@ -120,15 +161,6 @@ def test_page_renders_and_its_links_work(
     assert own, "no link on the page"
     broken = [h for h in own if _status(base_url, h) != 200]
     assert broken == []
-    if _update(request.config):
-        shot = browser.send(
-            "Page.captureScreenshot",
-            {"format": "png", "captureBeyondViewport": True,
-             "clip": {"x": 0, "y": 0, "width": 1100, "height": 900, "scale": 1}},
-            session=loaded.session,
-        )  # fmt: skip
-        IMAGES.mkdir(parents=True, exist_ok=True)
-        (IMAGES / f"dashboard-{name}.png").write_bytes(base64.b64decode(shot["data"]))
 
 
 def test_the_filter_form_submits_without_a_script(browser: Chromium, base_url: str) -> None:
@@ -149,3 +181,29 @@ def test_the_filter_form_submits_without_a_script(browser: Chromium, base_url: s
         if e.get("sessionId") == session and e.get("method") == "Log.entryAdded"
     ]  # fmt: skip
     assert errors == []  # a form-action the CSP refused would be logged here
+
+
+@pytest.mark.parametrize("name", list(DOCS_PAGES))
+def test_the_docs_pages_render_over_runs_of_arh_run(
+    browser: Chromium, docs_url: str, name: str, request: pytest.FixtureRequest
+) -> None:
+    """The pages docs/dashboard.md shows, over real `arh run` output; with
+    ``ARH_UPDATE_SCREENSHOT=1`` (or ``--update-goldens``) they are its screenshots."""
+    loaded = _open(browser, docs_url + DOCS_PAGES[name])
+    assert loaded.problems() == []
+    text = loaded.evaluate("document.body.innerText")
+    assert "Not found" not in text
+    assert "mini" in text
+    if name == "overview":  # the compare form offers the latest run against its baseline
+        chosen = loaded.evaluate("[...document.querySelectorAll('form select')].map(s => s.value)")
+        assert chosen == ["baselines/mini.json", "mini-2"]
+        assert "3 runs and reports in 1 benchmark." in text
+    if _update(request.config):
+        shot = browser.send(
+            "Page.captureScreenshot",
+            {"format": "png", "captureBeyondViewport": True,
+             "clip": {"x": 0, "y": 0, "width": 1100, "height": 900, "scale": 1}},
+            session=loaded.session,
+        )  # fmt: skip
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        (IMAGES / f"dashboard-{name}.png").write_bytes(base64.b64decode(shot["data"]))

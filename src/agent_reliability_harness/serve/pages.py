@@ -88,6 +88,10 @@ def _age(run: LoadedRun, now: datetime) -> str:
     return f'{html_text(ago)} ago <span class="muted">({html_code(run.finished_at)})</span>'
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
 def _options(values: Iterable[str], selected: str, empty: str | None = None) -> str:
     out = []
     if empty is not None:
@@ -99,7 +103,18 @@ def _options(values: Iterable[str], selected: str, empty: str | None = None) -> 
 
 
 def _compare_form(index: Index, base: str = "", head: str = "") -> str:
+    """The compare form; without a choice, the latest run of the first benchmark against its
+    baseline (or the run before it)."""
     ids = list(index.runs)
+    if not base and not head:
+        for benchmark, runs in latest(index).items():
+            newest = [run for run in runs if run.kind != "baseline"]
+            if newest:
+                head = newest[0].id
+                baseline = index.baseline(benchmark)
+                before = baseline.id if baseline is not None else None
+                base = before or (newest[1].id if len(newest) > 1 else "")
+                break
     return (
         '<form method="get" action="/compare" class="filters">'
         '<label>Baseline <select name="base">' + _options(ids, base) + "</select></label> "
@@ -139,7 +154,8 @@ def overview_page(index: Index, now: datetime, q: str = "") -> str:
     needle = q.casefold()
     groups = latest(index)
     parts = [
-        f"<p>{len(index.runs):,} runs and reports in {len(groups):,} benchmarks. "
+        f"<p>{_count(len(index.runs), 'run and report', 'runs and reports')} in "
+        f"{_count(len(groups), 'benchmark', 'benchmarks')}. "
         + _a("/?reload=1", "Scan the directory again")
         + _DOT
         + _a("/api/status", "JSON")
