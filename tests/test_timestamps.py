@@ -1,0 +1,208 @@
+"""Timestamps of traces (schema version 1.3): strict RFC 3339 parsing, kept as written, exact
+conversions from unix time, and old versions keeping the keys as their own."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.model.timestamps import (
+    from_unix_nanos,
+    from_unix_seconds,
+    instant,
+    parse_timestamp,
+)
+from agent_reliability_harness.model.trace import Step, Trace, schema_version_for
+
+
+def trace(version: str | None = "1.3", steps: list[Any] | None = None, **keys: Any) -> Any:
+    out: dict[str, Any] = {"trace_id": "t", "agent_name": "a", "workflow": "w"}
+    if version is not None:
+        out["schema_version"] = version
+    out["steps"] = (
+        [{"step_id": "s1", "type": "model_response", "text": "hi"}] if steps is None else steps
+    )
+    out.update(keys)
+    return out
+
+
+VALID = [
+    "2026-01-31T09:30:00Z",
+    "2026-01-31t09:30:00z",  # RFC 3339 allows lower case
+    "2026-01-31T09:30:00.5Z",
+    "2026-01-31T09:30:00.123456789123Z",  # more digits than nanoseconds: kept
+    "2026-01-31T09:30:00+05:30",
+    "2026-01-31T09:30:00-00:00",  # RFC 3339: UTC, local offset unknown
+    "2024-02-29T23:59:59+23:59",  # a leap day
+    "2000-02-29T00:00:00Z",  # divisible by 400: a leap year
+    "0000-01-01T00:00:00Z",
+    "9999-12-31T23:59:59.999Z",
+]
+
+
+@pytest.mark.parametrize("text", VALID)
+def test_valid_timestamps_are_kept_as_written(text: str) -> None:
+    assert parse_timestamp(text, "/x") == text
+    step = Step.from_dict({"step_id": "s", "type": "tool_call", "timestamp": text})
+    assert step.timestamp == text
+    assert step.to_dict()["timestamp"] == text
+
+
+INVALID = [
+    ("2026-01-31T09:30:00", "has no time zone offset (add Z for UTC, or +hh:mm)"),
+    ("2026-01-31 09:30:00Z", "must be an RFC 3339 date-time such as"),
+    ("2026-01-31", "must be an RFC 3339 date-time such as"),
+    ("2026-1-31T09:30:00Z", "must be an RFC 3339 date-time such as"),
+    ("2026-01-31T09:30Z", "must be an RFC 3339 date-time such as"),
+    ("2026-01-31T09:30:00.Z", "must be an RFC 3339 date-time such as"),
+    ("2026-01-31T09:30:00+0530", "must be an RFC 3339 date-time such as"),
+    ("2026-01-31T09:30:00Z ", "must be an RFC 3339 date-time such as"),
+    (
+        "\uff12\uff10\uff12\uff16-01-31T09:30:00Z",
+        "must be an RFC 3339 date-time such as",
+    ),  # not ASCII digits
+    ("2026-00-31T09:30:00Z", "month 00 does not exist"),
+    ("2026-13-01T09:30:00Z", "month 13 does not exist"),
+    ("2026-02-29T09:30:00Z", "day 29 does not exist in February 2026"),
+    ("1900-02-29T09:30:00Z", "day 29 does not exist in February 1900"),  # not a leap year
+    ("2026-04-31T09:30:00Z", "day 31 does not exist in April 2026"),
+    ("2026-01-00T09:30:00Z", "day 00 does not exist in January 2026"),
+    ("2026-01-31T24:00:00Z", "hour 24 is out of range (00 to 23)"),
+    ("2026-01-31T09:60:00Z", "minute 60 is out of range (00 to 59)"),
+    ("2016-12-31T23:59:60Z", "second 60 (a leap second) is not accepted"),
+    ("2026-01-31T09:30:61Z", "second 61 is out of range (00 to 59)"),
+    ("2026-01-31T09:30:00+24:00", "time zone offset +24:00 is out of range"),
+    ("2026-01-31T09:30:00-05:60", "time zone offset -05:60 is out of range"),
+]
+
+
+@pytest.mark.parametrize(("text", "problem"), INVALID)
+def test_invalid_timestamp_is_an_input_error_at_its_pointer(text: str, problem: str) -> None:
+    document = trace(steps=[{"step_id": "s1", "type": "tool_call", "timestamp": text}])
+    with pytest.raises(InputError) as caught:
+        Trace.from_dict(document)
+    message = str(caught.value)
+    assert message.startswith("/steps/0/timestamp: ")
+    assert problem in message
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"), [(1769851800, "number"), (True, "boolean"), ({}, "object"), ([], "array")]
+)
+def test_a_timestamp_that_is_not_a_string(value: object, kind: str) -> None:
+    with pytest.raises(InputError) as caught:
+        Trace.from_dict(trace(started_at=value))
+    assert str(caught.value).startswith(
+        f"/started_at: must be an RFC 3339 date-time string such as '2026-01-31T09:30:00Z', "
+        f"got {kind}"
+    )
+    assert ("unix time" in str(caught.value)) == (kind == "number")
+
+
+def test_trace_times_are_read_and_written_back() -> None:
+    document = trace(started_at="2026-01-31T09:30:00Z", ended_at="2026-01-31T10:31:00+01:00")
+    parsed = Trace.from_dict(document)
+    assert parsed.started_at == "2026-01-31T09:30:00Z"
+    assert parsed.ended_at == "2026-01-31T10:31:00+01:00"
+    assert parsed.extra == {}
+    assert parsed.to_dict() == document
+    assert Trace.from_dict(parsed.to_dict()) == parsed
+
+
+def test_null_times_are_none() -> None:
+    parsed = Trace.from_dict(trace(started_at=None, ended_at=None))
+    assert (parsed.started_at, parsed.ended_at) == (None, None)
+    assert "started_at" not in parsed.to_dict()
+
+
+def test_ended_before_started_is_an_error_across_offsets() -> None:
+    # 10:29:59+01:00 is 09:29:59Z, one second before the start
+    document = trace(started_at="2026-01-31T09:30:00Z", ended_at="2026-01-31T10:29:59+01:00")
+    with pytest.raises(InputError) as caught:
+        Trace.from_dict(document)
+    assert str(caught.value) == (
+        "/ended_at: '2026-01-31T10:29:59+01:00' is before started_at '2026-01-31T09:30:00Z'"
+    )
+    # the same instant written two ways is not "before"
+    same = trace(started_at="2026-01-31T09:30:00.50Z", ended_at="2026-01-31T10:30:00.5+01:00")
+    assert Trace.from_dict(same).ended_at == "2026-01-31T10:30:00.5+01:00"
+
+
+@pytest.mark.parametrize("version", [None, "1", "1.0", "1.1", "1.2", "1.2.9", "1.x"])
+def test_before_1_3_the_keys_are_the_traces_own(version: str | None) -> None:
+    step = {"step_id": "s1", "type": "model_response", "text": "hi", "timestamp": "noon"}
+    document = trace(version, steps=[step], started_at=5, ended_at="2026-01-31T09:30:00Z")
+    parsed = Trace.from_dict(document)
+    assert (parsed.started_at, parsed.ended_at) == (None, None)
+    assert parsed.extra == {"started_at": 5, "ended_at": "2026-01-31T09:30:00Z"}
+    assert parsed.steps[0].timestamp is None
+    assert parsed.steps[0].extra == {"timestamp": "noon"}
+    # written back as read: same keys, same order
+    written = parsed.to_dict()
+    assert json.dumps(written) == json.dumps({"schema_version": version or "1"} | document)
+
+
+@pytest.mark.parametrize("version", ["1.3", "1.03", "1.4", "1.10", "1.3.1"])
+def test_from_1_3_on_the_keys_are_read(version: str) -> None:
+    with pytest.raises(InputError, match=r"^/started_at: "):
+        Trace.from_dict(trace(version, started_at="noon"))
+
+
+def test_schema_version_for() -> None:
+    plain = Step.from_dict({"step_id": "s", "type": "tool_call"})
+    user = Step.from_dict({"step_id": "u", "type": "user_message"})
+    timed = Step.from_dict(
+        {"step_id": "s", "type": "tool_call", "timestamp": "2026-01-31T09:30:00Z"}
+    )
+    assert schema_version_for([plain]) == "1"
+    assert schema_version_for([plain, user]) == "1.1"
+    assert schema_version_for([plain, user, timed]) == "1.3"
+    assert schema_version_for([plain], timed=True) == "1.3"
+
+
+# --- conversions from unix time ---------------------------------------------------------------
+
+
+def test_unix_nanos_worked_out_by_hand() -> None:
+    # 1733600000 s = 20064 days (20064 * 86400 = 1733529600) + 70400 s = 19:33:20; day 20064
+    # after 1970-01-01 is 2024-12-07 (2024-01-01 is day 19723, plus 341 days of a leap year)
+    assert from_unix_nanos(1_733_600_000_123_456_789) == "2024-12-07T19:33:20.123456789Z"
+    assert from_unix_nanos(1_733_600_000_000_000_000) == "2024-12-07T19:33:20Z"
+    assert from_unix_nanos(1_733_600_000_100_000_000) == "2024-12-07T19:33:20.1Z"
+    assert from_unix_nanos(1_733_600_000_000_000_001) == "2024-12-07T19:33:20.000000001Z"
+    assert from_unix_nanos(0) == "1970-01-01T00:00:00Z"
+    assert from_unix_seconds(951_782_400) == "2000-02-29T00:00:00Z"
+
+
+@pytest.mark.parametrize("seconds", [0, 1, 59, 86_399, 951_782_400, 1_733_600_000, 4_102_444_799])
+def test_unix_seconds_agree_with_datetime(seconds: int) -> None:
+    expected = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert from_unix_seconds(seconds) == expected
+    micros = seconds * 1_000_000 + 250_000
+    assert from_unix_nanos(micros * 1000) == expected[:-1] + ".25Z"
+
+
+@pytest.mark.parametrize("nanos", [-1, 253_402_300_800 * 10**9])
+def test_unix_time_outside_rfc_3339_years(nanos: int) -> None:
+    with pytest.raises(ValueError, match="not between 1970 and 9999"):
+        from_unix_nanos(nanos)
+
+
+@pytest.mark.parametrize(
+    "text", ["2026-01-31T09:30:00Z", "2026-01-31T09:30:00+05:30", "1999-12-31T23:00:00-02:00"]
+)
+def test_instant_agrees_with_datetime(text: str) -> None:
+    seconds, fraction = instant(text)
+    assert seconds == int(datetime.fromisoformat(text).timestamp())
+    assert fraction == ""
+
+
+def test_instant_orders_fractions() -> None:
+    assert instant("2026-01-31T09:30:00.09Z") < instant("2026-01-31T09:30:00.1Z")
+    assert instant("2026-01-31T09:30:00.1Z") < instant("2026-01-31T09:30:00.12Z")
+    assert instant("2026-01-31T09:30:00.10Z") == instant("2026-01-31T09:30:00.1Z")
+    assert instant("2026-01-31T09:30:00.999Z") < instant("2026-01-31T09:30:01Z")
