@@ -4,12 +4,15 @@ conversions from unix time, and old versions keeping the keys as their own."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import pytest
 
 from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.model.report import TraceReport
 from agent_reliability_harness.model.timestamps import (
     from_unix_nanos,
     from_unix_seconds,
@@ -17,6 +20,8 @@ from agent_reliability_harness.model.timestamps import (
     parse_timestamp,
 )
 from agent_reliability_harness.model.trace import Step, Trace, schema_version_for
+
+from conftest import Run
 
 
 def trace(version: str | None = "1.3", steps: list[Any] | None = None, **keys: Any) -> Any:
@@ -206,3 +211,99 @@ def test_instant_orders_fractions() -> None:
     assert instant("2026-01-31T09:30:00.1Z") < instant("2026-01-31T09:30:00.12Z")
     assert instant("2026-01-31T09:30:00.10Z") == instant("2026-01-31T09:30:00.1Z")
     assert instant("2026-01-31T09:30:00.999Z") < instant("2026-01-31T09:30:01Z")
+
+
+# --- reports ----------------------------------------------------------------------------------
+
+# the call of an unlisted tool fails every trace, so that the Markdown report has its section
+POLICY: Final = {"policy_id": "p", "allow_unlisted_tools": False, "allowed_tools": {}}
+TIMED_STEPS: Final = [
+    {"step_id": "s1", "type": "tool_call", "tool_name": "search", "output": "ok",
+     "timestamp": "2026-01-31T09:30:00.120Z"},
+    {"step_id": "s2", "type": "model_response", "text": "Done.",
+     "timestamp": "2026-01-31T10:30:03.9+01:00"},
+]  # fmt: skip
+UNTIMED_STEPS: Final = [{k: v for k, v in s.items() if k != "timestamp"} for s in TIMED_STEPS]
+
+
+def _validate(arh: Callable[..., Run], tmp_path: Path, document: Any) -> dict[str, str]:
+    """Console, JSON, Markdown and HTML reports of one trace."""
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps(POLICY), "utf-8")
+    trace_file = tmp_path / "t.json"
+    trace_file.write_text(json.dumps(document), "utf-8")
+    outs = {kind: tmp_path / f"report.{kind}" for kind in ("json", "md", "html")}
+    options = [arg for kind, path in outs.items() for arg in (f"--{kind}-out", path)]
+    run = arh("validate", "--policy", policy, trace_file, "--show-passing", *options)
+    assert run.status == 1, run.err
+    return {"console": run.out} | {kind: path.read_text("utf-8") for kind, path in outs.items()}
+
+
+def test_reports_show_the_times(arh: Callable[..., Run], tmp_path: Path) -> None:
+    start, end = "2026-01-31T09:30:00Z", "2026-01-31T10:30:04.25+01:00"
+    reports = _validate(arh, tmp_path, trace(steps=TIMED_STEPS, started_at=start, ended_at=end))
+    report = json.loads(reports["json"])["reports"][0]
+    assert (report["started_at"], report["ended_at"]) == (start, end)
+    line = f"started {start} \u00b7 ended {end}"
+    assert line in reports["console"]
+    assert line in reports["md"]
+    assert line in reports["html"]
+    # the HTML timeline gives each step its time, as written
+    for step in TIMED_STEPS:
+        stamp = step["timestamp"]
+        assert f'<time datetime="{stamp}">{stamp}</time>' in reports["html"]
+
+
+def test_only_the_times_the_trace_has(arh: Callable[..., Run], tmp_path: Path) -> None:
+    reports = _validate(
+        arh, tmp_path, trace(steps=TIMED_STEPS[:1], ended_at="2026-01-31T09:31:00Z")
+    )
+    report = json.loads(reports["json"])["reports"][0]
+    assert "started_at" not in report
+    assert report["ended_at"] == "2026-01-31T09:31:00Z"
+    assert "started " not in reports["console"]
+    assert "ended 2026-01-31T09:31:00Z" in reports["console"]
+    assert reports["html"].count("<time ") == 1
+
+
+@pytest.mark.parametrize("version", ["1.3", "1.2"])
+def test_no_time_in_the_input_none_in_the_output(
+    arh: Callable[..., Run], tmp_path: Path, version: str
+) -> None:
+    plain = trace(
+        version, steps=[{k: v for k, v in s.items() if k != "timestamp"} for s in TIMED_STEPS]
+    )
+    reports = _validate(arh, tmp_path, plain)
+    assert "started_at" not in reports["json"]
+    assert "ended_at" not in reports["json"]
+    for kind in ("console", "md", "html"):
+        assert "started " not in reports[kind]
+        assert "ended " not in reports[kind]
+    assert "<time" not in reports["html"]
+    assert "2026" not in reports["console"] + reports["md"]
+
+
+def test_a_1_2_trace_keeps_its_keys_and_its_report(arh: Callable[..., Run], tmp_path: Path) -> None:
+    plain = trace(
+        "1.2", steps=[{k: v for k, v in s.items() if k != "timestamp"} for s in TIMED_STEPS]
+    )
+    before = _validate(arh, tmp_path, plain)
+    keyed = trace("1.2", steps=TIMED_STEPS, started_at="noon", ended_at=5)
+    after = _validate(arh, tmp_path, keyed)
+    # the keys are the trace's own: the JSON, Markdown and console reports are those of the
+    # trace without them, and the HTML timeline lists a step's timestamp as one of its other fields
+    for kind in ("json", "console", "md"):
+        assert after[kind] == before[kind]
+    assert "<time" not in after["html"]
+    assert "other fields" in after["html"]
+    assert "other fields" not in before["html"]
+
+
+def test_report_read_back_keeps_the_times() -> None:
+    start, end = "2026-01-31T09:30:00Z", "2026-01-31T09:30:01Z"
+    report = TraceReport("t", "a", "w", "p", 100.0, True, 0.0, 0.0, None, (), None,
+                         started_at=start, ended_at=end)  # fmt: skip
+    assert TraceReport.from_dict(report.to_dict()) == report
+    bad_time = report.to_dict() | {"ended_at": "2026-01-31"}
+    with pytest.raises(InputError, match=r"^/reports/0/ended_at: must be an RFC 3339"):
+        TraceReport.from_dict(bad_time, pointer="/reports/0")

@@ -184,6 +184,8 @@ class Validator:
             not_applicable=not_applicable(facts.missing, self._fidelity) + self._not_judged(trace),
             not_recorded=_not_recorded(facts),
             step_ids=facts.step_ids,
+            started_at=trace.started_at,
+            ended_at=trace.ended_at,
         )
 
 

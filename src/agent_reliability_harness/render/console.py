@@ -21,6 +21,7 @@ from agent_reliability_harness.render._text import (
     score_alone,
     source_text,
     terminal_safe,
+    times_text,
     totals_text,
 )
 from agent_reliability_harness.render.github import LEVELS, annotation
@@ -74,6 +75,7 @@ def _trace_lines(report: TraceReport, fail_under: float | None) -> list[str]:
     who = terminal_safe(f"{report.agent_name} / {report.workflow}")
     lines = [f"{verdict}  {terminal_safe(report.trace_id)}  score {report.score:.2f}  ({who})"]
     details = totals_text(report)  # n/a for a measure the trace did not record
+    details += times_text(report)  # only the times the trace records
     if report.citation_coverage is not None:
         details.append(f"citation coverage {report.citation_coverage:.0%}")
     where = source_text(report.source_path, report.source_line)
