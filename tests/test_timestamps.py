@@ -5,21 +5,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
-from agent_reliability_harness.errors import InputError
+from agent_reliability_harness.errors import InputError, UsageError
 from agent_reliability_harness.model.report import TraceReport
 from agent_reliability_harness.model.timestamps import (
+    from_datetime,
     from_unix_nanos,
     from_unix_seconds,
     instant,
     parse_timestamp,
 )
 from agent_reliability_harness.model.trace import Step, Trace, schema_version_for
+from agent_reliability_harness.record import Recorder
 
 from conftest import Run
 
@@ -307,3 +309,88 @@ def test_report_read_back_keeps_the_times() -> None:
     bad_time = report.to_dict() | {"ended_at": "2026-01-31"}
     with pytest.raises(InputError, match=r"^/reports/0/ended_at: must be an RFC 3339"):
         TraceReport.from_dict(bad_time, pointer="/reports/0")
+
+
+# --- the recorder -----------------------------------------------------------------------------
+
+
+class FixedClock:
+    """A wall clock that moves on by 1.5 s at each reading, from 2026-01-31T09:30:00+01:00."""
+
+    def __init__(self) -> None:
+        self.readings = 0
+
+    def __call__(self) -> datetime:
+        start = datetime(2026, 1, 31, 9, 30, tzinfo=timezone(timedelta(hours=1)))
+        self.readings += 1
+        return start + timedelta(seconds=1.5 * (self.readings - 1))
+
+
+def test_the_recorder_records_no_time_by_default(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    with Recorder("t", path=path, clock=None) as rec:
+        rec.tool(len)([1, 2])
+        rec.model_response("ok")
+    text = path.read_text("utf-8")
+    assert "timestamp" not in text
+    assert "started_at" not in text
+    assert "ended_at" not in text
+    assert json.loads(text)["schema_version"] == "1"
+
+
+def test_the_recorder_stamps_when_given_a_wall_clock(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    # readings: 1 the recorder is made, 2 the wrapped call starts, 3 the response is
+    # recorded, 4 the block ends; each in UTC, one hour before the clock's +01:00 time
+    with Recorder("t", path=path, clock=None, wall_clock=FixedClock()) as rec:
+        rec.tool(len)([1, 2])
+        rec.model_response("ok")
+        rec.user_message("thanks", timestamp="2026-01-31T08:30:04+00:00")  # its own: no reading
+    document = json.loads(path.read_text("utf-8"))
+    assert document["schema_version"] == "1.3"
+    assert document["started_at"] == "2026-01-31T08:30:00Z"
+    assert [s.get("timestamp") for s in document["steps"]] == [
+        "2026-01-31T08:30:01.5Z",
+        "2026-01-31T08:30:03Z",
+        "2026-01-31T08:30:04+00:00",
+    ]
+    assert document["ended_at"] == "2026-01-31T08:30:04.5Z"
+    assert Trace.from_dict(document).ended_at == "2026-01-31T08:30:04.5Z"
+
+
+def test_timestamps_true_uses_the_system_clock_in_utc() -> None:
+    with Recorder("t", clock=None, timestamps=True) as rec:
+        rec.model_response("ok")
+    trace_ = rec.trace()
+    assert trace_.started_at is not None
+    assert trace_.started_at.endswith("Z")
+    assert trace_.steps[0].timestamp is not None
+    assert instant(trace_.started_at) <= instant(trace_.steps[0].timestamp)
+    assert trace_.ended_at is not None
+    assert instant(trace_.steps[0].timestamp) <= instant(trace_.ended_at)
+
+
+@pytest.mark.parametrize(
+    ("clock", "problem"),
+    [
+        (lambda: datetime(2026, 1, 31, 9, 30), "must return an aware datetime"),  # noqa: DTZ001
+        (lambda: 1769851800.0, "must return a datetime, got"),
+    ],
+)
+def test_a_bad_wall_clock_is_a_usage_error(clock: Callable[[], Any], problem: str) -> None:
+    with pytest.raises(UsageError, match=problem):
+        Recorder("t", wall_clock=clock)
+
+
+def test_a_bad_step_timestamp_is_a_usage_error() -> None:
+    rec = Recorder("t", clock=None)
+    with pytest.raises(UsageError, match=r"/steps/0/timestamp: .* has no time zone offset"):
+        rec.model_response("ok", timestamp="2026-01-31T09:30:00")
+
+
+def test_from_datetime() -> None:
+    moment = datetime(2026, 1, 31, 9, 30, 0, 120000, tzinfo=timezone(timedelta(hours=-5)))
+    assert from_datetime(moment) == "2026-01-31T14:30:00.12Z"
+    assert from_datetime(datetime(9, 1, 2, 3, 4, 5, 6, tzinfo=UTC)) == "0009-01-02T03:04:05.000006Z"
+    with pytest.raises(ValueError, match="without a time zone"):
+        from_datetime(datetime(2026, 1, 31))  # noqa: DTZ001

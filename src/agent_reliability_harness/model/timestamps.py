@@ -11,12 +11,13 @@ unix time, exactly (integer arithmetic, UTC, ``Z``).
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Final
 
 from agent_reliability_harness._decode import bad, json_type
 from agent_reliability_harness.errors import excerpt
 
-__all__ = ["from_unix_nanos", "from_unix_seconds", "instant", "parse_timestamp"]
+__all__ = ["from_datetime", "from_unix_nanos", "from_unix_seconds", "instant", "parse_timestamp"]
 
 _FORM: Final = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?"
@@ -152,6 +153,19 @@ def from_unix_nanos(nanos: int) -> str:
     ``2024-12-07T19:33:20.123456789Z``); raise ``ValueError`` outside years 1970 to 9999."""
     seconds, nanos = divmod(nanos, _NANOS)
     return _utc_text(seconds, f"{nanos:09d}".rstrip("0"))
+
+
+def from_datetime(moment: datetime) -> str:
+    """The RFC 3339 text (UTC, ``Z``, microseconds without trailing zeros) of an aware
+    ``datetime``; raise ``ValueError`` for a naive one (its time zone is unknown)."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"a datetime without a time zone ({moment.isoformat()}) names no instant")
+    utc = moment.astimezone(UTC)
+    fraction = f"{utc.microsecond:06d}".rstrip("0")
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
+        f"{utc.second:02d}{'.' + fraction if fraction else ''}Z"
+    )
 
 
 def from_unix_seconds(seconds: int) -> str:
