@@ -11,6 +11,7 @@ from typing import Any, Final
 
 import pytest
 
+from agent_reliability_harness.adapters import to_trace
 from agent_reliability_harness.errors import InputError, UsageError
 from agent_reliability_harness.model.report import TraceReport
 from agent_reliability_harness.model.timestamps import (
@@ -394,3 +395,94 @@ def test_from_datetime() -> None:
     assert from_datetime(datetime(9, 1, 2, 3, 4, 5, 6, tzinfo=UTC)) == "0009-01-02T03:04:05.000006Z"
     with pytest.raises(ValueError, match="without a time zone"):
         from_datetime(datetime(2026, 1, 31))  # noqa: DTZ001
+
+
+# --- adapters ---------------------------------------------------------------------------------
+
+
+def _span(span_id: str, name: str, start: object, end: object, **attributes: Any) -> Any:
+    span: dict[str, Any] = {"traceId": "abc", "spanId": span_id, "name": name}
+    if start is not None:
+        span["startTimeUnixNano"] = start
+    if end is not None:
+        span["endTimeUnixNano"] = end
+    span["attributes"] = [{"key": k, "value": {"stringValue": v}} for k, v in attributes.items()]
+    return span
+
+
+def _export(*spans: Any) -> Any:
+    return {"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]}
+
+
+TOOL: Final = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}
+
+
+def test_otel_span_times_worked_out_by_hand() -> None:
+    # the tool span starts at 1733600000.123456789 s: 2024-12-07T19:33:20.123456789Z (see
+    # test_unix_nanos_worked_out_by_hand), and lasts 250 ms; the agent span around it starts
+    # 1 s earlier and ends at ...21.5 s
+    export = _export(
+        _span("a1", "invoke_agent", "1733599999123456789", "1733600001500000000",
+              **{"gen_ai.operation.name": "invoke_agent"}),
+        _span("t1", "execute_tool lookup", "1733600000123456789", "1733600000373456789", **TOOL),
+    )  # fmt: skip
+    converted = to_trace(export, "otel-genai")
+    assert converted.schema_version == "1.3"
+    assert converted.started_at == "2024-12-07T19:33:19.123456789Z"
+    assert converted.ended_at == "2024-12-07T19:33:21.5Z"
+    (step,) = converted.steps
+    assert step.timestamp == "2024-12-07T19:33:20.123456789Z"
+    assert step.latency_ms == 250
+
+
+def test_otel_spans_without_times_give_none() -> None:
+    # 0 is OTLP's "not set"; a span that ends before it starts gives no end
+    for start, end in ((None, None), (0, 0), ("0", None), (None, "1733600000000000000")):
+        converted = to_trace(_export(_span("t1", "execute_tool", start, end, **TOOL)), "otel-genai")
+        assert (converted.started_at, converted.ended_at) == (None, None), (start, end)
+        assert converted.steps[0].timestamp is None
+        assert converted.schema_version == "1"
+    backwards = _span("t1", "execute_tool", "1733600000000000000", "1733599999000000000", **TOOL)
+    converted = to_trace(_export(backwards), "otel-genai")
+    assert (converted.started_at, converted.ended_at) == ("2024-12-07T19:33:20Z", None)
+
+
+RESPONSE: Final = {
+    "object": "response",
+    "input": [{"role": "user", "content": "Weather in Paris?"}],
+    "output": [
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "ok"}],
+        },
+    ],
+}
+
+
+def test_openai_response_created_at() -> None:
+    # 1741476542 s = 20155 days (1741392000 s, 2025-03-08) + 84542 s (23:29:02)
+    converted = to_trace(RESPONSE | {"created_at": 1741476542}, "openai-responses")
+    user, call, response = converted.steps
+    assert (user.timestamp, call.timestamp, response.timestamp) == (
+        None,  # the input came before the response was created
+        "2025-03-08T23:29:02Z",  # the first step of its output, which its usage goes on too
+        None,
+    )
+    assert converted.started_at is None  # the run began before this model call
+    assert converted.schema_version == "1.3"
+
+
+@pytest.mark.parametrize("created", ["1741476542", 1741476542.5, True, -1])
+def test_openai_response_created_at_unusable(created: object) -> None:
+    converted = to_trace(RESPONSE | {"created_at": created}, "openai-responses")
+    assert all(step.timestamp is None for step in converted.steps)
+    notes = converted.metadata["adapter"]["notes"]
+    assert [n["pointer"] for n in notes if n["code"] == "invalid_field"] == ["/created_at"]
+
+
+def test_openai_response_without_output_stamps_nothing() -> None:
+    converted = to_trace({"input": "hi", "created_at": 1741476542}, "openai-responses")
+    assert converted.steps[0].timestamp is None
+    assert converted.schema_version == "1.1"
