@@ -75,7 +75,6 @@ def _trace_lines(report: TraceReport, fail_under: float | None) -> list[str]:
     who = terminal_safe(f"{report.agent_name} / {report.workflow}")
     lines = [f"{verdict}  {terminal_safe(report.trace_id)}  score {report.score:.2f}  ({who})"]
     details = totals_text(report)  # n/a for a measure the trace did not record
-    details += times_text(report)  # only the times the trace records
     if report.citation_coverage is not None:
         details.append(f"citation coverage {report.citation_coverage:.0%}")
     where = source_text(report.source_path, report.source_line)
@@ -84,6 +83,9 @@ def _trace_lines(report: TraceReport, fail_under: float | None) -> list[str]:
     if report.failure == EVALUATION_ERROR:  # a PASS that a gating judge did not confirm
         details.append("evaluation_error: the judge gave no verdict")
     lines.append(_INDENT + " \u00b7 ".join(details))
+    times = times_text(report)  # only the times the trace records, on a line of their own
+    if times:
+        lines.append(_INDENT + " \u00b7 ".join(times))
     why = score_alone(report, fail_under)  # no finding says why it fails: its score does
     if why is not None:
         lines.append(f"{_INDENT}fails on its score alone: {why} (--fail-under)")
