@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
+from agent_reliability_harness import validate_trace
 from agent_reliability_harness.adapters import to_trace
 from agent_reliability_harness.errors import InputError, UsageError
-from agent_reliability_harness.model.report import TraceReport
+from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.report import RunReport, TraceReport
 from agent_reliability_harness.model.timestamps import (
     from_datetime,
     from_unix_nanos,
@@ -23,6 +26,7 @@ from agent_reliability_harness.model.timestamps import (
 )
 from agent_reliability_harness.model.trace import Step, Trace, schema_version_for
 from agent_reliability_harness.record import Recorder
+from agent_reliability_harness.render.html import render_html
 
 from conftest import Run
 
@@ -486,3 +490,17 @@ def test_openai_response_without_output_stamps_nothing() -> None:
     converted = to_trace({"input": "hi", "created_at": 1741476542}, "openai-responses")
     assert converted.steps[0].timestamp is None
     assert converted.schema_version == "1.1"
+
+
+def test_times_of_a_trace_built_in_code_are_checked_or_escaped() -> None:
+    policy = Policy.from_dict(POLICY | {"allow_unlisted_tools": True})
+    hostile = '"><script>alert(1)</script>'
+    step = Step("s1", "model_response", text="ok", timestamp=hostile)
+    built = Trace("t", "a", "w", (step,), "1.3", started_at="2026-01-31T09:30:00Z")
+    report = validate_trace(built, policy)
+    assert report.started_at == "2026-01-31T09:30:00Z"
+    page = render_html(RunReport((report,)), {"t": built})
+    assert "<script>alert" not in page
+    assert "&quot;&gt;&lt;script&gt;" in page
+    with pytest.raises(InputError, match=r"^/ended_at: .* has no time zone offset"):
+        validate_trace(replace(built, ended_at="2026-01-31T09:30:00"), policy)

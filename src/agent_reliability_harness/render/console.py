@@ -85,7 +85,7 @@ def _trace_lines(report: TraceReport, fail_under: float | None) -> list[str]:
     lines.append(_INDENT + " \u00b7 ".join(details))
     times = times_text(report)  # only the times the trace records, on a line of their own
     if times:
-        lines.append(_INDENT + " \u00b7 ".join(times))
+        lines.append(_INDENT + terminal_safe(" \u00b7 ".join(times)))
     why = score_alone(report, fail_under)  # no finding says why it fails: its score does
     if why is not None:
         lines.append(f"{_INDENT}fails on its score alone: {why} (--fail-under)")

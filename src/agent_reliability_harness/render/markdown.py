@@ -92,7 +92,7 @@ def _trace_section(report: TraceReport, fail_under: float | None = None) -> MdSe
             if report.source_path is None
             else f" \u00b7 {md_code(report.source_path, in_table=False)}"
         )
-        + "".join(f" \u00b7 {time}" for time in times_text(report)),
+        + "".join(f" \u00b7 {md_text(time)}" for time in times_text(report)),
         *_why_lines(score_alone(report, fail_under)),
         "",
         "| Severity | Rule | Step | Finding | Expected | Observed |",
