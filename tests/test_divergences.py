@@ -1559,3 +1559,22 @@ def test_d161_the_answers_section_needs_language_1_2(
     assert 'declare "schema_version": "1.2"' in run.err
     path.write_text(json.dumps({**policy, "schema_version": "1.2"}), encoding="utf-8")
     assert arh("validate", "--policy", path, trace, "--quiet").status == 0
+
+
+def test_d162_a_1_3_trace_reads_its_times(arh: Callable[..., Run], tmp_path: Path) -> None:
+    trace = {
+        "trace_id": "t",
+        "agent_name": "a",
+        "workflow": "w",
+        "steps": [{"step_id": "s1", "type": "model_response", "text": "hi", "timestamp": 5}],
+        "started_at": "yesterday",
+    }
+    policy = ROOT / "samples" / "policy_trajectory.json"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({**trace, "schema_version": "1.2"}), encoding="utf-8")
+    assert arh("validate", "--policy", policy, old, "--quiet").status in (0, 1)  # kept, ignored
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps({**trace, "schema_version": "1.3"}), encoding="utf-8")
+    run = arh("validate", "--policy", policy, new, "--quiet")
+    assert run.status == 3
+    assert "/steps/0/timestamp: must be an RFC 3339 date-time string" in run.err

@@ -418,6 +418,24 @@ INVALID_TRACES = {
     "tokens-string": step_with(output_tokens="10"),
     "tokens-bool": step_with(output_tokens=True),
     "step-metadata-number": step_with(metadata=5),
+    "started-at-no-offset": trace_with(schema_version="1.3", started_at="2026-01-31T09:30:00"),
+    "ended-at-number": trace_with(schema_version="1.3", ended_at=1769851800),
+    "timestamp-leap-second": trace_with(
+        schema_version="1.3",
+        steps=[{"step_id": "s", "type": "model_response", "timestamp": "2016-12-31T23:59:60Z"}],
+    ),
+    "timestamp-space": trace_with(
+        schema_version="1.10",
+        steps=[{"step_id": "s", "type": "model_response", "timestamp": "2026-01-31 09:30:00Z"}],
+    ),
+    "timestamp-hour-24": trace_with(
+        schema_version="1.3",
+        steps=[{"step_id": "s", "type": "model_response", "timestamp": "2026-01-31T24:00:00Z"}],
+    ),
+    "timestamp-line-break": trace_with(
+        schema_version="1.3",
+        steps=[{"step_id": "s", "type": "model_response", "timestamp": "2026-01-31T09:30:00Z\n"}],
+    ),
 }
 
 VALID_TRACES = {
@@ -452,6 +470,22 @@ VALID_TRACES = {
     ),
     "duplicate-step-ids": trace_with(
         steps=[{"step_id": "s", "type": "model_response"}, {"step_id": "s", "type": "tool_call"}]
+    ),
+    "timestamps": trace_with(
+        schema_version="1.3",
+        started_at="2026-01-31T09:30:00Z",
+        ended_at="2026-01-31T10:30:00.5+01:00",
+        steps=[
+            {"step_id": "s", "type": "model_response", "timestamp": "2026-01-31T09:30:00.25Z"},
+            {"step_id": "t", "type": "model_response", "timestamp": None},
+        ],
+    ),
+    # before 1.3 these keys are the trace's own, whatever they hold
+    "timestamps-in-a-1.2-trace": trace_with(
+        schema_version="1.2",
+        started_at=5,
+        ended_at="yesterday",
+        steps=[{"step_id": "s", "type": "model_response", "timestamp": "noon"}],
     ),
 }
 
@@ -671,7 +705,17 @@ POLICY_GAPS = {
     "integral-float-in-int-enum": arg({"type": "int", "enum": [1.0]}),
     "budget-beyond-float-range": policy_with("budgets", "max_total_cost_usd", value=10**400),
 }
-TRACE_GAPS = {"latency-beyond-float-range": step_with(latency_ms=10**400)}
+TRACE_GAPS = {
+    "latency-beyond-float-range": step_with(latency_ms=10**400),
+    # the pattern does not know the length of each month, nor compares two times
+    "day-the-month-lacks": trace_with(schema_version="1.3", started_at="2026-02-29T00:00:00Z"),
+    "ended-before-started": trace_with(
+        schema_version="1.3", started_at="2026-01-31T09:30:00Z", ended_at="2026-01-31T09:29:59Z"
+    ),
+    # a number as the version is read by its text (1.5 reads timestamps); the schema checks
+    # timestamps only under a string version, as it does ``expected``
+    "numeric-version-bad-timestamp": trace_with(schema_version=1.5, started_at="noon"),
+}
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from agent_reliability_harness.model.report import (
     Finding,
     TraceReport,
 )
+from agent_reliability_harness.model.timestamps import parse_timestamp
 from agent_reliability_harness.model.trace import Step, Trace
 from agent_reliability_harness.rules import RULE_SETS, RuleSet, fidelity_plan
 from agent_reliability_harness.rules._facts import TraceFacts
@@ -184,7 +185,15 @@ class Validator:
             not_applicable=not_applicable(facts.missing, self._fidelity) + self._not_judged(trace),
             not_recorded=_not_recorded(facts),
             step_ids=facts.step_ids,
+            started_at=_time(trace.started_at, "/started_at"),
+            ended_at=_time(trace.ended_at, "/ended_at"),
         )
+
+
+def _time(value: str | None, pointer: str) -> str | None:
+    """A trace's ``started_at`` or ``ended_at`` for its report: ``Trace.from_dict`` checked it,
+    a trace built in code may hold anything, which a report must not."""
+    return None if value is None else parse_timestamp(value, pointer)
 
 
 def _not_recorded(facts: TraceFacts) -> tuple[str, ...]:

@@ -20,9 +20,14 @@ break the policy.
 
 Timing uses a monotonic clock (``time.perf_counter``) and measures latency only; the recorder is
 the only part of the package that reads a clock, and what it measures is data in the trace like
-any other, so validation stays deterministic. A trace is written as one JSON file (through a
-temporary file and a rename) or appended as one line to a JSON Lines file (one ``write`` to a
-file opened for appending), so a reader never sees half a trace.
+any other, so validation stays deterministic. Times of day (``started_at``, ``ended_at`` and each
+step's ``timestamp``, schema version 1.3) are recorded only when asked for, with
+``timestamps=True`` (the system's clock, in UTC) or ``wall_clock=`` (a function returning an
+aware ``datetime``): by default two recordings of the same run are the same trace.
+
+A trace is written as one JSON file (through a temporary file and a rename) or appended as one
+line to a JSON Lines file (one ``write`` to a file opened for appending), so a reader never sees
+half a trace.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar, overload
 
@@ -44,6 +50,7 @@ from agent_reliability_harness._decode import fits_in_text, number_text
 from agent_reliability_harness.errors import InputError, UsageError, excerpt
 from agent_reliability_harness.io import refuse_directory, write_atomic
 from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.model.timestamps import from_datetime, instant
 from agent_reliability_harness.model.trace import Step, Trace, check_identity, schema_version_for
 from agent_reliability_harness.monitor import BlockedCallError, Monitor
 from agent_reliability_harness.render.traces import render_trace
@@ -187,6 +194,13 @@ class Recorder:
     seconds from a monotonic clock; ``None`` records no latency (for reproducible traces).
     ``guard`` is a policy or a monitor that checks each wrapped tool before it runs.
 
+    Times of day are off by default. ``timestamps=True`` (``datetime.now(UTC)``) or
+    ``wall_clock`` (a function returning an aware ``datetime``, for a clock of your own) stamps
+    the trace's ``started_at`` when the recorder is made, its ``ended_at`` when the ``with`` block
+    ends, each wrapped tool's step with the time the call started, and each step recorded by
+    :meth:`tool_call`, :meth:`model_response` or :meth:`user_message` with the time it was
+    recorded, unless it is given its own ``timestamp`` (RFC 3339 text).
+
     A recorder follows one run and is not thread-safe. Calls of wrapped tools that overlap
     (asyncio tasks) get their step ids when they start and are recorded when they finish. With
     a guard, calls of wrapped coroutine functions run one at a time: each is checked against
@@ -205,6 +219,8 @@ class Recorder:
         source: str | None = None,
         guard: Policy | Monitor | None = None,
         clock: Callable[[], float] | None = time.perf_counter,
+        timestamps: bool = False,
+        wall_clock: Callable[[], datetime] | None = None,
     ) -> None:
         trace_id, agent_name, workflow = check_identity(trace_id, agent_name, workflow)
         if source is not None and not isinstance(source, str):
@@ -220,6 +236,18 @@ class Recorder:
         self.metadata: dict[str, Any] = _metadata(metadata)
         self.source = None if source is None else str.__str__(source)
         self.clock = clock
+        if type(timestamps) is not bool:
+            raise UsageError(f"timestamps must be True or False, got {type(timestamps).__name__}")
+        if wall_clock is not None and not callable(wall_clock):
+            raise UsageError(
+                "wall_clock must be a function returning an aware datetime, or None, got "
+                f"{type(wall_clock).__name__}"
+            )
+        if wall_clock is None and timestamps:
+            wall_clock = _utc_now
+        self.wall_clock = wall_clock
+        self.started_at = self._stamp()
+        self.ended_at: str | None = None
         self.monitor: Monitor | None
         if isinstance(guard, Policy):
             guard = Monitor(guard, trace_id=trace_id, agent_name=agent_name, workflow=workflow)
@@ -246,6 +274,11 @@ class Recorder:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        if self.wall_clock is not None:
+            ended = self._stamp()
+            # a clock that went back gives no end, rather than one before the start
+            if ended is not None and self.started_at is not None:
+                self.ended_at = None if instant(ended) < instant(self.started_at) else ended
         if self.path is None:
             return
         if exc is None:
@@ -272,7 +305,21 @@ class Recorder:
         except InputError as exc:
             raise UsageError(f"cannot record step {excerpt(data.get('step_id'))}: {exc}") from None
 
+    def _stamp(self) -> str | None:
+        """The wall clock's time as RFC 3339 text, or None when no times are recorded."""
+        if self.wall_clock is None:
+            return None
+        now = self.wall_clock()
+        if not isinstance(now, datetime):
+            raise UsageError(f"the wall clock must return a datetime, got {_what(now)}")
+        try:
+            return from_datetime(now)
+        except ValueError as exc:
+            raise UsageError(f"the wall clock must return an aware datetime: {exc}") from None
+
     def _add(self, data: dict[str, Any]) -> Step:
+        if data.get("timestamp") is None:
+            data["timestamp"] = self._stamp()
         step = self._parse({k: v for k, v in data.items() if v is not None})
         if self.monitor is not None:
             self.runtime_findings.extend(self.monitor.observe(step))
@@ -293,6 +340,7 @@ class Recorder:
         output_tokens: int | None = None,
         metadata: Mapping[str, Any] | None = None,
         step_id: str | None = None,
+        timestamp: str | None = None,
     ) -> Step:
         """Record a tool call that has happened. ``status`` defaults to ``"error"`` when
         ``error`` is given, else ``"ok"``."""
@@ -310,6 +358,7 @@ class Recorder:
                 "input_tokens": input_tokens,
                 "output_tokens": output_tokens,
                 "metadata": None if metadata is None else json_value(metadata),
+                "timestamp": timestamp,
             }
         )
 
@@ -327,6 +376,7 @@ class Recorder:
         output_tokens: int | None = None,
         metadata: Mapping[str, Any] | None = None,
         step_id: str | None = None,
+        timestamp: str | None = None,
     ) -> Step:
         """Record what the model said. A citation given as a string is an ``http(s)`` URL
         (``{"url": ...}``) or else the name of a source (``{"source": ...}``); ``citations``
@@ -346,6 +396,7 @@ class Recorder:
                 "input_tokens": input_tokens,
                 "output_tokens": output_tokens,
                 "metadata": None if metadata is None else json_value(metadata),
+                "timestamp": timestamp,
             }
         )
 
@@ -355,6 +406,7 @@ class Recorder:
         *,
         metadata: Mapping[str, Any] | None = None,
         step_id: str | None = None,
+        timestamp: str | None = None,
     ) -> Step:
         """Record a user turn (schema version 1.1; no rule reads it)."""
         return self._add(
@@ -363,6 +415,7 @@ class Recorder:
                 "type": "user_message",
                 "text": text,
                 "metadata": None if metadata is None else json_value(metadata),
+                "timestamp": timestamp,
             }
         )
 
@@ -461,7 +514,8 @@ class Recorder:
                     }
                 )
                 raise
-        return step_id, None if self.clock is None else self._now(), recorded
+        start = None if self.clock is None else self._now()
+        return step_id, start, recorded, self._stamp()
 
     def _now(self) -> float:
         """The clock's reading; UsageError when it is not a finite number of seconds."""
@@ -481,7 +535,7 @@ class Recorder:
         output: Any = None,
         error: BaseException | None = None,
     ) -> None:
-        step_id, start, arguments = started
+        step_id, start, arguments, stamp = started
         latency = None
         bad_clock = None
         if start is not None and self.clock is not None:
@@ -503,6 +557,7 @@ class Recorder:
                 "status": "error" if error is not None else "ok",
                 "error": None if error is None else _error_text(error),
                 "latency_ms": latency,
+                "timestamp": stamp,
             }
         )
         if bad_clock is not None:
@@ -511,14 +566,23 @@ class Recorder:
     # -- the trace ------------------------------------------------------------------------
 
     def trace(self) -> Trace:
-        """The run so far as a canonical trace (schema version 1.1 if it has user turns)."""
+        """The run so far as a canonical trace (schema version 1.1 if it has user turns, 1.3 if
+        it has times)."""
         steps = tuple(self._steps)
-        version = schema_version_for(steps)
+        version = schema_version_for(steps, timed=self.started_at is not None)
         metadata = dict(self.metadata)
         if self._blocked:
             metadata["blocked_calls"] = list(self._blocked)
         return Trace(
-            self.trace_id, self.agent_name, self.workflow, steps, version, self.source, metadata
+            self.trace_id,
+            self.agent_name,
+            self.workflow,
+            steps,
+            version,
+            self.source,
+            metadata,
+            started_at=self.started_at,
+            ended_at=self.ended_at,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -576,6 +640,11 @@ def append_line(path: str, line: str) -> None:
         os.close(fd)
 
 
+def _utc_now() -> datetime:
+    """The system's time of day, for ``Recorder(timestamps=True)``."""
+    return datetime.now(UTC)
+
+
 def _what(value: object) -> str:
     """A bad argument for a message: an empty string as ``''``, anything else by its type."""
     return repr(value) if value == "" else type(value).__name__
@@ -612,7 +681,9 @@ def _arguments(signature: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
 
 
 # A started call: its step id, its clock reading, its arguments as recorded before it ran.
-_Started = tuple[str, float | None, Any]
+# a wrapped call as it starts: its step id, the monotonic clock's reading, its arguments and the
+# time of day (or None)
+_Started = tuple[str, float | None, Any, str | None]
 # Within a guarded coroutine call: its recorder, and the lock the calls made inside it share.
 _INNER_LOCK: ContextVar[tuple[Recorder, Any] | None] = ContextVar("arh_inner_lock", default=None)
 

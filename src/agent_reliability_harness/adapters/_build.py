@@ -696,9 +696,12 @@ class Builder:
         workflow: str,
         *,
         consumed: Iterable[str] = (),
+        started_at: str | None = None,
+        ended_at: str | None = None,
     ) -> Trace:
         """Assemble the canonical trace: identity, steps, record fields, notes and
-        ``metadata.adapter.missing`` (the fields the source did not give)."""
+        ``metadata.adapter.missing`` (the fields the source did not give); ``started_at`` and
+        ``ended_at`` are the run's times when the source records them."""
         for pointer in self._pending.values():
             self.notes.tally(
                 "tool_call_without_result",
@@ -759,8 +762,13 @@ class Builder:
         if notes:
             adapter["notes"] = notes
         metadata["adapter"] = adapter
+        timed = started_at is not None or ended_at is not None
+        if timed or any("timestamp" in step for step in self.steps):
+            version = "1.3"  # the lowest version that reads timestamps (TRACE-SPEC.md)
+        else:
+            version = "1.1" if self._has_user else "1"
         document: dict[str, Any] = {
-            "schema_version": "1.1" if self._has_user else "1",
+            "schema_version": version,
             "trace_id": trace_id,
             "agent_name": agent_name,
             "workflow": workflow,
@@ -768,4 +776,8 @@ class Builder:
             "steps": self.steps,
             "metadata": metadata,
         }
+        if started_at is not None:
+            document["started_at"] = started_at
+        if ended_at is not None:
+            document["ended_at"] = ended_at
         return Trace.from_dict(document)

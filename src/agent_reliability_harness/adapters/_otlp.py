@@ -28,6 +28,7 @@ from agent_reliability_harness.adapters._build import (
     writable_count,
 )
 from agent_reliability_harness.errors import InputError, join_pointer
+from agent_reliability_harness.model.timestamps import from_unix_nanos
 from agent_reliability_harness.model.trace import Trace
 
 __all__ = [
@@ -478,6 +479,8 @@ class SpanTrace:
         latency = _latency(span)
         if latency is not None:
             step["latency_ms"] = latency
+        if span.start:  # 0 is OTLP's "not set"
+            step["timestamp"] = from_unix_nanos(span.start)
         tokens = self._counts(view, span)
         for key, value in zip(("input_tokens", "output_tokens", "cost_usd"), tokens, strict=True):
             carried = self._carry[("input_tokens", "output_tokens", "cost_usd").index(key)]
@@ -744,11 +747,28 @@ class SpanTrace:
             service = next((s.resource.get("service.name") for s in self.spans if s.resource), None)
             name = service if type(service) is str and service else None
         trace_id = self.spans[0].trace_id
+        started, ended = _span_times(self.spans)
         return self.builder.finish(
             RecordOptions(None, (), trace_id),
             name or dialect.agent_name,
             dialect.workflow,
+            started_at=started,
+            ended_at=ended,
         )
+
+
+def _span_times(spans: list[Span]) -> tuple[str | None, str | None]:
+    """When the run started and ended: the earliest start and the latest end of its spans (an
+    end only from a span that does not end before it starts; 0 is OTLP's "not set")."""
+    start = min((s.start for s in spans if s.start), default=None)
+    end = max(
+        (s.end for s in spans if s.start and s.end and s.end >= s.start),
+        default=None,
+    )
+    return (
+        None if start is None else from_unix_nanos(start),
+        None if end is None else from_unix_nanos(end),
+    )
 
 
 def _tail(messages: tuple[Message, ...]) -> tuple[Message, ...]:

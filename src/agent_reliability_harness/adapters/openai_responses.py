@@ -35,6 +35,7 @@ from agent_reliability_harness.adapters._build import (
     locate,
 )
 from agent_reliability_harness.errors import InputError, join_pointer
+from agent_reliability_harness.model.timestamps import from_unix_seconds
 from agent_reliability_harness.model.trace import Trace
 
 __all__ = ["FORMAT", "convert"]
@@ -129,7 +130,26 @@ def convert(record: Any, options: RecordOptions | None = None) -> Trace:
         _item(builder, i, pointer, item)
     if wrapper is not None and wrapper.get("usage") is not None:
         _usage(builder, wrapper["usage"], builder.first_step_since(first))
+    if wrapper is not None and wrapper.get("created_at") is not None and start < len(items):
+        _created_at(builder, wrapper["created_at"], builder.first_step_since(first))
     return builder.finish(options, AGENT_NAME, WORKFLOW)
+
+
+def _created_at(builder: Builder, created: Any, step: dict[str, Any] | None) -> None:
+    """The Response's ``created_at`` (unix seconds), when the model call that wrote its output
+    started, as the ``timestamp`` of the output's first step (the one its usage goes on)."""
+    if type(created) is not int:
+        builder.invalid(
+            "/created_at", f"created_at must be whole unix seconds, got {json_type(created)}"
+        )
+        return
+    try:
+        text = from_unix_seconds(created)
+    except ValueError:
+        builder.invalid("/created_at", f"created_at {created} is not a time between 1970 and 9999")
+        return
+    if step is not None:
+        step["timestamp"] = text
 
 
 def _item(builder: Builder, i: int, pointer: str, item: Any) -> None:

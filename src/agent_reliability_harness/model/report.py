@@ -34,6 +34,7 @@ from agent_reliability_harness.errors import (
 from agent_reliability_harness.model.fidelity import NotApplicable
 from agent_reliability_harness.model.judge_outcome import JudgeOutcome, judge_outcome_from_dict
 from agent_reliability_harness.model.step_refs import STEP_ID_ORIGINS
+from agent_reliability_harness.model.timestamps import parse_timestamp
 
 Severity = Literal["error", "warning", "info"]
 
@@ -176,6 +177,9 @@ class TraceReport:
     step_ids: str | None = None
     # the judge's verdict, when `arh validate` was given a rubric (docs/answers-and-judge.md)
     judge: JudgeOutcome | None = None
+    # when the run started and ended, as the trace wrote them (schema version 1.3), or None
+    started_at: str | None = None
+    ended_at: str | None = None
 
     @classmethod
     def from_dict(cls, data: object, *, pointer: str = "") -> TraceReport:
@@ -244,6 +248,10 @@ class TraceReport:
             out["not_recorded"] = list(self.not_recorded)
         if self.step_ids is not None:
             out["step_ids"] = self.step_ids
+        if self.started_at is not None:
+            out["started_at"] = self.started_at
+        if self.ended_at is not None:
+            out["ended_at"] = self.ended_at
         if self.judge is not None:
             out["judge"] = self.judge.to_dict()
         out["failure"] = self.failure
@@ -588,6 +596,8 @@ def _trace_report_from_dict(data: object, pointer: str) -> TraceReport:
         outcome=_get_outcome(data, pointer),
         not_recorded=_get_not_recorded(data, pointer),
         step_ids=_get_step_ids(data, pointer),
+        started_at=_get_time(data, "started_at", pointer),
+        ended_at=_get_time(data, "ended_at", pointer),
         judge=judge_outcome_from_dict(data.get("judge"), join_pointer(pointer, "judge")),
         categories=_get_answers(data, pointer),
     )
@@ -610,6 +620,12 @@ def _get_answers(data: Mapping[str, Any], pointer: str) -> tuple[CategoryResult,
     return (
         CategoryResult("answers", applicable, 100.0 if score is None else score, checks, failed),
     )
+
+
+def _get_time(data: Mapping[str, Any], key: str, pointer: str) -> str | None:
+    """``started_at`` or ``ended_at``: absent, or the RFC 3339 text of the trace."""
+    value = data.get(key)
+    return None if value is None else parse_timestamp(value, join_pointer(pointer, key))
 
 
 def _get_step_ids(data: Mapping[str, Any], pointer: str) -> str | None:

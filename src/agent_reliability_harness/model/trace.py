@@ -23,6 +23,7 @@ from agent_reliability_harness._decode import (
     req_str,
 )
 from agent_reliability_harness.errors import UsageError, excerpt, join_pointer
+from agent_reliability_harness.model.timestamps import instant, parse_timestamp
 
 if TYPE_CHECKING:
     from agent_reliability_harness.model.answers import Expectation
@@ -33,6 +34,7 @@ StepStatus = Literal["ok", "error"]
 
 __all__ = [
     "STEP_KEYS",
+    "STEP_KEYS_1_2",
     "STEP_TYPES",
     "TRACE_KEYS",
     "Step",
@@ -63,11 +65,14 @@ STEP_KEYS: Final = frozenset(
         "input_tokens",
         "output_tokens",
         "metadata",
+        "timestamp",
     }
 )
 TRACE_KEYS: Final = frozenset(
     {"schema_version", "trace_id", "agent_name", "workflow", "steps", "source", "metadata"}
 )
+# before schema version 1.3, ``timestamp`` is a step key of the trace's own (kept in ``extra``)
+STEP_KEYS_1_2: Final = STEP_KEYS - {"timestamp"}
 _EMPTY: Final[Mapping[str, Any]] = {}
 _INF: Final = float("inf")
 _MAX_FLOAT: Final = 1.7976931348623157e308  # an integer above it is not finite (is_finite)
@@ -141,7 +146,8 @@ class Step:
     """One step of a run: a tool call or a model response (what the agent did), or a user turn.
 
     ``user_message`` steps (schema version 1.1) keep the user's side of a converted transcript;
-    every rule skips them.
+    every rule skips them. ``timestamp`` (schema version 1.3) is when the step started, the
+    RFC 3339 text as the trace wrote it; no rule reads it.
     """
 
     step_id: str
@@ -160,10 +166,15 @@ class Step:
     output_tokens: int | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    timestamp: str | None = None
 
     @classmethod
-    def from_dict(cls, data: object, *, pointer: str = "") -> Step:
-        """Parse one step; errors carry the JSON pointer of the bad field below ``pointer``."""
+    def from_dict(cls, data: object, *, pointer: str = "", timestamps: bool = True) -> Step:
+        """Parse one step; errors carry the JSON pointer of the bad field below ``pointer``.
+
+        ``timestamps=False`` reads it as a step of a trace before schema version 1.3 does: a
+        ``timestamp`` key is one of the step's own, kept in ``extra`` and not checked.
+        """
         if type(data) is not dict:
             raise bad(pointer, f"a step must be an object, got {json_type(data)}")
         step_id = req_str(data, "step_id", pointer, non_empty=True)
@@ -226,7 +237,11 @@ class Step:
                 join_pointer(pointer, "metadata"),
                 f"must be an object or null, got {json_type(metadata)}",
             )
-        extra = _EMPTY if data.keys() <= STEP_KEYS else _extra(data, STEP_KEYS, pointer)
+        known = STEP_KEYS if timestamps else STEP_KEYS_1_2
+        extra = _EMPTY if data.keys() <= known else _extra(data, known, pointer)
+        timestamp = get("timestamp") if timestamps else None
+        if timestamp is not None:
+            timestamp = parse_timestamp(timestamp, join_pointer(pointer, "timestamp"))
         citations = () if citations is None else _citations(citations, pointer)
         values = (
             step_id,
@@ -245,6 +260,7 @@ class Step:
             opt_nonneg_int(data, "output_tokens", pointer, integral_float=True),
             metadata,
             extra,
+            timestamp,
         )
         if cls is not Step:  # a subclass may have an __init__ of its own
             return cls(*values)
@@ -280,6 +296,8 @@ class Step:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if self.timestamp is not None:
+            out["timestamp"] = self.timestamp
         if self.metadata:
             out["metadata"] = self.metadata
         out.update(self.extra)
@@ -304,6 +322,9 @@ class Trace:
     extra: Mapping[str, Any] = field(default_factory=dict)
     # the expected outcome of the run's task (schema version 1.2, ``expected``), or None
     expected: Expectation | None = None
+    # when the run started and ended (schema version 1.3): RFC 3339 text as written, or None
+    started_at: str | None = None
+    ended_at: str | None = None
 
     @classmethod
     def from_dict(cls, data: object) -> Trace:
@@ -319,20 +340,38 @@ class Trace:
         raw_steps = data["steps"]
         if type(raw_steps) is not list:
             raise bad("/steps", f"must be an array of steps, got {json_type(raw_steps)}")
+        minor = _minor(version)
         from_dict = Step.from_dict
-        steps = tuple([from_dict(s, pointer=f"/steps/{i}") for i, s in enumerate(raw_steps)])
+        timed = minor >= 3
+        steps = tuple(
+            [from_dict(s, pointer=f"/steps/{i}", timestamps=timed) for i, s in enumerate(raw_steps)]
+        )
         source = opt_str(data, "source", "")
         metadata = _object(data, "metadata", "")
         extra = _extra(data, TRACE_KEYS, "")
         expected = None
-        if "expected" in extra and _reads_expected(version):
+        if "expected" in extra and minor >= 2:
             raw = extra.pop("expected")
             if raw is not None:
                 from agent_reliability_harness.model.answers import Expectation
 
                 expected = Expectation.parse(raw, "/expected")
+        started_at = ended_at = None
+        if timed and ("started_at" in extra or "ended_at" in extra):
+            started = extra.pop("started_at", None)
+            started_at, ended_at = _times(started, extra.pop("ended_at", None))
         return cls(
-            trace_id, agent_name, workflow, steps, version, source, metadata or {}, extra, expected
+            trace_id,
+            agent_name,
+            workflow,
+            steps,
+            version,
+            source,
+            metadata or {},
+            extra,
+            expected,
+            started_at,
+            ended_at,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -350,19 +389,43 @@ class Trace:
             out["metadata"] = self.metadata
         if self.expected is not None:
             out["expected"] = self.expected.to_dict()
+        if self.started_at is not None:
+            out["started_at"] = self.started_at
+        if self.ended_at is not None:
+            out["ended_at"] = self.ended_at
         out.update(self.extra)
         return out
 
 
-def _reads_expected(version: str) -> bool:
-    """Whether a trace of ``version`` defines ``expected`` (1.2 and later 1.x): an earlier trace
-    keeps a key of that name as one of its own, as arh 0.2.x did."""
+def _minor(version: str) -> int:
+    """The minor version of a trace's ``schema_version`` (0 when it has none a number can say).
+
+    A field added in a minor version is read only from a trace that declares it or a later one
+    (``expected`` from 1.2, the timestamps from 1.3): an earlier trace keeps a key of that name
+    as one of its own, as arh 0.2.x did, so its reports do not change.
+    """
     parts = version.split(".", 2)
-    return len(parts) > 1 and parts[1].isascii() and parts[1].isdigit() and int(parts[1]) >= 2
+    if len(parts) > 1 and parts[1].isascii() and parts[1].isdigit():
+        return int(parts[1])
+    return 0
 
 
-def schema_version_for(steps: Iterable[Step]) -> str:
-    """The lowest trace schema version that can hold these steps: user turns need 1.1."""
+def _times(started: object, ended: object) -> tuple[str | None, str | None]:
+    """The trace's ``started_at`` and ``ended_at``, checked: each an RFC 3339 date-time, and the
+    end not before the start."""
+    start = None if started is None else parse_timestamp(started, "/started_at")
+    end = None if ended is None else parse_timestamp(ended, "/ended_at")
+    if start is not None and end is not None and instant(end) < instant(start):
+        raise bad("/ended_at", f"{excerpt(end)} is before started_at {excerpt(start)}")
+    return start, end
+
+
+def schema_version_for(steps: Iterable[Step], *, timed: bool = False) -> str:
+    """The lowest trace schema version that can hold these steps: user turns need 1.1, and
+    timestamps (a step's, or the trace's when ``timed``) 1.3."""
+    steps = tuple(steps)
+    if timed or any(step.timestamp is not None for step in steps):
+        return "1.3"
     return "1.1" if any(step.type == "user_message" for step in steps) else "1"
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "source_text",
     "terminal_safe",
     "threshold_text",
+    "times_text",
     "tokens_text",
     "totals_text",
     "visible",
@@ -127,6 +128,17 @@ def totals_text(report: TraceReport, *, grouped: bool = False) -> list[str]:
         f"cost {cost_text(report.recorded_cost_usd)}",
         f"tokens {tokens_text(report.total_tokens, grouped=grouped)}",
     ]
+
+
+def times_text(report: TraceReport) -> list[str]:
+    """When the run happened, as the trace wrote it: ``started 2026-01-31T09:30:00Z``, ``ended
+    ...``; nothing for a time the trace does not have (a report never invents one)."""
+    out = []
+    if report.started_at is not None:
+        out.append(f"started {report.started_at}")
+    if report.ended_at is not None:
+        out.append(f"ended {report.ended_at}")
+    return out
 
 
 def threshold_text(value: float) -> str:

@@ -21,6 +21,7 @@ from agent_reliability_harness.render._text import (
     score_alone,
     source_text,
     terminal_safe,
+    times_text,
     totals_text,
 )
 from agent_reliability_harness.render.github import LEVELS, annotation
@@ -82,6 +83,9 @@ def _trace_lines(report: TraceReport, fail_under: float | None) -> list[str]:
     if report.failure == EVALUATION_ERROR:  # a PASS that a gating judge did not confirm
         details.append("evaluation_error: the judge gave no verdict")
     lines.append(_INDENT + " \u00b7 ".join(details))
+    times = times_text(report)  # only the times the trace records, on a line of their own
+    if times:
+        lines.append(_INDENT + terminal_safe(" \u00b7 ".join(times)))
     why = score_alone(report, fail_under)  # no finding says why it fails: its score does
     if why is not None:
         lines.append(f"{_INDENT}fails on its score alone: {why} (--fail-under)")

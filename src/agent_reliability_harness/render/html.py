@@ -55,6 +55,7 @@ from agent_reliability_harness.render._text import (
     plural,
     run_headline,
     source_text,
+    times_text,
     totals_text,
 )
 from agent_reliability_harness.render.stats import (
@@ -707,6 +708,9 @@ def _measured(value: float, places: int) -> str:
 
 def _step_metrics(step: Step) -> str:
     parts = []
+    if step.timestamp is not None:  # when the step started, as the trace wrote it
+        stamp = _text(str(step.timestamp))  # checked by Step.from_dict, not in a Step built in code
+        parts.append(f'<time datetime="{stamp}">{stamp}</time>')
     if step.latency_ms is not None:
         parts.append(f"{_measured(step.latency_ms, 3)} ms")
     if step.cost_usd is not None:
@@ -789,6 +793,7 @@ def _meta(report: TraceReport, *, score: bool = True) -> str:
     if report.outcome is not None:
         parts.append(f"outcome {_code(json.dumps(report.outcome))}")
     parts += totals_text(report, grouped=True)  # n/a for a measure the trace did not record
+    parts += (_text(time) for time in times_text(report))  # only the times the trace records
     if report.citation_coverage is not None:
         parts.append(f"citation coverage {report.citation_coverage:.0%}")
     if report.failure is not None:  # which kind of failure (docs/exit-codes.md)

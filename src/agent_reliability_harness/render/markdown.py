@@ -36,6 +36,7 @@ from agent_reliability_harness.render._text import (
     plural,
     run_headline,
     score_alone,
+    times_text,
 )
 from agent_reliability_harness.rules.selection import grouped
 
@@ -90,7 +91,8 @@ def _trace_section(report: TraceReport, fail_under: float | None = None) -> MdSe
             ""
             if report.source_path is None
             else f" \u00b7 {md_code(report.source_path, in_table=False)}"
-        ),
+        )
+        + "".join(f" \u00b7 {md_text(time)}" for time in times_text(report)),
         *_why_lines(score_alone(report, fail_under)),
         "",
         "| Severity | Rule | Step | Finding | Expected | Observed |",

@@ -10,7 +10,7 @@ from typing import Any, Final
 from agent_reliability_harness.errors import excerpt, join_pointer
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import Finding
-from agent_reliability_harness.model.trace import STEP_KEYS, Step
+from agent_reliability_harness.model.trace import STEP_KEYS_1_2, Step
 from agent_reliability_harness.rules._facts import TraceFacts
 from agent_reliability_harness.rules._format import show
 from agent_reliability_harness.rules.online import Probe, Watch
@@ -120,7 +120,9 @@ def duplicate_step_id_finding(step_id: str, count: int, first: int) -> Finding:
     )
 
 
-_STEP_FIELDS: Final = sorted(STEP_KEYS)
+# the step fields before schema version 1.3: a trace of 1.2 or earlier keeps a ``timestamp``
+# (or ``timestamps``) key as its own, and its report does not change with 1.3
+_STEP_FIELDS: Final = sorted(STEP_KEYS_1_2)
 
 
 @functools.lru_cache(maxsize=1024)
