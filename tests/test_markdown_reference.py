@@ -217,6 +217,8 @@ _ALL_ROWS: Final = 50  # larger runs list only their failing traces in the summa
 
 
 def _verdict(report: TraceReport) -> str:
+    if report.failure == "evaluation_error":  # passed, but a gating judge gave no verdict
+        return "PASS, *evaluation_error*"
     return "PASS" if report.passed else "**FAIL**"
 
 
@@ -239,7 +241,9 @@ def _trace_section(report: TraceReport) -> list[str]:
             ""
             if report.source_path is None
             else f" \u00b7 {md_code(report.source_path, in_table=False)}"
-        ),
+        )
+        + (f" \u00b7 started {md_text(report.started_at)}" if report.started_at else "")
+        + (f" \u00b7 ended {md_text(report.ended_at)}" if report.ended_at else ""),
         "",
         "| Severity | Rule | Step | Finding | Expected | Observed |",
         "|---|---|---|---|---|---|",
@@ -317,6 +321,9 @@ def _document(
         count = len(summary.input_errors)
         facts.append(f"**{plural(count, 'input error')}**")
     head.append(" \u00b7 ".join(facts) + ".")
+    kinds = summary.failures  # the three kinds of failure, in a line of their own when any
+    if any(kinds.values()):
+        head += ["", "Failures: " + " \u00b7 ".join(f"{n:,} {k}" for k, n in kinds.items()) + "."]
     listed, listed_count = (first, total) if total <= _ALL_ROWS else (failing, failing_count)
     if listed_count:
         head += [
