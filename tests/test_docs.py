@@ -11,8 +11,8 @@ SECURITY.md, CONTRIBUTING.md, CHANGELOG.md, docs/*.md):
 * A line ``$ cd DIR`` in a ```console block makes DIR (relative to the directory the commands ran
   in so far) the directory of the document's later commands.
 
-Commands run in a scratch directory holding a copy of samples/, docs/examples/, schemas/ and
-examples/, so that the paths in the docs resolve and the reports they write land nowhere
+Commands run in a scratch directory holding a copy of samples/, docs/examples/, schemas/,
+examples/ and datasets/, so that the paths in the docs resolve and the reports they write land nowhere
 permanent. The commands
 of one document share a directory and run in order, so a command can read what an earlier one
 wrote (a baseline, say).
@@ -117,7 +117,7 @@ def scratch(
     doc = request.node.callspec.params["example"].doc
     if doc not in _SCRATCH:
         root = tmp_path_factory.mktemp("docs")
-        for folder in ("samples", "docs/examples", "schemas", "examples"):
+        for folder in ("samples", "docs/examples", "schemas", "examples", "datasets"):
             if (ROOT / folder).exists():
                 shutil.copytree(ROOT / folder, root / folder)
         _SCRATCH[doc] = root
