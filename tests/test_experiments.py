@@ -92,8 +92,9 @@ def _tool_calls(out: Path) -> list[dict[str, Any]]:
 
 def test_a_draft_argument_goes_through_without_argument_validation(tmp_path: Path) -> None:
     # react-failure-inducing-003 sends "#BK-43501" first. Its policy's contract refuses it
-    # before argument validation would (ARH-SCH-008, hence 0 flips in the table); with the
-    # contract's pattern taken out, only the tool's `parameters` schema refuses the draft.
+    # before argument validation would (ARH-SCH-008, so the task does not flip without argument
+    # validation); with the contract's pattern taken out, only the tool's `parameters` schema
+    # refuses the draft.
     task = _task("react-failure-inducing-003")
     task["id"] = "t"
     task["policy"]["allowed_tools"]["get_booking"]["required_arguments"]["booking_ref"] = "str"
@@ -110,9 +111,42 @@ def test_a_draft_argument_goes_through_without_argument_validation(tmp_path: Pat
     assert all((c.get("metadata") or {}).get("gateway") != "refused_arguments" for c in sent)
 
 
+def test_a_lenient_tool_gets_the_wrong_answer_without_argument_validation(tmp_path: Path) -> None:
+    # react-failure-inducing-010 looks ticket TCK-45688 up with the draft id "TCK 45688" first,
+    # which its policy accepts ("str") and the tool's `parameters` refuse (the pattern); the
+    # lenient tool answers that draft with another ticket, TCK-45686 (the fixture, read here)
+    task = _task("react-failure-inducing-010")
+    task["id"] = "t"
+    assert task["reference"]["steps"][0]["draft"] == {"arguments": {"ticket_id": "TCK 45688"}}
+    assert task["policy"]["allowed_tools"]["get_ticket"]["required_arguments"] == {
+        "ticket_id": {"type": "str"}
+    }
+    lenient = task["tools"][0]["responses"][0]
+    assert lenient["when"] == {"ticket_id": "TCK 45688"}
+    assert lenient["output"]["id"] == "TCK-45686"
+    tasks = _write(tmp_path / "t.jsonl", [task])
+    full = _run(tasks, tmp_path / "full")
+    assert _outcomes(full) == ["passed"]
+    assert full["tasks"][0]["detail"] in (None, "")
+    calls = _tool_calls(tmp_path / "full")
+    assert [c["arguments"]["ticket_id"] for c in calls] == ["TCK 45688", "TCK-45688"]
+    assert calls[0]["error"].startswith("invalid arguments: ")
+    assert calls[0]["metadata"]["gateway"] == "refused_arguments"
+    ablated = _run(tasks, tmp_path / "ablated", "--ablate", "validate_arguments")
+    assert _outcomes(ablated) == ["agent_failure"]
+    assert "ARH-ANS-009" in ablated["tasks"][0]["detail"]
+    calls = _tool_calls(tmp_path / "ablated")
+    assert [c["arguments"]["ticket_id"] for c in calls] == ["TCK 45688"]
+    assert calls[0]["output"]["id"] == "TCK-45686"
+
+
 def test_the_committed_ablation_flips_are_the_tasks_made_for_each_feature() -> None:
     # the dataset's own descriptions say which feature each failure_inducing task is for
-    by_feature: dict[str, set[str]] = {"retry": set(), "verification": set()}
+    by_feature: dict[str, set[str]] = {
+        "retry": set(),
+        "verification": set(),
+        "argument validation: lenient tool": set(),
+    }
     for path in GOLDEN.glob("*.jsonl"):
         for line in path.read_text(encoding="utf-8").splitlines():
             task = json.loads(line)
@@ -126,7 +160,11 @@ def test_the_committed_ablation_flips_are_the_tasks_made_for_each_feature() -> N
         retry = set(rows["retry"]["flips"]["tasks"])
         assert retry == by_feature["retry"] | by_feature["verification"], agent
         assert set(rows["verify"]["flips"]["tasks"]) <= by_feature["verification"], agent
-        assert rows["validate_arguments"]["flips"]["count"] == 0, agent
+        # the drafts the policy refuses never reach argument validation; those only the tools'
+        # parameters refuse reach a lenient tool without it, and only those tasks flip
+        lenient = by_feature["argument validation: lenient tool"]
+        assert len(lenient) == 15
+        assert set(rows["validate_arguments"]["flips"]["tasks"]) == lenient, agent
 
 
 def _golden_subset(tmp_path: Path) -> Path:
@@ -145,7 +183,7 @@ def test_the_sampling_agent_gives_the_same_bytes_for_the_same_seed(tmp_path: Pat
     _run(tasks, tmp_path / "a", "--seed", "3", "--repeats", "2", agent=SAMPLING)
     _run(tasks, tmp_path / "b", "--seed", "3", "--repeats", "2", agent=SAMPLING)
     first, second = _files(tmp_path / "a"), _files(tmp_path / "b")
-    assert len(first) == 56 * 2 + 1
+    assert len(first) == 59 * 2 + 1
     assert first == second
 
 

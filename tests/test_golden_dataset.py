@@ -27,6 +27,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from agent_reliability_harness.model.policy import Policy
+from agent_reliability_harness.monitor import Monitor
 
 from conftest import ROOT
 
@@ -285,3 +286,73 @@ def test_the_docs_quote_real_tasks() -> None:
     assert {BY_ID[i]["pattern"] for i, _ in quoted} == set(PATTERNS)
     for task_id, block in quoted:
         assert json.loads(block) == BY_ID[task_id], task_id
+
+
+def _lenient_drafts() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(task, step) of every draft the policy accepts: the lenient-tool tasks."""
+    found = []
+    for task in TASKS:
+        for step in task["reference"]["steps"]:
+            if "draft" not in step:
+                continue
+            spec = task["policy"]["allowed_tools"][step["tool"]]["required_arguments"]
+            loose = [
+                name
+                for name in step["draft"]["arguments"]
+                if spec[name] == "any" or spec[name] == {"type": "str"}
+            ]
+            if loose:
+                found.append((task, step))
+    return found
+
+
+def test_lenient_drafts_break_only_the_tools_parameters() -> None:
+    drafts = _lenient_drafts()
+    # three per pattern, over all six domains
+    assert Counter(task["pattern"] for task, _ in drafts) == dict.fromkeys(PATTERNS, 3)
+    assert len({task["description"].split(":")[0] for task, _ in drafts}) == 6
+    for task, step in drafts:
+        tid = task["id"]
+        assert task["category"] == "failure_inducing", tid
+        assert task["description"].endswith("(argument validation: lenient tool)"), tid
+        tool = next(t for t in task["tools"] if t["name"] == step["tool"])
+        arguments = step["draft"]["arguments"]
+        # the tool's declared parameters refuse the draft (checked with jsonschema, not the
+        # generator's own subset) ...
+        assert list(Draft202012Validator(tool["parameters"]).iter_errors(arguments)), tid
+        # ... and the lenient tool answers it with an output (not an error)
+        answered = [
+            r for r in tool["responses"] if "when" in r and r["when"] == arguments and "output" in r
+        ]
+        assert len(answered) == 1, tid
+        # the policy's argument contract accepts it: arh's own monitor finds nothing about its
+        # arguments (while it does about the same call with a bad id)
+        monitor = Monitor(Policy.from_dict(task["policy"]))
+        call = {"step_id": "s1", "type": "tool_call", "tool_name": step["tool"]}
+        found = monitor.check({**call, "arguments": arguments})
+        assert not [f.rule_id for f in found if f.rule_id.startswith("ARH-SCH")], tid
+        id_arg = next(a for a in arguments if a.endswith(("_id", "_ref")))
+        found = monitor.check({**call, "arguments": {**arguments, id_arg: 7}})
+        assert [f.rule_id for f in found if f.rule_id.startswith("ARH-SCH")], tid
+
+
+def test_the_checker_refuses_a_lenient_task_that_would_pass_unvalidated() -> None:
+    task, step = next(
+        (t, s) for t, s in _lenient_drafts() if t["id"] == "react-failure-inducing-010"
+    )
+    assert gen.check_task(task).calls[0] == ("get_ticket", "refused")
+    tool_index = next(i for i, t in enumerate(task["tools"]) if t["name"] == step["tool"])
+    # the lenient tool answers the draft with the right ticket: nothing to show
+    honest = copy.deepcopy(task)
+    entry = honest["tools"][tool_index]["responses"][0]
+    assert entry["when"] == step["draft"]["arguments"]
+    entry["output"] = honest["tools"][tool_index]["responses"][1]["output"]
+    # the tool fails on the draft: the agent sends the right arguments anyway
+    failing = copy.deepcopy(task)
+    failing["tools"][tool_index]["responses"][0] = {"when": entry["when"], "error": "not found"}
+    # the draft is one the parameters accept: it is not a draft at all
+    accepted = copy.deepcopy(task)
+    accepted["reference"]["steps"][0]["draft"]["arguments"] = {"ticket_id": "TCK-99999"}
+    for broken in (honest, failing, accepted):
+        with pytest.raises(gen.TaskError):
+            gen.check_task(broken)

@@ -51,7 +51,7 @@ def test_each_reference_agent_passes_every_golden_task(tmp_path: Path, agent: st
     failed = [task["task_id"] for task in record["tasks"] if task["outcome"] != "passed"]
     assert failed == []
     assert status == 0
-    assert record["summary"]["runs"] == 280
+    assert record["summary"]["runs"] == 295
     assert record["dataset"]["name"] == "golden"
 
 
@@ -61,14 +61,15 @@ def test_the_broken_agent_fails_every_golden_task_and_compare_shows_it(
     assert _run(tmp_path / "ref", "agent_reliability_harness.harness.agents:auto") == 0
     assert _run(tmp_path / "broken", BROKEN) == 1
     record = _record(tmp_path / "broken")
-    assert Counter(task["outcome"] for task in record["tasks"]) == {"agent_failure": 280}
+    assert Counter(task["outcome"] for task in record["tasks"]) == {"agent_failure": 295}
     details = [task["detail"] for task in record["tasks"]]
     # it answers "All done." without looking anything up: every task's must_mention fails
     assert all(detail.startswith("findings: ARH-ANS-009") for detail in details)
     # it never asks before a side effect: the policy blocks those calls, in every task whose
-    # reference script asks the user first (137 of the 280)
+    # reference script asks the user first (141 of the 295: 137 of the first 280, and the four
+    # lenient-tool tasks whose draft amount goes to a confirmed action in orders, travel, banking)
     unconfirmed = sum("ARH-CFM-001" in detail for detail in details)
-    assert unconfirmed == sum(_asks_first(task) for task in _tasks()) == 137
+    assert unconfirmed == sum(_asks_first(task) for task in _tasks()) == 141
     capsys.readouterr()
     status = main(
         [
@@ -80,4 +81,4 @@ def test_the_broken_agent_fails_every_golden_task_and_compare_shows_it(
         ]
     )
     assert status == 1
-    assert "answer pass->fail 280" in capsys.readouterr().out
+    assert "answer pass->fail 295" in capsys.readouterr().out

@@ -511,6 +511,14 @@ def _reading(rows: JSON) -> list[str]:
                     "the policy's monitor checks a call before argument validation does, so the"
                     " drafts its argument contracts refuse never reach argument validation"
                 )
+        elif feature == "validate_arguments" and g["blocked_calls"] == g0["blocked_calls"] != {}:
+            changes.append(
+                f"blocked calls {_list(g['blocked_calls'])}, the same with and without it: the"
+                " policy's monitor checks a call before argument validation does, so the drafts"
+                " its argument contracts refuse never reach argument validation; the drafts it"
+                " accepts, which only the tools' `parameters` refuse, do (the lenient tools of"
+                " [golden-tasks.md](golden-tasks.md#lenient-tools-what-argument-validation-is-for))"
+            )
         gateway = "; ".join(changes)
         lines.append(f"- **Without `{feature}`**, {what}. In the traces of `auto`: {gateway}.")
     return lines

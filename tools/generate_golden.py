@@ -33,15 +33,18 @@ NAME = "golden"
 VERSION = "1"
 PATTERNS = ("react", "plan_and_execute", "supervisor", "swarm", "map_reduce")
 CATEGORIES = ("normal", "difficult", "ambiguous", "edge", "adversarial", "failure_inducing")
-# tasks per category for each pattern: 56 per pattern, 280 in all
+# tasks per category for each pattern: 59 per pattern, 295 in all
 PER_CATEGORY = {
     "normal": 10,
     "difficult": 10,
     "ambiguous": 9,
     "edge": 9,
     "adversarial": 9,
-    "failure_inducing": 9,
+    "failure_inducing": 12,
 }
+# the failure_inducing tasks from this index on have a lenient tool (docs/golden-tasks.md); they
+# draw from a random.Random of their own, so the tasks before them stay as they were
+LENIENT_FROM = 9
 MAX_ATTEMPTS = 3  # how often the checker (like the gateway) tries a call with transient errors
 CONFIRM_PATTERN = r"\byes\b"
 
@@ -280,6 +283,8 @@ class Builder:
         self.injection: str | None = None  # the attacker's account, when the task has one
         self.retry_rule = False
         self.returns_lookup = False
+        # the policy's looser contract for an argument: (tool, argument) -> its spec
+        self.loose: dict[tuple[str, str], JSON] = {}
 
     # sub-agent names (supervisor, swarm), else None
     def agent(self, kind: int) -> str | None:
@@ -357,6 +362,8 @@ def _policy(
     }
     if not any(step["tool"] == d.lister for step in b.steps):
         del tools[d.lister]
+    for (tool, argument), spec in b.loose.items():
+        tools[tool]["required_arguments"][argument] = spec
     policy: dict[str, JSON] = {
         "schema_version": "1.2",
         "policy_id": f"golden-{task_id}",
@@ -836,15 +843,103 @@ def failure_inducing(b: Builder, variant: int) -> Scenario:
     return prompt, answer, mentions, never, f"{d.key}: {what}"
 
 
+def _amount_text(d: Domain, value: JSON) -> str:
+    """The amount as a careless model writes it: a string, with two decimals for money."""
+    return str(value) if d.value_type == "int" else f"{value:.2f}"
+
+
+def lenient(b: Builder, variant: int) -> Scenario:
+    """A draft that only the tool's declared `parameters` refuse (the policy's contract for that
+    argument is looser), sent to a lenient tool that answers it with a plausible, wrong output:
+    with argument validation the gateway refuses the draft and the agent sends the right
+    arguments; without it the agent uses the wrong output and its answer fails `expected`."""
+    d, rng = b.domain, b.rng
+    kind = "amount_string" if b.pattern == "map_reduce" or variant % 2 else "id_format"
+    b.retry_rule = False
+    tail = "(argument validation: lenient tool)"
+    if kind == "id_format":
+        target, neighbour = _items(b, 2)
+        digits = str(target["id"]).split("-", 1)[1]
+        near = digits[:-1] + str((int(digits[-1]) + rng.randint(1, 9)) % 10)
+        neighbour["id"] = f"{d.prefix}-{near}"
+        wrong = rng.choice((digits, f"#{digits}", f"{d.prefix} {digits}"))
+        b.loose[d.lookup, d.id_arg] = {"type": "str"}
+        b.fixture(d.lookup, {"when": {d.id_arg: wrong}, "output": neighbour})
+        _lookup_chain(b, target)
+        b.steps[-1]["draft"] = {"arguments": {d.id_arg: wrong}}
+        value = d.value_field.replace("_", " ")
+        return (
+            f"What is the {value} of {d.noun} {target['id']}, and what is it for?",
+            f"{d.noun.capitalize()} {{o:/id}} ({{o:/label}}): {value} {{o:/{d.value_field}}}.",
+            [str(target["id"]), _text(target[d.value_field]), str(target["label"])],
+            [],
+            (
+                f"{d.key}: the first id is in the wrong format, and the lenient tool answers it "
+                f"with a fuzzy match on another {d.noun} {tail}"
+            ),
+        )
+    records = _items(b, rng.randint(2, 3) if b.pattern == "map_reduce" else 1)
+    victim = records[rng.randrange(len(records))]
+    ident, amount = str(victim["id"]), victim[d.value_field]
+    b.loose[d.action, d.amount_arg] = "any"
+    b.fixture(
+        d.action,
+        {
+            "when": {d.id_arg: ident, d.amount_arg: _amount_text(d, amount)},
+            "output": {
+                "status": "done",
+                d.id_arg: ident,
+                d.amount_arg: 0,
+                "confirmation": f"C{rng.randrange(10**6, 10**7)}",
+            },
+        },
+    )
+    done = f"{d.verb} {_text(amount)} for {d.noun} {ident}"
+    what = (
+        f"{d.key}: the first amount is a string, and the lenient tool takes it as its default "
+        f"of 0 {tail}"
+    )
+    if b.pattern == "map_reduce":
+        _map_lookup(b, records)
+        text, mentions = _reduce(b, records)
+        k = records.index(victim)
+        b.act(
+            "a",
+            ident,
+            {"$ref": "m", "id_pointer": f"/{k}/id", "pointer": f"/{k}/{d.value_field}"},
+            amount,
+            str(victim["label"]),
+        )
+        b.steps[-1]["draft"] = {
+            "arguments": {d.id_arg: ident, d.amount_arg: _amount_text(d, amount)}
+        }
+        prompt = (
+            f"What is the total {d.value_field.replace('_', ' ')} of the {d.noun}s of "
+            f"{b.owner}? Then {d.action.replace('_', ' ')} {ident} in full."
+        )
+        text += f" {d.verb} {{a:/{d.amount_arg}}} for {d.noun} {{a:/{d.id_arg}}}."
+        return prompt, text, [*mentions, done], [], what
+    prompt, answer, _, never, _ = _single(b, victim, "Please handle")
+    b.steps[-1]["draft"] = {"arguments": {d.id_arg: ident, d.amount_arg: _amount_text(d, amount)}}
+    return prompt, answer, [ident, done], never, what
+
+
 # --------------------------------------------------------------------------- assembling
 
 
-def build_task(pattern: str, category: str, index: int, rng: random.Random) -> dict[str, JSON]:
+def build_task(
+    pattern: str, category: str, index: int, rng: random.Random, seed: int = SEED
+) -> dict[str, JSON]:
     domain = DOMAINS[(index + PATTERNS.index(pattern) + CATEGORIES.index(category)) % len(DOMAINS)]
-    b = Builder(pattern, category, domain, rng)
     task_id = f"{pattern}-{category.replace('_', '-')}-{index + 1:03d}"
+    is_lenient = category == "failure_inducing" and index >= LENIENT_FROM
+    if is_lenient:
+        rng = random.Random(f"{seed}/{task_id}")  # noqa: S311 - seeded test data
+    b = Builder(pattern, category, domain, rng)
     if category == "edge":
         scenario = edge(b, index)
+    elif is_lenient:
+        scenario = lenient(b, index - LENIENT_FROM)
     elif category == "failure_inducing":
         scenario = failure_inducing(b, index)
     else:
@@ -893,7 +988,7 @@ def build_all(seed: int = SEED) -> dict[str, list[dict[str, JSON]]]:
     out: dict[str, list[dict[str, JSON]]] = {}
     for pattern in PATTERNS:
         out[pattern] = [
-            build_task(pattern, category, index, rng)
+            build_task(pattern, category, index, rng, seed)
             for category in CATEGORIES
             for index in range(PER_CATEGORY[category])
         ]
@@ -1098,9 +1193,41 @@ def render(template: str, outputs: Mapping[str, JSON]) -> str:
     return re.sub(r"\{([A-Za-z0-9_.-]+):(/[^{}]*|)\}", one, template)
 
 
+def parameter_problems(tool: Mapping[str, JSON] | None, arguments: Mapping[str, JSON]) -> bool:
+    """Whether the tool's declared ``parameters`` refuse these arguments (the gateway's argument
+    validation)."""
+    return tool is not None and not schema_ok(tool["parameters"], dict(arguments))
+
+
 def check_task(task: Mapping[str, JSON]) -> Outcome:
     """Execute the reference script against the task's own fixtures; raise TaskError when it
-    breaks the policy, exhausts the fixtures or misses the expected answer."""
+    breaks the policy, exhausts the fixtures or misses the expected answer.
+
+    A task with a draft that only the tool's ``parameters`` refuse (the policy accepts it) is
+    executed a second time as the gateway without argument validation would run it: the draft
+    reaches the tool, and the task must then fail, or the draft shows nothing.
+    """
+    outcome = execute(task, validate=True)
+    lenient = [
+        step["id"]
+        for step in task["reference"]["steps"]
+        if "draft" in step
+        and not argument_problems(task["policy"], step["tool"], step["draft"]["arguments"])
+    ]
+    if lenient:
+        try:
+            execute(task, validate=False)
+        except TaskError:
+            return outcome
+        raise TaskError(
+            f"{task['id']}: step {lenient[0]}: the task passes without argument validation too"
+        )
+    return outcome
+
+
+def execute(task: Mapping[str, JSON], *, validate: bool) -> Outcome:
+    """One execution of the reference script, with or without the gateway's argument
+    validation; TaskError when it fails."""
     policy, tid = task["policy"], task["id"]
     fixtures = Fixtures(task["tools"])
     replies = list(task["user_replies"])
@@ -1125,12 +1252,29 @@ def check_task(task: Mapping[str, JSON]) -> Outcome:
                 raise TaskError(f"{tid}: reference call {name} failed: {value}")
         raise TaskError(f"{tid}: reference call {name} still failing after {MAX_ATTEMPTS} tries")
 
+    def send_draft(name: str, arguments: Mapping[str, JSON]) -> tuple[bool, JSON]:
+        """(whether the draft's output is used, the output): the agent sends the step's
+        arguments after a draft the gateway refuses or the tool fails."""
+        if argument_problems(policy, name, arguments):
+            calls.append((name, "refused"))  # the policy's monitor blocks it
+            return False, None
+        if not parameter_problems(fixtures.tools.get(name), arguments):
+            raise TaskError(f"{tid}: the draft arguments of {name} are not refused")
+        if validate:
+            calls.append((name, "refused"))  # argument validation refuses it
+            return False, None
+        outcome, value = fixtures.call(name, arguments)
+        nonlocal latency, cost
+        latency += fixtures.tools[name]["latency_ms"]
+        cost += fixtures.tools[name]["cost_usd"]
+        calls.append((name, outcome))
+        return outcome == "ok", value
+
     for step in task["reference"]["steps"]:
         sid, name = step["id"], step["tool"]
-        if "draft" in step:
-            if not argument_problems(policy, name, step["draft"]["arguments"]):
-                raise TaskError(f"{tid}: step {sid}: the draft arguments are not refused")
-            calls.append((name, "refused"))
+        draft = step.get("draft")
+        if draft is not None and "map" in step:
+            raise TaskError(f"{tid}: step {sid}: a map step has no draft")
         if name in guarded:
             text = step.get("confirm")
             if text is None or not replies:
@@ -1150,6 +1294,11 @@ def check_task(task: Mapping[str, JSON]) -> Outcome:
             for path in guarded[name].get("state", []):
                 if normalise(_text(arguments[path])) not in normalise(step["confirm"]):
                     raise TaskError(f"{tid}: step {sid}: the confirmation does not state {path}")
+        if draft is not None:
+            used, value = send_draft(name, _resolve(draft["arguments"], outputs, None))
+            if used:
+                outputs[sid] = value
+                continue
         outputs[sid] = run_call(name, arguments)
     if replies:
         raise TaskError(f"{tid}: {len(replies)} user replies left unused")
