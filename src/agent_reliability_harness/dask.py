@@ -29,6 +29,7 @@ from itertools import chain
 from types import TracebackType
 from typing import IO, Any, Final
 
+import dask
 import dask.bag
 import fsspec
 from dask.delayed import delayed
@@ -502,14 +503,19 @@ class DaskExecutor:
     def __enter__(self) -> DaskExecutor:
         if self._client is None:
             if self._scheduler is None:
-                self._cluster = LocalCluster(
-                    n_workers=self._workers or usable_cpus(),
-                    threads_per_worker=1,  # checking is CPU-bound: one thread per process
-                    processes=True,
-                    dashboard_address=None,
-                    silence_logs=logging.ERROR,  # the console report is the only output
-                )
-                self._client = Client(self._cluster)
+                # Dask's statistical profiler samples the running task's stack every 10 ms
+                # for a dashboard this cluster does not have, at a cost to every check
+                with dask.config.set({"distributed.worker.profile.enabled": False}):
+                    self._cluster = LocalCluster(
+                        n_workers=self._workers or usable_cpus(),
+                        threads_per_worker=1,  # checking is CPU-bound: one thread per process
+                        processes=True,
+                        dashboard_address=None,
+                        silence_logs=logging.ERROR,  # the console report is the only output
+                    )
+                # the workers are on this machine: outcomes come from them, not through the
+                # scheduler (which runs in this process)
+                self._client = Client(self._cluster, direct_to_workers=True)
             else:
                 self._client = Client(self._scheduler)
             self._owned = True
