@@ -5,8 +5,10 @@ The only module of the package that imports ``dask``, ``distributed`` and ``fssp
 ``dask`` extra: ``pip install 'agent-reliability-harness[dask]'``); the command line imports it
 only for ``--executor dask``.
 
-The workers read and check the inputs in the units of work that ``--jobs`` hands out (whole
-files, or whole lines of a JSON Lines file, a few megabytes at most), with the reading and
+The workers read and check the inputs in units of work: whole files (in batches), and byte
+ranges of a few megabytes of a JSON Lines input, cut by its size alone (the driver reads none of
+it: a worker reads the lines that start in its range, numbered from the line feeds that the
+workers count in the ranges before it, a few groups of ranges ahead), with the reading and
 checking of one process (:mod:`agent_reliability_harness.runner`); the driver hands them out a
 few at a time, takes their outcomes back in input order and reports them as one process does,
 so the reports are byte for byte those of ``arh validate`` without Dask. Inputs may be local
