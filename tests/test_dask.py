@@ -488,3 +488,35 @@ class _InProcess:
                 runner._base(source),
                 settings,
             )
+
+
+def test_line_feeds_that_cannot_be_counted_are_the_input_s_read_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, many_chunks: None
+) -> None:
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(
+        "\n".join(json.dumps(_trace(f"t{i:03d}")) for i in range(60)) + "\n", encoding="utf-8"
+    )
+    counted = arh_dask._count
+
+    def failing(source: Any, spans: tuple[tuple[int, int], ...]) -> list[int]:
+        if spans[0][0] > 0:  # the second group of ranges on: the disk fails
+            raise OSError(5, "Input/output error")
+        return counted(source, spans)
+
+    monkeypatch.setattr(arh_dask, "_count", failing)
+    policy = load_policy(str(POLICY))
+    errors: list[str] = []
+    with distributed.Client(processes=False, n_workers=2, dashboard_address=None) as client:
+        ids = [
+            report.trace_id
+            for report in runner.iter_reports(
+                policy, [str(runs)], on_error=lambda e: errors.append(str(e)),
+                executor=arh_dask.DaskExecutor.on(client),
+            )
+        ]  # fmt: skip
+    # the ranges numbered from the first group (9 of 700 bytes: the lines that start in the
+    # first 6,300 bytes) are reported, then the input's read error, once
+    size = len(json.dumps(_trace("t000"))) + 1
+    assert ids == [f"t{i:03d}" for i in range(-(-9 * 700 // size))]
+    assert errors == [f"{runs}: cannot read: Input/output error"]
