@@ -450,8 +450,7 @@ def jsonl_chunks(path: str, size: int) -> Iterator[Chunk]:
 
 
 def stream_chunks(stream: IO[bytes], size: int) -> Iterator[Chunk]:
-    """:func:`jsonl_chunks` of JSON Lines read from an open binary stream (an object of a
-    store, as the Dask executor reads it)."""
+    """:func:`jsonl_chunks` of JSON Lines read from an open binary stream."""
     offset, line = 0, 1
     while True:
         data = stream.read(size)
@@ -692,24 +691,13 @@ def read_documents(
 
 
 def stream_documents(
-    source: Source,
-    stream: IO[bytes],
-    max_input_bytes: int = DEFAULT_MAX_INPUT,
-    *,
-    chunk: Chunk | None = None,
-    tally: list[int] | None = None,
+    source: Source, stream: IO[bytes], max_input_bytes: int = DEFAULT_MAX_INPUT
 ) -> Iterator[Document | InputError]:
     """The documents of an input opened elsewhere (an object of a store, as the Dask executor
     reads it through fsspec), read as :func:`read_documents` reads a file: JSON Lines a line at
-    a time (with ``chunk``, the lines of that chunk only, from the stream's current position,
-    as :func:`read_chunk` reads them), anything else whole, at most ``max_input_bytes``. An
-    ``OSError`` raised while reading is the caller's to report (:func:`cannot_read`)."""
+    a time, anything else whole, at most ``max_input_bytes``. An ``OSError`` raised while
+    reading is the caller's to report (:func:`cannot_read`)."""
     limit = max_input_bytes
-    if chunk is not None:
-        yield from _jsonl_records(
-            source.name, _lines(stream, limit, chunk.length), chunk.first_line, tally
-        )
-        return
     if source.jsonl:
         yield from _jsonl_records(source.name, _lines(stream, limit))
         return
