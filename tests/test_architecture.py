@@ -518,6 +518,8 @@ LONG_MODULES = {
     "adapters._build": "the step builders every transcript adapter shares",
     "runner": "the read-and-check pipeline and its --jobs planning, which share their units",
     "record": "the trace recorder's public API and its file writing",
+    "dask": "the only module that may import the dask extra: the executor (its units, byte "
+    "ranges and their line counts) and the bag API must live in it together",
     "regression.trials": "repeated runs: reading them, grouping by task, their outcomes",
     "io.read": "reading every kind of input: files, directories, JSON Lines, standard input",
     "rules._prefilter": "the safety prefilter and the soundness argument it implements",

@@ -404,3 +404,119 @@ def test_the_python_example_of_large_runs_runs(
     assert capsys.readouterr().out == "5 5 0\n"
     assert (tmp_path / "report.json").is_file()
     assert (tmp_path / "arh.sarif").is_file()
+
+
+def _ragged_lines() -> bytes:
+    """JSON Lines whose lines cross the 700-byte ranges of ``many_chunks`` every way: CRLF ends,
+    blank lines, transcripts without an id (named after their line), a line much longer than a
+    range, a bad line inside a range, and a last line without a line feed."""
+    lines: list[bytes] = []
+    for i in range(60):
+        if i % 7 == 3:
+            record: dict[str, object] = {"messages": [{"role": "user", "content": f"q{i}"}]}
+        else:
+            record = _trace(f"r{i}", "delete_account" if i % 5 == 0 else "search_flights")
+        if i == 20:
+            record["steps"][1]["text"] = "long " * 400  # type: ignore[index]  # ~2 KB: 3 ranges
+        end = b"\r\n" if i % 4 == 1 else b"\n"
+        lines.append(json.dumps(record).encode() + end)
+        if i % 9 == 2:
+            lines.append(b"\n")
+        if i == 33:
+            lines.append(b'{"trace_id": "bad", oops}\n')
+    return b"".join(lines).rstrip(b"\n")
+
+
+def test_byte_ranges_give_the_lines_and_line_numbers_of_one_process(
+    arh: Arh, tmp_path: Path, scheduler: str, many_chunks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = tmp_path / "runs.jsonl"
+    runs.write_bytes(_ragged_lines())
+    one = _outputs(arh, [str(runs)], tmp_path / "one")
+
+    def unread(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the driver read the file to cut it")
+
+    monkeypatch.setattr(runner, "jsonl_chunks", unread)
+    dask = _outputs(
+        arh, [str(runs)], tmp_path / "dask", "--executor", "dask", "--scheduler", scheduler
+    )
+    assert one == dask
+    assert one["status"] == 3
+    report = json.loads(one["r.json"])  # type: ignore[arg-type]
+    (error,) = report["input_errors"]
+    assert error["line"] == 39  # after the records 0-33 and the blank lines after 2, 11, 20, 29
+    assert len(report["reports"]) == 60
+    assert {r["trace_id"] for r in report["reports"]} >= {"runs:5", "r58"}  # 59: a transcript
+
+
+def test_byte_ranges_of_an_object(monkeypatch: pytest.MonkeyPatch, many_chunks: None) -> None:
+    monkeypatch.setattr(memory.MemoryFileSystem, "store", {})  # (the store is the class's)
+    monkeypatch.setattr(memory.MemoryFileSystem, "pseudo_dirs", [""])
+    data = _ragged_lines()
+    fsspec.filesystem("memory").pipe("/runs/r.jsonl", data)
+    policy = load_policy(str(POLICY))
+
+    def run(executor: Any) -> tuple[list[dict[str, Any]], list[str]]:
+        errors: list[str] = []
+        reports = runner.iter_reports(
+            policy, ["memory:///runs/r.jsonl"], on_error=lambda e: errors.append(str(e)),
+            executor=executor,
+        )  # fmt: skip
+        return [r.to_dict() for r in reports], errors
+
+    with distributed.Client(processes=False, n_workers=2, dashboard_address=None) as client:
+        dask = run(arh_dask.DaskExecutor.on(client))
+    one = run(_InProcess())
+    assert dask == one
+    assert len(dask[0]) == 60
+    assert [error.split(": ")[0] for error in dask[1]] == ["memory:///runs/r.jsonl:39:21"]
+
+
+class _InProcess:
+    """The inputs of the executor (fsspec URLs), read and checked by one process."""
+
+    def expand(self, inputs: Any) -> Any:
+        return arh_dask.expand(inputs)
+
+    def outcomes(self, sources: Any, policy: Any, fail_under: float, settings: Any) -> Any:
+        validator = runner.Validator(policy, fail_under)
+        for source in sources:
+            yield from runner._checked(
+                validator,
+                arh_dask._object_documents(source, settings.max_input),
+                runner._base(source),
+                settings,
+            )
+
+
+def test_line_feeds_that_cannot_be_counted_are_the_input_s_read_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, many_chunks: None
+) -> None:
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(
+        "\n".join(json.dumps(_trace(f"t{i:03d}")) for i in range(60)) + "\n", encoding="utf-8"
+    )
+    counted = arh_dask._count
+
+    def failing(source: Any, spans: tuple[tuple[int, int], ...]) -> list[int]:
+        if spans[0][0] > 0:  # the second group of ranges on: the disk fails
+            raise OSError(5, "Input/output error")
+        return counted(source, spans)
+
+    monkeypatch.setattr(arh_dask, "_count", failing)
+    policy = load_policy(str(POLICY))
+    errors: list[str] = []
+    with distributed.Client(processes=False, n_workers=2, dashboard_address=None) as client:
+        ids = [
+            report.trace_id
+            for report in runner.iter_reports(
+                policy, [str(runs)], on_error=lambda e: errors.append(str(e)),
+                executor=arh_dask.DaskExecutor.on(client),
+            )
+        ]  # fmt: skip
+    # the ranges numbered from the first group (9 of 700 bytes: the lines that start in the
+    # first 6,300 bytes) are reported, then the input's read error, once
+    size = len(json.dumps(_trace("t000"))) + 1
+    assert ids == [f"t{i:03d}" for i in range(-(-9 * 700 // size))]
+    assert errors == [f"{runs}: cannot read: Input/output error"]

@@ -5,8 +5,10 @@ The only module of the package that imports ``dask``, ``distributed`` and ``fssp
 ``dask`` extra: ``pip install 'agent-reliability-harness[dask]'``); the command line imports it
 only for ``--executor dask``.
 
-The workers read and check the inputs in the units of work that ``--jobs`` hands out (whole
-files, or whole lines of a JSON Lines file, a few megabytes at most), with the reading and
+The workers read and check the inputs in units of work: whole files (in batches), and byte
+ranges of a few megabytes of a JSON Lines input, cut by its size alone (the driver reads none of
+it: a worker reads the lines that start in its range, numbered from the line feeds that the
+workers count in the ranges before it, a few groups of ranges ahead), with the reading and
 checking of one process (:mod:`agent_reliability_harness.runner`); the driver hands them out a
 few at a time, takes their outcomes back in input order and reports them as one process does,
 so the reports are byte for byte those of ``arh validate`` without Dask. Inputs may be local
@@ -24,11 +26,12 @@ import posixpath
 import sys
 from collections import Counter, OrderedDict, deque
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 from types import TracebackType
 from typing import IO, Any, Final
 
+import dask
 import dask.bag
 import fsspec
 from dask.delayed import delayed
@@ -43,20 +46,30 @@ from agent_reliability_harness.app.formats import output_formats
 from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.errors import EVALUATION_ERROR, INFRASTRUCTURE_FAILURE, InputError
 from agent_reliability_harness.io import (
-    Chunk,
+    ByteRange,
     Document,
     Source,
     Spool,
     cannot_read,
+    count_breaks,
     expand_inputs,
+    file_breaks,
     is_jsonl_name,
+    is_regular_file,
     no_records,
-    stream_chunks,
+    range_documents,
+    read_range,
     stream_documents,
     utf8_name,
     write_atomic,
 )
-from agent_reliability_harness.io.load import StepLines, file_size, load_policy, names_spans
+from agent_reliability_harness.io.load import (
+    StepLines,
+    file_size,
+    is_span_export_file,
+    load_policy,
+    names_spans,
+)
 from agent_reliability_harness.io.read import _display, _tell_apart
 from agent_reliability_harness.model.policy import Policy
 from agent_reliability_harness.model.report import RunSummary, SummaryBuilder, TraceReport
@@ -96,14 +109,30 @@ class _Object(Source):
 
 @dataclass(frozen=True, slots=True)
 class _ObjectUnit:
-    """Work for one worker from objects: whole objects, or one chunk of a JSON Lines object."""
+    """Work for one worker: whole objects."""
 
     sources: tuple[_Object, ...]
-    chunk: Chunk | None = None
-    last: bool = True
 
 
-_AnyUnit = _Unit | _ObjectUnit
+@dataclass(frozen=True, slots=True)
+class _Range:
+    """Work for one worker from a JSON Lines input (a local file or an object) cut by size
+    alone: the lines that start in one byte range of it (see :class:`ByteRange`), its
+    ``index``-th of ``count`` ranges of ``step`` bytes; ``part.breaks`` is filled in by the
+    driver before it hands the range out."""
+
+    source: Source
+    part: ByteRange
+    index: int
+    count: int
+    step: int
+
+    @property
+    def last(self) -> bool:
+        return self.index == self.count - 1
+
+
+_AnyUnit = _Unit | _ObjectUnit | _Range
 
 
 def _open(source: _Object) -> IO[bytes]:
@@ -111,16 +140,12 @@ def _open(source: _Object) -> IO[bytes]:
     return opened
 
 
-def _object_documents(
-    source: _Object, limit: int, chunk: Chunk | None = None, tally: list[int] | None = None
-) -> Iterator[Document | InputError]:
-    """The documents of an object (or of one chunk of it), read as a local file is read; a
-    problem reading it is the same input error as a local file's."""
+def _object_documents(source: _Object, limit: int) -> Iterator[Document | InputError]:
+    """The documents of an object, read as a local file is read; a problem reading it is the
+    same input error as a local file's."""
     try:
         with _open(source) as stream:
-            if chunk is not None:
-                stream.seek(chunk.offset)
-            yield from stream_documents(source, stream, limit, chunk=chunk, tally=tally)
+            yield from stream_documents(source, stream, limit)
     except OSError as exc:
         yield cannot_read(source.name, exc)
     except Exception as exc:  # noqa: BLE001 - a store's client raises errors of its own
@@ -128,25 +153,114 @@ def _object_documents(
 
 
 def _object_outcomes(
-    validator: Validator, settings: _Settings, unit: _ObjectUnit, tally: list[int]
+    validator: Validator, settings: _Settings, unit: _ObjectUnit
 ) -> Iterator[_Checked | InputError]:
     limit = settings.max_input
-    if unit.chunk is None:
-        return chain.from_iterable(
-            _checked(validator, _object_documents(s, limit), _base(s), settings)
-            for s in unit.sources
-        )
-    source = unit.sources[0]
-    documents = _object_documents(source, limit, unit.chunk, tally)
-    return _checked(validator, documents, _base(source), settings)
+    return chain.from_iterable(
+        _checked(validator, _object_documents(s, limit), _base(s), settings) for s in unit.sources
+    )
+
+
+def _range_documents(
+    source: Source, part: ByteRange, limit: int, tally: list[int]
+) -> Iterator[Document | InputError]:
+    if not isinstance(source, _Object):
+        yield from read_range(source, part, tally, limit)
+        return
+    try:
+        with _open(source) as stream:
+            yield from range_documents(source, stream, part, tally, limit)
+    except OSError as exc:
+        yield cannot_read(source.name, exc)
+    except Exception as exc:  # noqa: BLE001 - a store's client raises errors of its own
+        yield InputError(f"cannot read: {exc}", pointer=None, source=source.name)
 
 
 def _outcomes(
     validator: Validator, settings: _Settings, unit: _AnyUnit, tally: list[int]
 ) -> Iterator[_Checked | InputError]:
+    if isinstance(unit, _Range):
+        documents = _range_documents(unit.source, unit.part, settings.max_input, tally)
+        return _checked(validator, documents, _base(unit.source), settings)
     if isinstance(unit, _ObjectUnit):
-        return _object_outcomes(validator, settings, unit, tally)
+        return _object_outcomes(validator, settings, unit)
     return _unit_outcomes(validator, settings, unit, tally)
+
+
+def _count(source: Source, spans: tuple[tuple[int, int], ...]) -> list[int]:
+    """On a worker: the line feeds in each of a few consecutive byte ranges of an input."""
+    if isinstance(source, _Object):
+        with _open(source) as stream:
+            return [count_breaks(stream, offset, length) for offset, length in spans]
+    assert source.path is not None
+    return [file_breaks(source.path, offset, length) for offset, length in spans]
+
+
+_COUNT_GROUP: Final = 8  # ranges whose line feeds one task counts
+_COUNT_AHEAD: Final = 2  # groups counted ahead of the ranges handed out
+
+
+class _Breaks:
+    """The line feeds before each byte range of one input, counted on the workers a group of
+    ranges at a time (ahead of the ranges handed out, and before them: counting is cheap), so
+    that a worker numbers the lines of its range as one process reading the whole input does,
+    and the driver reads none of it."""
+
+    def __init__(self, client: Client, first: _Range) -> None:
+        self._client = client
+        self._source = first.source
+        step = first.step
+        self._spans = [(i * step, step) for i in range(first.count - 1)]  # (the last: none)
+        self._groups: list[Future[Any]] = []
+        self._known = [0]  # the line feeds before range i, for each i < len(_known)
+        self.error: BaseException | None = None
+
+    def _ask(self, groups: int) -> None:
+        while len(self._groups) < groups and len(self._groups) * _COUNT_GROUP < len(self._spans):
+            start = len(self._groups) * _COUNT_GROUP
+            spans = tuple(self._spans[start : start + _COUNT_GROUP])
+            job = self._client.submit(_count, self._source, spans, pure=False, priority=1)
+            self._groups.append(job)
+
+    def before(self, index: int) -> int | None:
+        """The line feeds before range ``index``, or None when they could not be counted
+        (``error`` says why)."""
+        if self.error is not None:
+            return None
+        needed = (index + _COUNT_GROUP - 1) // _COUNT_GROUP  # groups of the ranges before it
+        self._ask(needed + _COUNT_AHEAD)
+        while len(self._known) <= index:
+            job = self._groups[(len(self._known) - 1) // _COUNT_GROUP]
+            try:
+                counts: list[int] = job.result()
+            except Exception as exc:  # noqa: BLE001 - reported as the input's read error
+                self.error = exc
+                return None
+            finally:
+                job.release()
+            for breaks in counts:
+                self._known.append(self._known[-1] + breaks)
+        return self._known[index]
+
+    def close(self) -> None:
+        for job in self._groups:
+            job.release()
+
+
+def _read_error(name: str, exc: BaseException) -> InputError:
+    if isinstance(exc, OSError):
+        return cannot_read(name, exc)
+    return InputError(f"cannot read: {exc}", pointer=None, source=name)
+
+
+def _is_read_error(outcome: _Checked | InputError, name: str) -> bool:
+    return (
+        isinstance(outcome, InputError)
+        and outcome.source == name
+        and outcome.pointer is None
+        and outcome.line is None
+        and outcome.message.startswith("cannot read")
+    )
 
 
 # The validators of this worker process, by run: the policy is compiled once per worker (the
@@ -285,18 +399,11 @@ def expand(inputs: Sequence[str]) -> tuple[list[Source], list[InputError]]:
     return [sources[key] for key in sorted(sources)], errors
 
 
-def _object_units(sources: Sequence[_Object], fmt: str, chunk_bytes: int) -> Iterator[_ObjectUnit]:
-    """Objects as units of work: an uncompressed JSON Lines object in chunks cut at line ends
-    (read here once to find them: only their places are kept), others whole, in batches."""
+def _object_batches(sources: Sequence[_Object], chunk_bytes: int) -> Iterator[_ObjectUnit]:
+    """Objects read whole (compressed, OTLP exports, JSON documents) as units, in batches."""
     batch: list[_Object] = []
     size = 0
     for source in sources:
-        if source.jsonl and source.compression is None and not _spans(source, fmt):
-            if batch:
-                yield _ObjectUnit(tuple(batch))
-                batch, size = [], 0
-            yield from _object_chunks(source, chunk_bytes)
-            continue
         batch.append(source)
         size += source.size
         if size >= chunk_bytes or len(batch) >= 64:
@@ -319,45 +426,59 @@ def _spans(source: _Object, fmt: str) -> bool:
     return names_spans(head)
 
 
-def _object_chunks(source: _Object, chunk_bytes: int) -> Iterator[_ObjectUnit]:
-    previous: Chunk | None = None
-    try:
-        with _open(source) as stream:
-            for chunk in stream_chunks(stream, chunk_bytes):
-                if previous is not None:
-                    yield _ObjectUnit((source,), previous, last=False)
-                previous = chunk
-    except Exception:  # noqa: BLE001 - reading it again reports the problem
-        if previous is None:
-            yield _ObjectUnit((source,))
-            return
-        yield _ObjectUnit((source,), previous, last=False)
-        end, line = previous.offset + previous.length, previous.first_line + previous.lines
-        yield _ObjectUnit((source,), Chunk(end, -1, line))
-        return
-    yield _ObjectUnit((source,)) if previous is None else _ObjectUnit((source,), previous)
+def _size(source: Source) -> int:
+    if isinstance(source, _Object):
+        return source.size
+    assert source.path is not None
+    return file_size(source.path)
+
+
+def _splits(source: Source, fmt: str) -> bool:
+    """Is this input JSON Lines that workers read in byte ranges (not compressed, not a pipe,
+    not OTLP export requests, whose traces may span lines)?"""
+    if not source.jsonl or source.path is None:
+        return False
+    if isinstance(source, _Object):
+        return source.compression is None and not _spans(source, fmt)
+    return is_regular_file(source.path) and not is_span_export_file(source.path, fmt)
+
+
+def _ranges(source: Source, range_bytes: int) -> Iterator[_Range]:
+    """A JSON Lines input in byte ranges of ``range_bytes``, cut by its size alone (none of it
+    is read here); the last range reads to the end, whatever the size has become."""
+    count = max(1, -(-_size(source) // range_bytes))
+    for index in range(count):
+        part = ByteRange(index * range_bytes, -1 if index == count - 1 else range_bytes)
+        yield _Range(source, part, index, count, range_bytes)
 
 
 def _all_units(
     sources: Sequence[Source], fmt: str, chunk_bytes: int, limit: int
 ) -> Iterator[_AnyUnit]:
-    """Units of work for the sources, in order: local ones cut as ``--jobs`` cuts them."""
-    index = 0
-    while index < len(sources):
-        kind = isinstance(sources[index], _Object)
-        end = index
-        while end < len(sources) and isinstance(sources[end], _Object) == kind:
-            end += 1
-        run = sources[index:end]
-        if kind:
-            yield from _object_units([s for s in run if isinstance(s, _Object)], fmt, chunk_bytes)
-        else:
+    """Units of work for the sources, in order: JSON Lines in byte ranges, other objects in
+    batches, other local inputs as ``--jobs`` hands them out."""
+    run: list[Source] = []  # consecutive inputs that are not cut in ranges, of one kind
+
+    def flush() -> Iterator[_AnyUnit]:
+        if run and isinstance(run[0], _Object):
+            yield from _object_batches([s for s in run if isinstance(s, _Object)], chunk_bytes)
+        elif run:
             yield from _units(run, fmt, chunk_bytes, limit)
-        index = end
+        run.clear()
+
+    for source in sources:
+        if _splits(source, fmt):
+            yield from flush()
+            yield from _ranges(source, chunk_bytes)
+            continue
+        if run and isinstance(run[0], _Object) != isinstance(source, _Object):
+            yield from flush()
+        run.append(source)
+    yield from flush()
 
 
 def _for_worker(unit: _AnyUnit) -> bool:
-    return isinstance(unit, _ObjectUnit) or unit.for_worker
+    return isinstance(unit, _ObjectUnit | _Range) or unit.for_worker
 
 
 class DaskExecutor:
@@ -384,14 +505,19 @@ class DaskExecutor:
     def __enter__(self) -> DaskExecutor:
         if self._client is None:
             if self._scheduler is None:
-                self._cluster = LocalCluster(
-                    n_workers=self._workers or usable_cpus(),
-                    threads_per_worker=1,  # checking is CPU-bound: one thread per process
-                    processes=True,
-                    dashboard_address=None,
-                    silence_logs=logging.ERROR,  # the console report is the only output
-                )
-                self._client = Client(self._cluster)
+                # Dask's statistical profiler samples the running task's stack every 10 ms
+                # for a dashboard this cluster does not have, at a cost to every check
+                with dask.config.set({"distributed.worker.profile.enabled": False}):
+                    self._cluster = LocalCluster(
+                        n_workers=self._workers or usable_cpus(),
+                        threads_per_worker=1,  # checking is CPU-bound: one thread per process
+                        processes=True,
+                        dashboard_address=None,
+                        silence_logs=logging.ERROR,  # the console report is the only output
+                    )
+                # the workers are on this machine: outcomes come from them, not through the
+                # scheduler (which runs in this process)
+                self._client = Client(self._cluster, direct_to_workers=True)
             else:
                 self._client = Client(self._scheduler)
             self._owned = True
@@ -448,47 +574,71 @@ class DaskExecutor:
         # (read from the runner when used, as --jobs reads them)
         chunk_bytes = min(runner._CHUNK_BYTES, max(runner._MIN_CHUNK_BYTES, total // (4 * threads)))
         units = _all_units(sources, settings.fmt, chunk_bytes, settings.max_input)
-        pending: deque[tuple[_AnyUnit, Future[Any] | None]] = deque()
-        records = 0  # of the JSON Lines input being read in chunks
+        pending: deque[tuple[_AnyUnit, Future[Any] | BaseException | None]] = deque()
+        records = 0  # of the JSON Lines input being read in chunks or ranges
+        broken = False  # reading it failed: the rest of it is not reported
+        counted: _Breaks | None = None  # the line feeds before its ranges
 
         def submit() -> None:
+            nonlocal counted
             unit = next(units, None)
-            if unit is not None:
-                job = (
-                    client.submit(_run, token, blob, unit, pure=False)
-                    if _for_worker(unit)
-                    else None
-                )
-                pending.append((unit, job))
+            if unit is None:
+                return
+            if isinstance(unit, _Range):
+                if unit.index == 0:
+                    if counted is not None:
+                        counted.close()
+                    counted = _Breaks(client, unit)
+                assert counted is not None
+                breaks = counted.before(unit.index)
+                if breaks is None:
+                    assert counted.error is not None
+                    pending.append((unit, counted.error))
+                    return
+                unit = replace(unit, part=replace(unit.part, breaks=breaks))
+            job = client.submit(_run, token, blob, unit, pure=False) if _for_worker(unit) else None
+            pending.append((unit, job))
 
-        for _ in range(2 * threads):
-            submit()
-        while pending:
-            unit, job = pending.popleft()
-            submit()
-            outcomes: list[_Checked | InputError] | None = None
-            count = 0
-            if job is not None:
-                try:
-                    outcomes, count = job.result()
-                except Exception:  # noqa: BLE001 - whatever it was, this process has the answer
-                    outcomes = None
-                finally:
-                    job.release()
-                if outcomes is not None and any(map(_too_deep, outcomes)):
-                    outcomes = None
-            if outcomes is None:
-                tally = [0]
-                yield from _outcomes(local, settings, unit, tally)
-                count = tally[0]
-            else:
-                yield from outcomes
-            if unit.chunk is not None:
-                records += count
-                if unit.last:
-                    if not records:
-                        yield no_records(unit.sources[0].name)
-                    records = 0
+        try:
+            for _ in range(2 * threads):
+                submit()
+            while pending:
+                unit, job = pending.popleft()
+                submit()
+                outcomes: list[_Checked | InputError] | None = None
+                count = 0
+                if isinstance(job, BaseException):  # its lines could not be counted
+                    outcomes = [] if broken else [_read_error(_name(unit), job)]
+                elif job is not None:
+                    try:
+                        outcomes, count = job.result()
+                    except Exception:  # noqa: BLE001 - whatever it was, this process has the answer
+                        outcomes = None
+                    finally:
+                        job.release()
+                    if outcomes is not None and any(map(_too_deep, outcomes)):
+                        outcomes = None
+                if outcomes is None:
+                    tally = [0]
+                    outcomes = list(_outcomes(local, settings, unit, tally))
+                    count = tally[0]
+                if not broken:
+                    yield from outcomes
+                    if isinstance(unit, _Range) or isinstance(job, BaseException):
+                        broken = any(_is_read_error(o, _name(unit)) for o in outcomes)
+                if isinstance(unit, _Range) or (isinstance(unit, _Unit) and unit.chunk):
+                    records += count
+                    if unit.last:
+                        if not records and not broken:
+                            yield no_records(_name(unit))
+                        records, broken = 0, False
+        finally:
+            if counted is not None:
+                counted.close()
+
+
+def _name(unit: _AnyUnit) -> str:
+    return unit.source.name if isinstance(unit, _Range) else unit.sources[0].name
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,21 +20,26 @@ from agent_reliability_harness.errors import INFRASTRUCTURE_FAILURE, InputError
 __all__ = [
     "DEFAULT_MAX_INPUT",
     "STDIN_NAME",
+    "ByteRange",
     "Chunk",
     "Document",
     "Source",
     "cannot_read",
+    "count_breaks",
     "expand_inputs",
+    "file_breaks",
     "file_source",
     "is_jsonl_name",
     "is_regular_file",
     "jsonl_chunks",
     "no_records",
     "os_path",
+    "range_documents",
     "read_chunk",
     "read_documents",
     "read_input_file",
     "read_json_file",
+    "read_range",
     "read_whole",
     "size_text",
     "stdin_chunks",
@@ -322,17 +327,19 @@ def read_input_file(path: str, limit: int = DEFAULT_MAX_INPUT) -> bytes:
 _Line = bytes | InputError  # a line read, or why it could not be (see _lines)
 
 
-def _lines(stream: IO[bytes], limit: int, length: int = -1) -> Iterator[_Line]:
+def _lines(stream: IO[bytes], limit: int, length: int = -1, starts: int = -1) -> Iterator[_Line]:
     """The lines of a binary stream, each with its line feed (the last may have none): a line
     ends at ``\\n`` only. In place of a line of more than ``limit`` bytes, or one there is not
     enough memory for, an ``InputError`` (no location): the rest of that line is read a piece at
-    a time and let go. With ``length`` >= 0, only that many bytes are read."""
+    a time and let go. With ``length`` >= 0, only that many bytes are read; with ``starts`` >= 0,
+    only the lines that start within that many bytes, each read to its end."""
     readline = stream.readline
-    left = length if length >= 0 else sys.maxsize
+    whole = starts >= 0  # lines are read to their end, wherever that is
+    left = starts if whole else length if length >= 0 else sys.maxsize
     while left > 0:
         error = None
         try:
-            line = readline(min(limit + 1, left))
+            line = readline(limit + 1 if whole else min(limit + 1, left))
         except MemoryError:
             line, error = b"", _no_memory("line")
         if error is None:
@@ -345,8 +352,8 @@ def _lines(stream: IO[bytes], limit: int, length: int = -1) -> Iterator[_Line]:
                 yield box.pop()  # no local keeps the line while it is read
                 continue
             error = _too_long(limit)
-        while left > 0 and not line.endswith(b"\n"):  # the rest of the line
-            line = readline(min(_PIECE, left))
+        while (whole or left > 0) and not line.endswith(b"\n"):  # the rest of the line
+            line = readline(_PIECE if whole else min(_PIECE, left))
             if not line:
                 break
             left -= len(line)
@@ -446,8 +453,7 @@ def jsonl_chunks(path: str, size: int) -> Iterator[Chunk]:
 
 
 def stream_chunks(stream: IO[bytes], size: int) -> Iterator[Chunk]:
-    """:func:`jsonl_chunks` of JSON Lines read from an open binary stream (an object of a
-    store, as the Dask executor reads it)."""
+    """:func:`jsonl_chunks` of JSON Lines read from an open binary stream."""
     offset, line = 0, 1
     while True:
         data = stream.read(size)
@@ -478,6 +484,78 @@ def read_chunk(
             stream.seek(chunk.offset)
             lines = _lines(stream, limit, chunk.length)
             yield from _jsonl_records(source.name, lines, chunk.first_line, tally)
+    except OSError as exc:
+        yield cannot_read(source.name, exc)
+
+
+@dataclass(frozen=True, slots=True)
+class ByteRange:
+    """Part of a JSON Lines input cut by size alone, without reading it: the lines that start
+    in the ``length`` bytes from ``offset`` (-1: to the end), the last one read past them to its
+    end, so that each line of the input belongs to one range. ``breaks`` is the number of line
+    feeds before ``offset`` (what numbers its lines: see :func:`count_breaks`)."""
+
+    offset: int
+    length: int
+    breaks: int = 0
+
+
+def count_breaks(stream: IO[bytes], offset: int, length: int) -> int:
+    """The line feeds in ``length`` bytes of a binary stream from ``offset`` (-1: to the end),
+    read a piece at a time."""
+    stream.seek(offset)
+    left = length if length >= 0 else sys.maxsize
+    breaks = 0
+    while left > 0 and (piece := stream.read(min(_PIECE, left))):
+        breaks += piece.count(b"\n")
+        left -= len(piece)
+    return breaks
+
+
+def file_breaks(path: str, offset: int, length: int) -> int:
+    """:func:`count_breaks` of a file. Raises ``OSError``."""
+    with open(path, "rb") as stream:
+        return count_breaks(stream, offset, length)
+
+
+def range_documents(
+    source: Source,
+    stream: IO[bytes],
+    part: ByteRange,
+    tally: list[int],
+    limit: int = DEFAULT_MAX_INPUT,
+) -> Iterator[Document | InputError]:
+    """The records of the lines of a binary stream that belong to ``part`` (a range that starts
+    inside a line leaves that line to the range before it), numbered as in the whole input;
+    ``tally[0]`` gets their number added to it. An ``OSError`` is the caller's to report."""
+    first_line = part.breaks + 1
+    starts = part.length if part.length >= 0 else sys.maxsize
+    if part.offset > 0:
+        stream.seek(part.offset - 1)
+        if stream.read(1) != b"\n":  # inside a line: skip to its end, if that is in the range
+            first_line += 1
+            while starts > 0:
+                rest = stream.readline(min(_PIECE, starts))
+                starts -= len(rest)
+                if not rest:
+                    return
+                if rest.endswith(b"\n"):
+                    break
+    else:
+        stream.seek(0)
+    if starts > 0:
+        lines = _lines(stream, limit, starts=starts)
+        yield from _jsonl_records(source.name, lines, first_line, tally)
+
+
+def read_range(
+    source: Source, part: ByteRange, tally: list[int], limit: int = DEFAULT_MAX_INPUT
+) -> Iterator[Document | InputError]:
+    """:func:`range_documents` of a JSON Lines file."""
+    assert source.path is not None
+    try:
+        with open(source.path, "rb") as stream:
+            yield from range_documents(source, stream, part, tally, limit)
     except OSError as exc:
         yield cannot_read(source.name, exc)
 
@@ -616,24 +694,13 @@ def read_documents(
 
 
 def stream_documents(
-    source: Source,
-    stream: IO[bytes],
-    max_input_bytes: int = DEFAULT_MAX_INPUT,
-    *,
-    chunk: Chunk | None = None,
-    tally: list[int] | None = None,
+    source: Source, stream: IO[bytes], max_input_bytes: int = DEFAULT_MAX_INPUT
 ) -> Iterator[Document | InputError]:
     """The documents of an input opened elsewhere (an object of a store, as the Dask executor
     reads it through fsspec), read as :func:`read_documents` reads a file: JSON Lines a line at
-    a time (with ``chunk``, the lines of that chunk only, from the stream's current position,
-    as :func:`read_chunk` reads them), anything else whole, at most ``max_input_bytes``. An
-    ``OSError`` raised while reading is the caller's to report (:func:`cannot_read`)."""
+    a time, anything else whole, at most ``max_input_bytes``. An ``OSError`` raised while
+    reading is the caller's to report (:func:`cannot_read`)."""
     limit = max_input_bytes
-    if chunk is not None:
-        yield from _jsonl_records(
-            source.name, _lines(stream, limit, chunk.length), chunk.first_line, tally
-        )
-        return
     if source.jsonl:
         yield from _jsonl_records(source.name, _lines(stream, limit))
         return
