@@ -8,13 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-
-class ToolCallError(Exception):
-    """The gateway's error: its class name is what the integrations recognise."""
-
-
-class CapExceeded(ToolCallError):  # noqa: N818 - the contract's name
-    """A per-task cap was reached."""
+from agent_reliability_harness.harness.protocol import CapExceeded, ToolCallError
 
 
 @dataclass(frozen=True)
@@ -64,7 +58,7 @@ class FakeTools:
         calls = sum(1 for entry in self.log if entry[0] == "call")
         if self.cap is not None and calls >= self.cap:
             self.log.append(("cap", name))
-            raise CapExceeded(f"the task's cap of {self.cap} calls is reached")
+            raise CapExceeded(f"the task's cap of {self.cap} calls is reached", "calls")
         self.log.append(("call", name, dict(arguments or {}), agent))
         handler = self.handlers.get(name)
         if handler is None:

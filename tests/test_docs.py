@@ -12,10 +12,9 @@ SECURITY.md, CONTRIBUTING.md, CHANGELOG.md, docs/*.md):
   in so far) the directory of the document's later commands.
 
 Commands run in a scratch directory holding a copy of samples/, docs/examples/, schemas/,
-examples/ and datasets/, so that the paths in the docs resolve and the reports they write land nowhere
-permanent. The commands
-of one document share a directory and run in order, so a command can read what an earlier one
-wrote (a baseline, say).
+examples/ and datasets/, so that the paths in the docs resolve and the reports they write land
+nowhere permanent. The commands of one document share a directory and run in order, so a
+command can read what an earlier one wrote (a baseline, say).
 """
 
 from __future__ import annotations

@@ -1,25 +1,20 @@
-"""What the integrations use of the adapter protocol (docs/integrations.md), typed structurally.
-
-The harness hands an agent a task view and the tool gateway; these protocols name only the
-parts the integrations use, so any object of that shape fits (the harness's own, or a test
-double). The gateway's errors are recognised by their class names along the exception's MRO:
-``ToolCallError`` (a call failed: the error text goes back to the model) and its subclass
-``CapExceeded`` (a per-task cap was reached: the agent must stop, so it is never caught here).
+"""What the integrations share of the adapter protocol (docs/integrations.md,
+``harness/protocol.py``): how a framework's tool call goes through the gateway and what the model
+is told of its outcome. Of the gateway's errors, ``ToolCallError`` (a call failed: the error text
+goes back to the model) is caught, and its subclass ``CapExceeded`` (a per-task cap was reached:
+the agent must stop) never is.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from agent_reliability_harness.errors import UsageError
+from agent_reliability_harness.harness.protocol import CapExceeded, ToolCallError, Tools
 
 __all__ = [
-    "Agent",
     "MissingExtraError",
-    "TaskViewLike",
-    "ToolsLike",
     "call_tool",
     "is_cap_exceeded",
     "is_tool_error",
@@ -28,38 +23,6 @@ __all__ = [
     "parse_arguments",
     "tool_error_text",
 ]
-
-
-class TaskViewLike(Protocol):
-    """The task as an agent sees it (never its expected outcome)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def prompt(self) -> str: ...
-
-    @property
-    def seed(self) -> int: ...
-
-
-class ToolsLike(Protocol):
-    """The tool gateway: every call goes through it and is recorded."""
-
-    @property
-    def specs(self) -> tuple[Mapping[str, Any], ...]: ...
-
-    def call(
-        self, name: str, arguments: dict[str, Any] | None = None, *, agent: str | None = None
-    ) -> object: ...
-
-    def ask_user(self, text: str) -> str: ...
-
-    def usage(self, input_tokens: int, output_tokens: int) -> None: ...
-
-
-Agent = Callable[[Any, Any], object]
-"""An agent of the adapter protocol: ``agent(task, tools) -> final answer``."""
 
 
 class MissingExtraError(UsageError):
@@ -74,18 +37,14 @@ def missing_extra(framework: str, extra: str, exc: ImportError) -> MissingExtraE
     )
 
 
-def _named(exc: BaseException, name: str) -> bool:
-    return any(cls.__name__ == name for cls in type(exc).__mro__)
-
-
 def is_tool_error(exc: BaseException) -> bool:
     """Whether ``exc`` is the gateway's ``ToolCallError`` (a ``CapExceeded`` included)."""
-    return _named(exc, "ToolCallError")
+    return isinstance(exc, ToolCallError)
 
 
 def is_cap_exceeded(exc: BaseException) -> bool:
     """Whether ``exc`` is the gateway's ``CapExceeded``: the task must end."""
-    return _named(exc, "CapExceeded")
+    return isinstance(exc, CapExceeded)
 
 
 def tool_error_text(exc: BaseException) -> str:
@@ -102,7 +61,7 @@ def output_text(value: object) -> str:
 
 
 def call_tool(
-    tools: ToolsLike, name: str, arguments: dict[str, Any], *, agent: str | None = None
+    tools: Tools, name: str, arguments: dict[str, Any], *, agent: str | None = None
 ) -> tuple[bool, str]:
     """Run one call through the gateway (by the sub-agent ``agent``, if any): (True, output
     text), or (False, error text) when the gateway refused it or the tool failed.

@@ -34,9 +34,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agent_reliability_harness.harness.protocol import TaskView, Tools
 from agent_reliability_harness.integrations._protocol import (
-    TaskViewLike,
-    ToolsLike,
     call_tool,
     is_cap_exceeded,
     missing_extra,
@@ -59,7 +58,7 @@ def _import() -> tuple[Any, Any]:
     return BaseTool, create_model
 
 
-def _tool(spec: Mapping[str, Any], tools: ToolsLike, caps: list[BaseException]) -> Any:
+def _tool(spec: Mapping[str, Any], tools: Tools, caps: list[BaseException]) -> Any:
     base_tool, create_model = _import()
     name = str(spec["name"])
     parameters = spec.get("parameters") or {}
@@ -95,7 +94,7 @@ class CrewAIAgent:
     def __init__(self, build: Build) -> None:
         self.build = build
 
-    def __call__(self, task: TaskViewLike, tools: ToolsLike) -> object:
+    def __call__(self, task: TaskView, tools: Tools) -> object:
         caps: list[BaseException] = []
         crew = self.build([_tool(spec, tools, caps) for spec in tools.specs], task)
         try:

@@ -24,9 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from agent_reliability_harness.harness.protocol import TaskView, Tools
 from agent_reliability_harness.integrations._protocol import (
-    TaskViewLike,
-    ToolsLike,
     call_tool,
     missing_extra,
 )
@@ -49,7 +48,7 @@ def _import() -> Any:
     return BaseCallbackHandler, StructuredTool, ToolException
 
 
-def _tool(spec: Mapping[str, Any], tools: ToolsLike) -> Any:
+def _tool(spec: Mapping[str, Any], tools: Tools) -> Any:
     _, structured_tool, tool_exception = _import()
     name = str(spec["name"])
 
@@ -69,7 +68,7 @@ def _tool(spec: Mapping[str, Any], tools: ToolsLike) -> Any:
     )
 
 
-def _usage_handler(tools: ToolsLike) -> Any:
+def _usage_handler(tools: Tools) -> Any:
     base_handler, _, _ = _import()
 
     class UsageHandler(base_handler):  # type: ignore[misc, valid-type]
@@ -108,7 +107,7 @@ class LangGraphAgent:
         self.build = build
         self.recursion_limit = recursion_limit
 
-    def __call__(self, task: TaskViewLike, tools: ToolsLike) -> object:
+    def __call__(self, task: TaskView, tools: Tools) -> object:
         lc_tools = [_tool(spec, tools) for spec in tools.specs]
         graph = self.build(lc_tools, task)
         state = graph.invoke(

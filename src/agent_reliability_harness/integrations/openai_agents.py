@@ -30,9 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from agent_reliability_harness.harness.protocol import TaskView, Tools
 from agent_reliability_harness.integrations._protocol import (
-    TaskViewLike,
-    ToolsLike,
     call_tool,
     is_cap_exceeded,
     missing_extra,
@@ -59,7 +58,7 @@ def _import() -> Any:
 class _Calls:
     """The gateway as the function tools call it, with the name of the agent running."""
 
-    def __init__(self, tools: ToolsLike, *, agent_names: bool) -> None:
+    def __init__(self, tools: Tools, *, agent_names: bool) -> None:
         self.tools = tools
         self.agent_names = agent_names
         self.current: str | None = None
@@ -89,7 +88,7 @@ def _tool(sdk: Any, spec: Mapping[str, Any], calls: _Calls) -> Any:
     )
 
 
-def _hooks(sdk: Any, tools: ToolsLike, calls: _Calls) -> Any:
+def _hooks(sdk: Any, tools: Tools, calls: _Calls) -> Any:
     class Hooks(sdk.RunHooks):  # type: ignore[misc]
         """Reports each response's token usage, and follows which agent is running."""
 
@@ -124,7 +123,7 @@ class AgentsSdkAgent:
         self.max_turns = max_turns
         self.agent_names = agent_names
 
-    def __call__(self, task: TaskViewLike, tools: ToolsLike) -> object:
+    def __call__(self, task: TaskView, tools: Tools) -> object:
         sdk = _import()
         calls = _Calls(tools, agent_names=self.agent_names)
         sdk_tools = [_tool(sdk, spec, calls) for spec in tools.specs]

@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from agent_reliability_harness.errors import UsageError, excerpt
+from agent_reliability_harness.harness.protocol import TaskView, Tools
 from agent_reliability_harness.integrations._protocol import (
-    TaskViewLike,
-    ToolsLike,
     call_tool,
     parse_arguments,
 )
@@ -195,7 +194,7 @@ class LiveAgent:
         usage = reply.get("usage")
         return {"message": message, "usage": usage if isinstance(usage, dict) else {}}
 
-    def __call__(self, task: TaskViewLike, tools: ToolsLike) -> object:
+    def __call__(self, task: TaskView, tools: Tools) -> object:
         specs = list(tools.specs)
         names = {spec["name"] for spec in specs}
         asks = "ask_user" not in names
@@ -235,9 +234,7 @@ class LiveAgent:
                 messages.append(self._run_call(call, index, tools, asks=asks))
         return None
 
-    def _run_call(
-        self, call: object, index: int, tools: ToolsLike, *, asks: bool
-    ) -> dict[str, Any]:
+    def _run_call(self, call: object, index: int, tools: Tools, *, asks: bool) -> dict[str, Any]:
         """The tool message that answers one of the model's calls."""
         if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
             raise LiveAgentError(f"the model's tool call {index} is not an object with a function")
@@ -257,7 +254,7 @@ class LiveAgent:
         return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
-def agent(task: TaskViewLike, tools: ToolsLike) -> object:
+def agent(task: TaskView, tools: Tools) -> object:
     """The live agent with the settings of the environment (see :func:`settings_from_env`):
     what ``arh run --agent agent_reliability_harness.integrations.openai_live:agent`` runs."""
     return LiveAgent(settings_from_env())(task, tools)
