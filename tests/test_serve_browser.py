@@ -15,6 +15,7 @@ import os
 import shutil
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,17 +39,17 @@ PAGES = {
 }
 
 
+@contextmanager
+def _served(runs: Path) -> Iterator[str]:
+    """The address of `arh serve` over ``runs``, in a thread of this process."""
+    with _served(runs) as url:
+        yield url
+
+
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    server = DashboardServer(("127.0.0.1", 0), str(make_runs(tmp_path_factory.mktemp("web"))))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    with _served(make_runs(tmp_path_factory.mktemp("web"))) as url:
+        yield url
 
 
 # The screenshots of docs/dashboard.md: what a user sees over runs that `arh run` wrote (the
@@ -80,15 +81,8 @@ def docs_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         _arh_run(runs / "mini-2", "examples/broken_agent.py:broken")
     finally:
         os.chdir(here)
-    server = DashboardServer(("127.0.0.1", 0), str(runs))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    with _served(runs) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
