@@ -42,8 +42,15 @@ PAGES = {
 @contextmanager
 def _served(runs: Path) -> Iterator[str]:
     """The address of `arh serve` over ``runs``, in a thread of this process."""
-    with _served(runs) as url:
-        yield url
+    server = DashboardServer(("127.0.0.1", 0), str(runs))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
 
 
 @pytest.fixture(scope="module")
