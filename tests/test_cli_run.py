@@ -187,6 +187,27 @@ def test_a_run_without_a_report_is_an_input_error_of_the_report() -> None:
     assert [(e.source, e.message) for e in run.input_errors] == [("traces/t.run2.json", "bad")]
 
 
+def test_a_crashed_worker_is_an_infrastructure_failure_of_the_report() -> None:
+    """Its run has no trace report: an input error of kind infrastructure_failure, so that arh
+    stats leaves it out of the pass rates as the machine's failure, not the evaluation's."""
+    from agent_reliability_harness.app.run import render_report
+    from agent_reliability_harness.harness.datasets import Dataset
+    from agent_reliability_harness.model.report import RunReport
+
+    crashed = TaskResult("t", 1, "t#run1", "", None, INFRASTRUCTURE_FAILURE, "died", 0, 0, 0, 0.0)
+    bad = TaskResult("u", 1, "u#run1", "", None, "evaluation_error", "bad", 0, 0, 0, 0.0)
+    data = json.loads(render_report(Dataset("d", "1", "0" * 64, "d", ()), [crashed, bad]))
+    assert [e["kind"] for e in data["input_errors"]] == [
+        "infrastructure_failure",
+        "evaluation_error",
+    ]
+    assert RunReport.from_dict(data).summary().failures == {
+        "agent_failure": 0,
+        "evaluation_error": 1,
+        "infrastructure_failure": 1,
+    }
+
+
 def test_an_infrastructure_failure_exits_4_over_3_and_1() -> None:
     def result(outcome: str) -> TaskResult:
         return TaskResult("t", 1, "t#run1", "", None, outcome, None, 0, 0, 0, 0.0)

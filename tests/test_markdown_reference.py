@@ -473,6 +473,12 @@ def render_compare_markdown(
     note = exit_status_note(input_errors)
     if note is not None:
         out += ["", f"**{note[0].upper()}{note[1:]}** (listed in the run's log)."]
+    cand = result.candidate
+    not_agent = [("evaluation_error", cand.evaluation_error),
+                 ("infrastructure_failure", cand.infrastructure_failure)]  # fmt: skip
+    if any(n for _, n in not_agent):
+        what = " and ".join(f"{n} {kind}" for kind, n in not_agent if n)
+        out += ["", f"**The gate's verdict does not cover the candidate's {what}.**"]
     if gate.reasons:
         reasons = [f"- {md_text(r, limit=_MD_REASON_CHARS)}" for r in gate.reasons]
         out.append("")
@@ -494,6 +500,15 @@ def render_compare_markdown(
         f"| Average score delta | {s['average_score_delta']:+.2f} |",
         f"| Largest score drop | {s['max_score_drop']:.2f} |",
     ]
+    sides = [("Baseline", result.baseline), ("Candidate", result.candidate)]
+    counts = [(label, (x.agent_failure, x.evaluation_error, x.infrastructure_failure))
+              for label, x in sides]  # fmt: skip
+    if any(any(c) for _, c in counts):
+        out += [
+            f"| {label} failures | {a} agent_failure \u00b7 {e} evaluation_error \u00b7 {i} "
+            "infrastructure_failure |"
+            for label, (a, e, i) in counts
+        ]
     md_fit(out, list(extra), md_size(out) + MAX_CHARS // 4, "line of statistics")
     notable = [d for d in result.traces if d.notable]
     if notable:

@@ -78,6 +78,7 @@ def compare(args: Namespace) -> Status:
     baseline, notes = merge_runs(baselines, "baseline")
     quiet = args.quiet or report_to_stdout(args, "compare")
     input_errors = 0
+    infrastructure = 0  # how many of the input errors were infrastructure failures
     unwritten = 0  # report files that could not be written (the others are written all the same)
     outputs = [
         (path, fmt.compare)
@@ -117,6 +118,7 @@ def compare(args: Namespace) -> Status:
             return Status.USAGE
         candidates = [(utf8_name(args.candidate_json_out or "(validated now)"), candidate)]
         input_errors = len(candidate.input_errors)
+        infrastructure = sum(e.kind == INFRASTRUCTURE_FAILURE for e in candidate.input_errors)
         if args.candidate_json_out:  # (written as arh validate writes it, input errors and all)
             unwritten += write_report(
                 args.candidate_json_out, render_json(candidate), "Candidate report", quiet
@@ -149,6 +151,7 @@ def compare(args: Namespace) -> Status:
         # the lines of the steps, for the SARIF comparison: a saved report does not say at which
         # step (by position) a finding is, so only traces validated now have them
         step_lines=StepLines(limit) if args.candidate is None else None,
+        infrastructure=infrastructure,
     )
     if not quiet:  # --quiet silences the console report in every --output-format
         github = args.output_format == "github"  # annotations point at the lines of steps
@@ -161,7 +164,7 @@ def compare(args: Namespace) -> Status:
             step_lines=StepLines(args.max_input_size) if github else None,
         )
         say(text, sys.stdout)
-        note = exit_status_note(input_errors)
+        note = exit_status_note(input_errors, infrastructure)
         if note is not None:
             say(f"{note} (on standard error)\n", sys.stdout)
     for path, output in outputs:
@@ -169,7 +172,6 @@ def compare(args: Namespace) -> Status:
         traces = keeper.traces if keeper else None
         text = output.render(dataclasses.replace(comparison, traces=traces))
         unwritten += write_report(path, text, output.what, quiet)
-    infrastructure = candidate.summary().failures[INFRASTRUCTURE_FAILURE] if input_errors else 0
     return worst(
         Status.INFRASTRUCTURE if infrastructure else Status.OK,
         Status.INPUT if input_errors > infrastructure or unwritten else Status.OK,

@@ -117,8 +117,14 @@ def render_report(dataset: Dataset, results: Sequence[TaskResult]) -> str:
             body.append(writer.add(result.report))
         else:
             where = f"traces/{result.task_id}.run{result.repeat}.json"
+            # a crashed worker is the machine's failure, not the evaluation's (docs/exit-codes.md)
+            kind = (
+                INFRASTRUCTURE_FAILURE
+                if result.outcome == INFRASTRUCTURE_FAILURE
+                else EVALUATION_ERROR
+            )
             unchecked.append(
-                InputError(result.detail or "not validated", pointer=None, source=where)
+                InputError(result.detail or "not validated", pointer=None, source=where, kind=kind)
             )
     policy_id, sha256, rules = _policy_of_report(dataset)
     summary = totals.build(unchecked, policy_id, sha256, __version__, rules)

@@ -23,6 +23,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final, Literal
 
+from agent_reliability_harness.errors import (
+    AGENT_FAILURE,
+    EVALUATION_ERROR,
+    INFRASTRUCTURE_FAILURE,
+)
 from agent_reliability_harness.model.report import (
     Finding,
     ReportLike,
@@ -242,12 +247,34 @@ class Side:
     policy_sha256: str | None
     harness_version: str | None
     input_errors: int
+    # the run's three kinds of failure (docs/exit-codes.md), from its trace reports and input
+    # errors: a report without the keys (arh 0.2.x) reads as failing traces being agent failures
+    # and input errors without a kind evaluation errors
+    agent_failure: int = 0
+    evaluation_error: int = 0
+    infrastructure_failure: int = 0
 
     @classmethod
     def of(cls, run: RunReport) -> Side:
+        failures = run.summary().failures
         return cls(
-            _policy_label(run), run.policy_sha256, run.harness_version, len(run.input_errors)
+            _policy_label(run),
+            run.policy_sha256,
+            run.harness_version,
+            len(run.input_errors),
+            failures[AGENT_FAILURE],
+            failures[EVALUATION_ERROR],
+            failures[INFRASTRUCTURE_FAILURE],
         )
+
+    @property
+    def failures(self) -> dict[str, int]:
+        """The three counts by kind, in the order of ``FAILURE_KINDS``."""
+        return {
+            AGENT_FAILURE: self.agent_failure,
+            EVALUATION_ERROR: self.evaluation_error,
+            INFRASTRUCTURE_FAILURE: self.infrastructure_failure,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -255,6 +282,7 @@ class Side:
             "policy_sha256": self.policy_sha256,
             "harness_version": self.harness_version,
             "input_errors": self.input_errors,
+            **self.failures,
         }
 
 

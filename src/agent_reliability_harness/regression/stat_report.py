@@ -12,6 +12,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_reliability_harness._version import __version__
+from agent_reliability_harness.errors import (
+    AGENT_FAILURE,
+    EVALUATION_ERROR,
+    INFRASTRUCTURE_FAILURE,
+)
 from agent_reliability_harness.model.report import RunReport
 from agent_reliability_harness.regression.answers import AnswerRate, answer_rates
 from agent_reliability_harness.regression.judged import JudgeRate, judge_rates
@@ -50,9 +55,14 @@ class ReportInfo:
     policy_sha256: str | None
     harness_version: str | None
     input_errors: int
+    # the run's three kinds of failure (docs/exit-codes.md), as :class:`Side` counts them
+    agent_failure: int = 0
+    evaluation_error: int = 0
+    infrastructure_failure: int = 0
 
     @classmethod
     def of(cls, path: str, run: RunReport) -> ReportInfo:
+        failures = run.summary().failures
         return cls(
             path,
             len(run.reports),
@@ -60,7 +70,19 @@ class ReportInfo:
             run.policy_sha256,
             run.harness_version,
             len(run.input_errors),
+            failures[AGENT_FAILURE],
+            failures[EVALUATION_ERROR],
+            failures[INFRASTRUCTURE_FAILURE],
         )
+
+    @property
+    def failures(self) -> dict[str, int]:
+        """The three counts by kind, in the order of ``FAILURE_KINDS``."""
+        return {
+            AGENT_FAILURE: self.agent_failure,
+            EVALUATION_ERROR: self.evaluation_error,
+            INFRASTRUCTURE_FAILURE: self.infrastructure_failure,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +92,7 @@ class ReportInfo:
             "policy_sha256": self.policy_sha256,
             "harness_version": self.harness_version,
             "input_errors": self.input_errors,
+            **self.failures,
         }
 
 
@@ -112,6 +135,20 @@ class StatsResult:
     def passed(self) -> bool:
         return self.gate is None or self.gate.passed
 
+    @property
+    def excluded(self) -> dict[str, int]:
+        """The runs left out of every pass rate, as the reports' input errors are (they have no
+        trace report): how many, and how many of them were evaluation errors and
+        infrastructure failures (docs/statistics.md). A run the machine could not check is not
+        the agent's failure, so it is not counted as one."""
+        runs = sum(info.input_errors for info in self.reports)
+        infrastructure = sum(info.infrastructure_failure for info in self.reports)
+        return {
+            "runs": runs,
+            EVALUATION_ERROR: runs - infrastructure,
+            INFRASTRUCTURE_FAILURE: infrastructure,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         out = {
             "schema_version": "1",
@@ -123,6 +160,9 @@ class StatsResult:
             "warnings": list(self.warnings),
             "harness": {"name": "agent-reliability-harness", "version": __version__},
         }
+        excluded = self.excluded
+        if excluded["runs"]:  # only then: the statistics of complete runs stay as they were
+            out["excluded"] = excluded
         if self.answers:  # written only with answer outcomes, so other outputs stay as they were
             out["answers"] = [rate.to_dict() for rate in self.answers]
         if self.judge:  # only then: the reports of runs without a judge stay as they were

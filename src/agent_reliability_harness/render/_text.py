@@ -4,7 +4,10 @@ reports share."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
+
+from agent_reliability_harness.errors import AGENT_FAILURE, INFRASTRUCTURE_FAILURE
 
 if TYPE_CHECKING:
     from agent_reliability_harness.model.report import RunSummary, TraceReport
@@ -18,6 +21,7 @@ __all__ = [
     "escape_char",
     "exit_status_note",
     "gate_verdict",
+    "kinds_text",
     "latency_text",
     "plain_number",
     "plural",
@@ -30,6 +34,7 @@ __all__ = [
     "times_text",
     "tokens_text",
     "totals_text",
+    "uncovered_text",
     "visible",
 ]
 
@@ -199,21 +204,55 @@ def run_headline(total: int, failed: int, errors: int, *, grouped: bool = False)
     return title
 
 
-def gate_verdict(passed: bool, input_errors: int) -> str:
+def _candidate_errors(input_errors: int, infrastructure: int) -> str:
+    """``1 candidate infrastructure_failure, 2 candidate input errors``: the candidate inputs
+    that could not be checked, the machine's first."""
+    parts = []
+    if infrastructure:
+        parts.append(f"{infrastructure:,} candidate {INFRASTRUCTURE_FAILURE}")
+    if input_errors > infrastructure:
+        parts.append(plural(input_errors - infrastructure, "candidate input error"))
+    return ", ".join(parts)
+
+
+def gate_verdict(passed: bool, input_errors: int, infrastructure: int = 0) -> str:
     """The verdict of arh compare's gate, ``PASS`` or ``FAIL``, with the candidate inputs that
-    could not be read (``input_errors``), which make the exit status 1 whatever the gate says."""
+    could not be checked (``input_errors``, of which ``infrastructure`` were infrastructure
+    failures), which set the exit status (4 or 3) whatever the gate says."""
     verdict = "PASS" if passed else "FAIL"
     if input_errors:
-        verdict += f", {plural(input_errors, 'candidate input error')}"
+        verdict += f", {_candidate_errors(input_errors, infrastructure)}"
     return verdict
 
 
-def exit_status_note(input_errors: int) -> str | None:
-    """What arh compare's reports add when candidate inputs could not be read: the exit status
-    is 3 (an input error) whatever the gate says, else None."""
+def exit_status_note(input_errors: int, infrastructure: int = 0) -> str | None:
+    """What arh compare's reports add when candidate inputs could not be checked: the exit
+    status is 4 (an infrastructure failure) or 3 (an input error: an evaluation error) whatever
+    the gate says, 4 before 3 (docs/exit-codes.md), else None."""
     if not input_errors:
         return None
-    return f"exit status 3 whatever the gate says: {plural(input_errors, 'candidate input error')}"
+    status = 4 if infrastructure else 3
+    return (
+        f"exit status {status} whatever the gate says: "
+        f"{_candidate_errors(input_errors, infrastructure)}"
+    )
+
+
+def kinds_text(kinds: Mapping[str, int]) -> str:
+    """``2 agent_failure · 0 evaluation_error · 1 infrastructure_failure``."""
+    return " \u00b7 ".join(f"{count:,} {kind}" for kind, count in kinds.items())
+
+
+def uncovered_text(kinds: Mapping[str, int]) -> str | None:
+    """What arh compare's gate does not cover in the candidate's three kinds of failure (its
+    ``kinds``): its evaluation errors and infrastructure failures, traces nobody could decide
+    and inputs nobody could check; None when it had neither."""
+    parts = [
+        f"{count:,} {kind}" for kind, count in kinds.items() if kind != AGENT_FAILURE and count
+    ]
+    if not parts:
+        return None
+    return f"the gate's verdict does not cover the candidate's {' and '.join(parts)}"
 
 
 def failures_text(summary: RunSummary) -> str | None:
@@ -222,7 +261,7 @@ def failures_text(summary: RunSummary) -> str | None:
     kinds = summary.failures
     if not any(kinds.values()):
         return None
-    return "failures: " + " \u00b7 ".join(f"{count:,} {kind}" for kind, count in kinds.items())
+    return "failures: " + kinds_text(kinds)
 
 
 def plural(count: int, word: str, *, grouped: bool = False) -> str:

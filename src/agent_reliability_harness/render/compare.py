@@ -9,7 +9,7 @@ from typing import Any, Final
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import Finding, TraceReport
-from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
+from agent_reliability_harness.regression.compare import CompareResult, Side, TraceDelta
 from agent_reliability_harness.regression.gate import GateResult
 from agent_reliability_harness.regression.judged import judge_comparison, judge_flips, side_rates
 from agent_reliability_harness.render._answers import flip_lines, flip_rows
@@ -26,8 +26,10 @@ from agent_reliability_harness.render._markdown import (
 from agent_reliability_harness.render._text import (
     exit_status_note,
     gate_verdict,
+    kinds_text,
     plural,
     terminal_safe,
+    uncovered_text,
 )
 from agent_reliability_harness.render.console import (
     concise_line,
@@ -227,6 +229,7 @@ def render_compare_console(
             ]
         ),
     ]
+    lines += _failure_lines(result)
     unlisted = fixed = 0
     shown: list[str] = []
     for delta in result.traces:
@@ -262,6 +265,34 @@ def render_compare_console(
     return "\n".join(lines) + "\n"
 
 
+def _not_decided(side: Side) -> bool:
+    """Whether a side had a failure that is not the agent's: an evaluation error or an
+    infrastructure failure."""
+    return bool(side.evaluation_error or side.infrastructure_failure)
+
+
+def not_covered(result: CompareResult) -> str | None:
+    """What the gate's verdict does not cover (see :func:`uncovered_text`), or None."""
+    return uncovered_text(result.candidate.failures)
+
+
+def _failure_lines(result: CompareResult) -> list[str]:
+    """The console's block of the three kinds of failure of each side, shown (as ``arh
+    validate``'s ``failures:`` line is) when either side had an evaluation error or an
+    infrastructure failure: failing traces alone are what the rest of the report is about."""
+    if not (_not_decided(result.baseline) or _not_decided(result.candidate)):
+        return []
+    lines = [
+        "",
+        f"FAILURES  baseline  {kinds_text(result.baseline.failures)}",
+        f"          candidate {kinds_text(result.candidate.failures)}",
+    ]
+    note = not_covered(result)
+    if note is not None:
+        lines.append(f"  {note}")
+    return lines
+
+
 _SHOWN_FLIPS: Final = 10  # trace ids listed per kind of judge flip, as for answers
 
 
@@ -282,6 +313,15 @@ def _judge_lines(result: CompareResult) -> list[str]:
         more = f", and {len(ids) - _SHOWN_FLIPS:,} more" if len(ids) > _SHOWN_FLIPS else ""
         lines.append(f"  judge {change} {len(ids):,}" + (f": {shown}{more}" if ids else ""))
     return lines
+
+
+def _md_failure_rows(result: CompareResult) -> list[str]:
+    """The rows of each side's three kinds of failure, when either side had any (as the
+    validation report's ``Failures:`` line)."""
+    sides = (("Baseline", result.baseline), ("Candidate", result.candidate))
+    if not any(any(side.failures.values()) for _, side in sides):
+        return []
+    return [f"| {label} failures | {kinds_text(side.failures)} |" for label, side in sides]
 
 
 def _md_change(delta: TraceDelta) -> str:
@@ -339,17 +379,20 @@ def render_compare_markdown(
     *,
     extra: Sequence[str] = (),
     input_errors: int = 0,
+    infrastructure: int = 0,
 ) -> str:
     """The comparison for a pull-request comment or a CI step summary; ``extra`` lines (the
     statistics) follow the summary table. ``input_errors`` counts the candidate inputs that
-    could not be read (when it was validated now), which fail the command whatever the gate.
+    could not be read (when it was validated now), ``infrastructure`` those of them that were
+    infrastructure failures; they set the exit status whatever the gate says.
 
     Like the validation report it keeps within ``MAX_CHARS``: the gate's reasons and the
     warnings may fill an eighth of it each, the statistics a quarter, the table of changed
     traces up to half in all (at least an eighth), the findings the rest; what does not fit is
     left out, and a line says how much."""
     s = result.summary()
-    out = [f"## arh regression gate: {gate_verdict(gate.passed, input_errors)}", ""]
+    verdict = gate_verdict(gate.passed, input_errors, infrastructure)
+    out = [f"## arh regression gate: {verdict}", ""]
     out.append(
         f"Gate mode `{gate.fail_on}`"
         + (
@@ -359,9 +402,12 @@ def render_compare_markdown(
         )
         + "."
     )
-    note = exit_status_note(input_errors)
+    note = exit_status_note(input_errors, infrastructure)
     if note is not None:
         out += ["", f"**{note[0].upper()}{note[1:]}** (listed in the run's log)."]
+    uncovered = not_covered(result)
+    if uncovered is not None:
+        out += ["", f"**{uncovered[0].upper()}{uncovered[1:]}.**"]
     # The lines, rows and sections of the report are made only while they fit.
     if gate.reasons:
         reasons = ([f"- {md_text(r, limit=_MD_REASON_CHARS)}"] for r in gate.reasons)
@@ -384,6 +430,7 @@ def render_compare_markdown(
         f"| Resolved findings | {s['resolved_findings']} |",
         f"| Average score delta | {s['average_score_delta']:+.2f} |",
         f"| Largest score drop | {s['max_score_drop']:.2f} |",
+        *_md_failure_rows(result),
         *flip_rows(result.answers),
     ]
     judged = judge_comparison(result)

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._version import RULES_DOC_URL, __version__
+from agent_reliability_harness.errors import FAILURE_KINDS
 from agent_reliability_harness.model.report import (
     Finding,
     ReportLike,
@@ -57,6 +58,7 @@ from agent_reliability_harness.render._text import (
     source_text,
     times_text,
     totals_text,
+    uncovered_text,
 )
 from agent_reliability_harness.render.stats import (
     CHECK_COLUMNS,
@@ -1399,6 +1401,10 @@ def _sides_table(result: CompareResult) -> str:
         ("Policy SHA-256", [_code(s.policy_sha256) if s.policy_sha256 else "-" for s in sides]),
         ("arh version", [_name(s.harness_version) if s.harness_version else "-" for s in sides]),
         ("Input errors", [f"{s.input_errors:,}" for s in sides]),
+        *(
+            (f"<code>{kind}</code>", [f"{s.failures[kind]:,}" for s in sides])
+            for kind in FAILURE_KINDS
+        ),
     ):
         rows.append(f'<tr><th scope="row">{label}</th><td>{base}</td><td>{cand}</td></tr>')
     return (
@@ -1550,6 +1556,7 @@ def html_compare_sections(
     stats: StatComparison | None = None,
     fail_under: float | None = None,
     ungated: str | None = None,
+    infrastructure: int = 0,
 ) -> Iterator[str]:
     """The parts of the comparison page after its head (see :func:`render_compare_html`)."""
     limit = gate.max_score_drop
@@ -1591,10 +1598,14 @@ def html_compare_sections(
         '<section aria-labelledby="gate">\n<h2 id="gate">Gate</h2>\n',
         f'<p><strong class="verdict {verdict.lower()}">{verdict}</strong> ({mode})</p>\n',
     ]
-    note = exit_status_note(input_errors)
+    note = exit_status_note(input_errors, infrastructure)
     if note is not None:
         out.append(f'<p class="note"><strong>{_text(note[0].upper() + note[1:])}</strong> '
                    "(listed in the run's log).</p>\n")  # fmt: skip
+    uncovered = uncovered_text(result.candidate.failures)
+    if uncovered is not None:
+        out.append(f'<p class="note"><strong>{_text(uncovered[0].upper() + uncovered[1:])}'
+                   "</strong>.</p>\n")  # fmt: skip
     if ungated is not None:
         out.append(f'<p class="note">Note: {_text(ungated)}.</p>\n')
     if gate.reasons:
@@ -1639,6 +1650,7 @@ def render_compare_html(
     traces: Mapping[str, Trace] | None = None,
     *,
     input_errors: int = 0,
+    infrastructure: int = 0,
     statistics: StatComparison | None = None,
     fail_under: float | None = None,
     ungated: str | None = None,
@@ -1646,11 +1658,12 @@ def render_compare_html(
     """The comparison as one HTML page: the gate and its reasons, the statistics of the
     statistical gates (``statistics``, when they were given), then the changed traces, with
     new and resolved findings marked in their timelines (when ``traces`` has the trace).
-    ``input_errors`` counts the candidate inputs that could not be read, which fail the command
-    whatever the gate says. ``fail_under`` is the pass threshold the candidate was checked with,
-    when it was validated now (see :func:`render_html`). ``ungated`` says what the trace-by-trace
-    gate let through when statistical gates turned it off (``ungated_regressions``)."""
-    title = f"arh regression gate: {gate_verdict(gate.passed, input_errors)}"
+    ``input_errors`` counts the candidate inputs that could not be read (``infrastructure`` of
+    them infrastructure failures), which set the exit status whatever the gate says.
+    ``fail_under`` is the pass threshold the candidate was checked with, when it was validated
+    now (see :func:`render_html`). ``ungated`` says what the trace-by-trace gate let through
+    when statistical gates turned it off (``ungated_regressions``)."""
+    title = f"arh regression gate: {gate_verdict(gate.passed, input_errors, infrastructure)}"
     head = html_start(title, title)
     sections = html_compare_sections(
         result,
@@ -1660,5 +1673,6 @@ def render_compare_html(
         stats=statistics,
         fail_under=fail_under,
         ungated=ungated,
+        infrastructure=infrastructure,
     )
     return "".join(html_document(head, sections))

@@ -67,7 +67,8 @@ class WriterOptions:
 @dataclass(frozen=True, slots=True)
 class Comparison:
     """Everything a comparison report shows: the comparison and its gate (with the statistical
-    gates merged in), the statistics when asked for, the candidate inputs that could not be read,
+    gates merged in), the statistics when asked for, the candidate inputs that could not be read
+    (and how many of them were infrastructure failures),
     what the trace-by-trace gate let through when statistical gates turned it off, the pass
     threshold of a candidate validated now, the traces a :class:`TraceKeeper` kept, and the
     line of each step of a candidate trace in its file (as :class:`WriterOptions` has it)."""
@@ -80,6 +81,8 @@ class Comparison:
     fail_under: float | None = None
     traces: Mapping[str, Trace] | None = None
     step_lines: Callable[[TraceReport], Sequence[int] | None] | None = None
+    # how many of ``input_errors`` were infrastructure failures (exit status 4, not 3)
+    infrastructure: int = 0
 
 
 @dataclass(frozen=True, slots=True)

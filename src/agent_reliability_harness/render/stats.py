@@ -16,7 +16,11 @@ from agent_reliability_harness.regression.stat_gates import (
     p_text,
     rate_text,
 )
-from agent_reliability_harness.regression.stat_report import StatComparison, StatsResult
+from agent_reliability_harness.regression.stat_report import (
+    ReportInfo,
+    StatComparison,
+    StatsResult,
+)
 from agent_reliability_harness.regression.trials import (
     CURVE_MAX_K,
     PairedTest,
@@ -28,6 +32,7 @@ from agent_reliability_harness.render._markdown import md_code, md_row, md_text
 from agent_reliability_harness.render._text import (
     NOT_AVAILABLE,
     cost_text,
+    kinds_text,
     latency_text,
     plural,
     terminal_safe,
@@ -187,6 +192,43 @@ def _gate_lines(checks: Sequence[GateCheck], passed: bool) -> list[str]:
     return lines
 
 
+def _not_decided(info: ReportInfo) -> bool:
+    return bool(info.evaluation_error or info.infrastructure_failure)
+
+
+def excluded_text(result: StatsResult) -> str | None:
+    """``left out of the pass rates: 2 runs that could not be checked (1 evaluation_error, 1
+    infrastructure_failure)``, or None when every run has a trace report."""
+    excluded = result.excluded
+    if not excluded["runs"]:
+        return None
+    kinds = ", ".join(f"{count:,} {kind}" for kind, count in list(excluded.items())[1:] if count)
+    runs = plural(excluded["runs"], "run", grouped=True)
+    return f"left out of the pass rates: {runs} that could not be checked ({kinds})"
+
+
+def _failure_lines(result: StatsResult) -> list[str]:
+    """Each report's three kinds of failure, when one had an evaluation error or an
+    infrastructure failure (failing traces alone are what the pass rates count), and the runs
+    the pass rates leave out."""
+    if not any(_not_decided(info) for info in result.reports):
+        return []
+    shown = result.reports[:_LISTED]
+    width = max(len(terminal_safe(info.path)) for info in shown)
+    lines = [""]
+    for n, info in enumerate(shown):
+        head = "FAILURES  " if n == 0 else " " * 10
+        lines.append(f"{head}{terminal_safe(info.path):<{width}}  {kinds_text(info.failures)}")
+    if len(result.reports) > len(shown):
+        more = len(result.reports) - len(shown)
+        lines.append(f"{' ' * 10}and {plural(more, 'more report', grouped=True)} (--json-out "
+                     "lists each)")  # fmt: skip
+    excluded = excluded_text(result)
+    if excluded is not None:
+        lines.append(f"  {excluded}")
+    return lines
+
+
 def render_stats_console(result: StatsResult) -> str:
     """``arh stats`` for a terminal."""
     overall = result.overall
@@ -203,6 +245,7 @@ def render_stats_console(result: StatsResult) -> str:
             ]
         )
     ]
+    lines += _failure_lines(result)
     blocks = ([overall] if workflows > 1 else []) + list(result.workflows)
     for summary in blocks:
         lines += ["", *_summary_lines(summary)]
@@ -289,6 +332,32 @@ def _md_checks(checks: Sequence[GateCheck]) -> list[str]:
     return ["", md_row(list(CHECK_COLUMNS)), "|---" * len(CHECK_COLUMNS) + "|", *rows]
 
 
+_MD_REPORTS: Final = 50  # reports in the table of failures before "and N more"
+
+
+def _md_failures(result: StatsResult) -> list[str]:
+    """The table of each report's three kinds of failure, when one had any (as the validation
+    report's ``Failures:`` line), and the runs the pass rates leave out."""
+    if not any(any(info.failures.values()) for info in result.reports):
+        return []
+    out = [
+        "",
+        "| Report | agent_failure | evaluation_error | infrastructure_failure |",
+        "|---|---|---|---|",
+    ]
+    shown = result.reports[:_MD_REPORTS]
+    out += [
+        md_row([md_code(info.path), *(f"{n:,}" for n in info.failures.values())]) for info in shown
+    ]
+    if len(result.reports) > len(shown):
+        more = len(result.reports) - len(shown)
+        out += ["", f"And {plural(more, 'more report', grouped=True)} (the JSON lists each)."]
+    excluded = excluded_text(result)
+    if excluded is not None:
+        out += ["", f"{excluded[0].upper()}{excluded[1:]}."]
+    return out
+
+
 def render_stats_markdown(result: StatsResult) -> str:
     """``arh stats --md-out``: tables for a pull-request comment or a CI step summary."""
     overall = result.overall
@@ -302,6 +371,7 @@ def render_stats_markdown(result: StatsResult) -> str:
     ]
     if result.warnings:
         out += [""] + [f"> Warning: {md_text(w)}" for w in result.warnings]
+    out += _md_failures(result)
     blocks = ([overall] if len(result.workflows) > 1 else []) + list(result.workflows)
     out += [
         "",

@@ -342,7 +342,13 @@ def compare_page(index: Index, base: LoadedRun, head: LoadedRun) -> str:
     parts = [
         intro,
         _compare_form(index, base.id, head.id),
-        *html_compare_sections(result, gate, traces, len(head.report.input_errors)),
+        *html_compare_sections(
+            result,
+            gate,
+            traces,
+            len(head.report.input_errors),
+            infrastructure=result.candidate.infrastructure_failure,
+        ),
     ]
     crumbs = [("/", "Overview"), ("", "Compare")]
     return _page(f"Compare {base.id} with {head.id}", crumbs, parts)

@@ -72,6 +72,7 @@ def _comparison(comparison: Comparison) -> str:
         comparison.gate,
         comparison.traces,
         input_errors=comparison.input_errors,
+        infrastructure=comparison.infrastructure,
         statistics=comparison.statistics,
         fail_under=comparison.fail_under,
         ungated=comparison.ungated,

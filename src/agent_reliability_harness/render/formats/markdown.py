@@ -39,7 +39,11 @@ def _comparison(comparison: Comparison) -> str:
     if comparison.ungated is not None:
         extra += ["", f"> Note: {md_text(comparison.ungated)}"]
     return render_compare_markdown(
-        comparison.result, comparison.gate, extra=extra, input_errors=comparison.input_errors
+        comparison.result,
+        comparison.gate,
+        extra=extra,
+        input_errors=comparison.input_errors,
+        infrastructure=comparison.infrastructure,
     )
 
 
