@@ -208,6 +208,41 @@ def test_a_crashed_worker_is_an_infrastructure_failure_of_the_report() -> None:
     }
 
 
+def test_a_timed_out_run_is_left_out_of_the_pass_rates(tmp_path: Path) -> None:
+    """A task over its wall-time cap: its trace is written, but report.json lists it as an
+    infrastructure failure (no verdict on half a run), arh stats leaves it out, and the run exits
+    4. The agent sleeps past a cap of 0.2 s on the first task only."""
+    agent = tmp_path / "slow.py"
+    agent.write_text(
+        "import time\n"
+        "from agent_reliability_harness.harness.agents import auto\n"
+        "def slow(task, tools):\n"
+        "    if task.id == 'react-refund-001':\n"
+        "        time.sleep(5)\n"
+        "    return auto(task, tools)\n",
+        encoding="utf-8",
+    )
+    lines = TASKS.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["caps"] = {"max_wall_seconds": 0.2}
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert _run(out, "-q", agent=f"{agent}:slow", dataset=tasks) == 4
+    assert (out / "traces" / "react-refund-001.run1.json").is_file()
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert [r["trace_id"] for r in report["reports"]] == [
+        json.loads(line)["id"] + "#run1" for line in lines[1:]
+    ]
+    [error] = report["input_errors"]
+    assert error["kind"] == "infrastructure_failure"
+    assert error["source"] == "traces/react-refund-001.run1.json"
+    stats_out = tmp_path / "stats.json"
+    assert main(["stats", "-q", str(out / "report.json"), "--json-out", str(stats_out)]) == 0
+    stats = json.loads(stats_out.read_text(encoding="utf-8"))
+    assert stats["excluded"] == {"runs": 1, "evaluation_error": 0, "infrastructure_failure": 1}
+
+
 def test_an_infrastructure_failure_exits_4_over_3_and_1() -> None:
     def result(outcome: str) -> TaskResult:
         return TaskResult("t", 1, "t#run1", "", None, outcome, None, 0, 0, 0, 0.0)

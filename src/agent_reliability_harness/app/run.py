@@ -105,14 +105,16 @@ def _policy_of_report(dataset: Dataset) -> tuple[str | None, str | None, list[tu
 
 
 def render_report(dataset: Dataset, results: Sequence[TaskResult]) -> str:
-    """``report.json``: the validation report of every trace that could be validated; the
-    others (an evaluation error, a crashed worker) are its input errors."""
+    """``report.json``: the validation report of every trace that could be validated and ran
+    to its end; the others (an evaluation error, a crashed worker, a task over its wall-time
+    cap) are its input errors, so that `arh stats` and `arh compare` never count the machine's
+    failure as the agent's."""
     writer = JsonWriter()
     totals = SummaryBuilder()
     body: list[str] = []
     unchecked: list[InputError] = []  # traces that could not be validated, or not recorded
     for result in results:
-        if result.report is not None:
+        if result.report is not None and result.outcome != INFRASTRUCTURE_FAILURE:
             totals.add(result.report)
             body.append(writer.add(result.report))
         else:
