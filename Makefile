@@ -26,7 +26,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python$(EXE)
 demo: $(VENV)/.installed
 	@echo '$$ arh validate --policy samples/policy_trajectory.json samples/traces/'
 	@$(BIN)/arh validate --policy samples/policy_trajectory.json samples/traces/; \
-	  status=$$?; echo "(exit status $$status: 0 = every trace passed, 1 = a trace failed; 2 and 3 = the check could not run, docs/exit-codes.md)"
+	  status=$$?; echo "(exit status $$status: 0 = every trace passed, 1 = a trace failed; 2 and 3 = the check could not run, 4 = the machine failed; docs/exit-codes.md)"
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests tools benchmarks examples

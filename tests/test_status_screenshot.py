@@ -26,7 +26,8 @@ IMAGE = ROOT / "docs" / "images" / "status.png"
 COMMAND = ["status", "regressed", "--now", "2026-12-08T19:00:00Z", "--max-age", "7d"]
 _PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>
 body {{ margin: 0; background: #1e1e1e; width: max-content; }}
-pre {{ display: inline-block; margin: 0; padding: 16px; color: #e6e6e6; font: 14px/1.45 monospace; white-space: pre; }}
+pre {{ display: inline-block; margin: 0; padding: 16px; color: #e6e6e6;
+      font: 14px/1.45 monospace; white-space: pre; }}
 .prompt {{ color: #7ec699; }}
 </style></head><body><pre><span class="prompt">$ arh {command}</span>
 {output}<span class="prompt">$ echo $?</span>
