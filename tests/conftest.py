@@ -246,3 +246,20 @@ def int_digits_limit(request: pytest.FixtureRequest) -> Iterator[int]:
     sys.set_int_max_str_digits(request.param)
     yield request.param
     sys.set_int_max_str_digits(before)
+
+
+@pytest.fixture
+def no_memory_for_1001(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checking rebook-1001 (samples/traces/rebook_pass.json) runs out of memory, as on a machine
+    too small for the trace: the runner reports it as an input error of kind
+    infrastructure_failure (tests/test_failure_kinds.py, tests/test_failure_kinds_compare.py)."""
+    from agent_reliability_harness.engine import Validator
+
+    original = Validator._validate_parsed
+
+    def validate(self: Validator, trace: Any, **kwargs: Any) -> Any:
+        if trace.trace_id == "rebook-1001":
+            raise MemoryError
+        return original(self, trace, **kwargs)
+
+    monkeypatch.setattr(Validator, "_validate_parsed", validate)

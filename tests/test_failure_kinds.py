@@ -14,7 +14,6 @@ import pytest
 
 from agent_reliability_harness.app import Status
 from agent_reliability_harness.app.validate import run_status
-from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.errors import InputError
 from agent_reliability_harness.model.judge_outcome import JudgeOutcome
 from agent_reliability_harness.model.report import RunReport, TraceReport
@@ -26,20 +25,6 @@ Arh = Callable[..., Run]
 POLICY = SAMPLES / "policy_trajectory.json"
 PASSING = SAMPLES / "traces" / "rebook_pass.json"  # rebook-1001 passes (README)
 FAILING = SAMPLES / "traces" / "rebook_double_rebooking.json"  # rebook-1002 fails (README)
-
-
-@pytest.fixture
-def no_memory_for_1001(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Checking rebook-1001 runs out of memory (as a machine too small for a trace would): the
-    runner reports the trace as an input error of kind infrastructure_failure."""
-    original = Validator._validate_parsed
-
-    def validate(self: Validator, trace: Any, **kwargs: Any) -> TraceReport:
-        if trace.trace_id == "rebook-1001":
-            raise MemoryError
-        return original(self, trace, **kwargs)
-
-    monkeypatch.setattr(Validator, "_validate_parsed", validate)
 
 
 def _report(path: Path) -> dict[str, Any]:

@@ -17,29 +17,14 @@ import pytest
 
 from agent_reliability_harness.engine import Validator
 from agent_reliability_harness.model.report import TraceReport
+from test_failure_kinds import FAILING, PASSING, POLICY
 
-from conftest import SAMPLES, Run
+from conftest import Run
 
 Arh = Callable[..., Run]
 
-POLICY = SAMPLES / "policy_trajectory.json"
-PASSING = SAMPLES / "traces" / "rebook_pass.json"  # rebook-1001 passes (README)
-FAILING = SAMPLES / "traces" / "rebook_double_rebooking.json"  # rebook-1002 fails (README)
 KINDS = ("agent_failure", "evaluation_error", "infrastructure_failure")
 DOT = " \u00b7 "
-
-
-@pytest.fixture
-def no_memory_for_1001(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Checking rebook-1001 runs out of memory: an input error of kind infrastructure_failure."""
-    original = Validator._validate_parsed
-
-    def validate(self: Validator, trace: Any, **kwargs: Any) -> TraceReport:
-        if trace.trace_id == "rebook-1001":
-            raise MemoryError
-        return original(self, trace, **kwargs)
-
-    monkeypatch.setattr(Validator, "_validate_parsed", validate)
 
 
 def _json(path: Path) -> dict[str, Any]:

@@ -474,8 +474,8 @@ def render_compare_markdown(
     if note is not None:
         out += ["", f"**{note[0].upper()}{note[1:]}** (listed in the run's log)."]
     cand = result.candidate
-    not_agent = [("evaluation_error", cand.evaluation_error),
-                 ("infrastructure_failure", cand.infrastructure_failure)]  # fmt: skip
+    not_agent = [("evaluation_error", cand.failures["evaluation_error"]),
+                 ("infrastructure_failure", cand.failures["infrastructure_failure"])]  # fmt: skip
     if any(n for _, n in not_agent):
         what = " and ".join(f"{n} {kind}" for kind, n in not_agent if n)
         out += ["", f"**The gate's verdict does not cover the candidate's {what}.**"]
@@ -501,8 +501,8 @@ def render_compare_markdown(
         f"| Largest score drop | {s['max_score_drop']:.2f} |",
     ]
     sides = [("Baseline", result.baseline), ("Candidate", result.candidate)]
-    counts = [(label, (x.agent_failure, x.evaluation_error, x.infrastructure_failure))
-              for label, x in sides]  # fmt: skip
+    kinds = ("agent_failure", "evaluation_error", "infrastructure_failure")
+    counts = [(label, tuple(x.failures[k] for k in kinds)) for label, x in sides]
     if any(any(c) for _, c in counts):
         out += [
             f"| {label} failures | {a} agent_failure \u00b7 {e} evaluation_error \u00b7 {i} "

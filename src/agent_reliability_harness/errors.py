@@ -18,6 +18,7 @@ __all__ = [
     "UsageError",
     "excerpt",
     "join_pointer",
+    "no_failures",
     "parse_pointer",
     "pointer_token",
 ]
@@ -33,6 +34,12 @@ AGENT_FAILURE = "agent_failure"
 EVALUATION_ERROR = "evaluation_error"
 INFRASTRUCTURE_FAILURE = "infrastructure_failure"
 FAILURE_KINDS = (AGENT_FAILURE, EVALUATION_ERROR, INFRASTRUCTURE_FAILURE)
+
+
+def no_failures() -> dict[str, int]:
+    """The counts of a run with no failure of any kind, in the order of ``FAILURE_KINDS``."""
+    return dict.fromkeys(FAILURE_KINDS, 0)
+
 
 # The most characters of a value that a message quotes (the rest is counted, not shown).
 EXCERPT_CHARS = 100

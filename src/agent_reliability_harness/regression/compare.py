@@ -19,14 +19,12 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final, Literal
 
 from agent_reliability_harness.errors import (
-    AGENT_FAILURE,
-    EVALUATION_ERROR,
-    INFRASTRUCTURE_FAILURE,
+    no_failures,
 )
 from agent_reliability_harness.model.report import (
     Finding,
@@ -250,31 +248,18 @@ class Side:
     # the run's three kinds of failure (docs/exit-codes.md), from its trace reports and input
     # errors: a report without the keys (arh 0.2.x) reads as failing traces being agent failures
     # and input errors without a kind evaluation errors
-    agent_failure: int = 0
-    evaluation_error: int = 0
-    infrastructure_failure: int = 0
+    # (RunSummary.failures: the three counts by kind, in the order of FAILURE_KINDS)
+    failures: dict[str, int] = field(default_factory=no_failures)
 
     @classmethod
     def of(cls, run: RunReport) -> Side:
-        failures = run.summary().failures
         return cls(
             _policy_label(run),
             run.policy_sha256,
             run.harness_version,
             len(run.input_errors),
-            failures[AGENT_FAILURE],
-            failures[EVALUATION_ERROR],
-            failures[INFRASTRUCTURE_FAILURE],
+            run.summary().failures,
         )
-
-    @property
-    def failures(self) -> dict[str, int]:
-        """The three counts by kind, in the order of ``FAILURE_KINDS``."""
-        return {
-            AGENT_FAILURE: self.agent_failure,
-            EVALUATION_ERROR: self.evaluation_error,
-            INFRASTRUCTURE_FAILURE: self.infrastructure_failure,
-        }
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -8,14 +8,14 @@ workflow and checks the gates. Several reports per side (one per run, or shards)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.errors import (
-    AGENT_FAILURE,
     EVALUATION_ERROR,
     INFRASTRUCTURE_FAILURE,
+    no_failures,
 )
 from agent_reliability_harness.model.report import RunReport
 from agent_reliability_harness.regression.answers import AnswerRate, answer_rates
@@ -56,13 +56,11 @@ class ReportInfo:
     harness_version: str | None
     input_errors: int
     # the run's three kinds of failure (docs/exit-codes.md), as :class:`Side` counts them
-    agent_failure: int = 0
-    evaluation_error: int = 0
-    infrastructure_failure: int = 0
+    # (RunSummary.failures: the three counts by kind, in the order of FAILURE_KINDS)
+    failures: dict[str, int] = field(default_factory=no_failures)
 
     @classmethod
     def of(cls, path: str, run: RunReport) -> ReportInfo:
-        failures = run.summary().failures
         return cls(
             path,
             len(run.reports),
@@ -70,19 +68,8 @@ class ReportInfo:
             run.policy_sha256,
             run.harness_version,
             len(run.input_errors),
-            failures[AGENT_FAILURE],
-            failures[EVALUATION_ERROR],
-            failures[INFRASTRUCTURE_FAILURE],
+            run.summary().failures,
         )
-
-    @property
-    def failures(self) -> dict[str, int]:
-        """The three counts by kind, in the order of ``FAILURE_KINDS``."""
-        return {
-            AGENT_FAILURE: self.agent_failure,
-            EVALUATION_ERROR: self.evaluation_error,
-            INFRASTRUCTURE_FAILURE: self.infrastructure_failure,
-        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,7 +129,7 @@ class StatsResult:
         infrastructure failures (docs/statistics.md). A run the machine could not check is not
         the agent's failure, so it is not counted as one."""
         runs = sum(info.input_errors for info in self.reports)
-        infrastructure = sum(info.infrastructure_failure for info in self.reports)
+        infrastructure = sum(info.failures[INFRASTRUCTURE_FAILURE] for info in self.reports)
         return {
             "runs": runs,
             EVALUATION_ERROR: runs - infrastructure,

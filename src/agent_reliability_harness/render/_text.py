@@ -35,6 +35,7 @@ __all__ = [
     "tokens_text",
     "totals_text",
     "uncovered_text",
+    "undecided",
     "visible",
 ]
 
@@ -241,6 +242,12 @@ def exit_status_note(input_errors: int, infrastructure: int = 0) -> str | None:
 def kinds_text(kinds: Mapping[str, int]) -> str:
     """``2 agent_failure · 0 evaluation_error · 1 infrastructure_failure``."""
     return " \u00b7 ".join(f"{count:,} {kind}" for kind, count in kinds.items())
+
+
+def undecided(kinds: Mapping[str, int]) -> bool:
+    """Whether a run's three kinds of failure (its ``kinds``) hold any that is not the agent's:
+    an evaluation error or an infrastructure failure."""
+    return any(count for kind, count in kinds.items() if kind != AGENT_FAILURE)
 
 
 def uncovered_text(kinds: Mapping[str, int]) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any, Final
 from agent_reliability_harness._json import dumps_indented
 from agent_reliability_harness._version import __version__
 from agent_reliability_harness.model.report import Finding, TraceReport
-from agent_reliability_harness.regression.compare import CompareResult, Side, TraceDelta
+from agent_reliability_harness.regression.compare import CompareResult, TraceDelta
 from agent_reliability_harness.regression.gate import GateResult
 from agent_reliability_harness.regression.judged import judge_comparison, judge_flips, side_rates
 from agent_reliability_harness.render._answers import flip_lines, flip_rows
@@ -30,6 +30,7 @@ from agent_reliability_harness.render._text import (
     plural,
     terminal_safe,
     uncovered_text,
+    undecided,
 )
 from agent_reliability_harness.render.console import (
     concise_line,
@@ -265,12 +266,6 @@ def render_compare_console(
     return "\n".join(lines) + "\n"
 
 
-def _not_decided(side: Side) -> bool:
-    """Whether a side had a failure that is not the agent's: an evaluation error or an
-    infrastructure failure."""
-    return bool(side.evaluation_error or side.infrastructure_failure)
-
-
 def not_covered(result: CompareResult) -> str | None:
     """What the gate's verdict does not cover (see :func:`uncovered_text`), or None."""
     return uncovered_text(result.candidate.failures)
@@ -280,7 +275,7 @@ def _failure_lines(result: CompareResult) -> list[str]:
     """The console's block of the three kinds of failure of each side, shown (as ``arh
     validate``'s ``failures:`` line is) when either side had an evaluation error or an
     infrastructure failure: failing traces alone are what the rest of the report is about."""
-    if not (_not_decided(result.baseline) or _not_decided(result.candidate)):
+    if not (undecided(result.baseline.failures) or undecided(result.candidate.failures)):
         return []
     lines = [
         "",

@@ -17,7 +17,6 @@ from agent_reliability_harness.regression.stat_gates import (
     rate_text,
 )
 from agent_reliability_harness.regression.stat_report import (
-    ReportInfo,
     StatComparison,
     StatsResult,
 )
@@ -37,6 +36,7 @@ from agent_reliability_harness.render._text import (
     plural,
     terminal_safe,
     tokens_text,
+    undecided,
 )
 
 __all__ = [
@@ -192,10 +192,6 @@ def _gate_lines(checks: Sequence[GateCheck], passed: bool) -> list[str]:
     return lines
 
 
-def _not_decided(info: ReportInfo) -> bool:
-    return bool(info.evaluation_error or info.infrastructure_failure)
-
-
 def excluded_text(result: StatsResult) -> str | None:
     """``left out of the pass rates: 2 runs that could not be checked (1 evaluation_error, 1
     infrastructure_failure)``, or None when every run has a trace report."""
@@ -211,7 +207,7 @@ def _failure_lines(result: StatsResult) -> list[str]:
     """Each report's three kinds of failure, when one had an evaluation error or an
     infrastructure failure (failing traces alone are what the pass rates count), and the runs
     the pass rates leave out."""
-    if not any(_not_decided(info) for info in result.reports):
+    if not any(undecided(info.failures) for info in result.reports):
         return []
     shown = result.reports[:_LISTED]
     width = max(len(terminal_safe(info.path)) for info in shown)

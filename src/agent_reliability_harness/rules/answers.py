@@ -40,6 +40,26 @@ __all__ = ["RULE_SET", "not_judged"]
 CATEGORY = "answers"
 _ONE: Final = "One failed answer check."
 _FIX: Final = "Look at what the agent answered against the task's expected outcome: either the "
+_ANSWER_STEP: Final = "the step that gives the answer"
+
+
+def _answer_rule(
+    rule_id: str, *, title: str, trigger: str, remediation: str, scoring: str = _ONE
+) -> Rule:
+    """Declare an answer check: an error decided at the end of the run, anchored on the step
+    that gives the answer."""
+    return rule(
+        rule_id,
+        decided="at_end",
+        category=CATEGORY,
+        severity="error",
+        title=title,
+        trigger=trigger,
+        scoring=scoring,
+        anchor=_ANSWER_STEP,
+        remediation=remediation,
+    )
+
 
 NO_ANSWER = rule(
     "ARH-ANS-001",
@@ -56,125 +76,82 @@ NO_ANSWER = rule(
     remediation="Make the agent end with its answer; look for early exits, crashes and step "
     "limits that cut the run short.",
 )
-EXACT = rule(
+EXACT = _answer_rule(
     "ARH-ANS-002",
-    decided="at_end",
-    category=CATEGORY,
-    severity="error",
     title="Answer is not exactly the expected answer",
     trigger="answers.checks has exact and expected.answer is set. A string is compared with "
     "the answer's text, both with leading and trailing whitespace removed; any other JSON value "
     "with the answer read as JSON (JSON equality: 1 equals 1.0, key order does not matter).",
-    scoring=_ONE,
-    anchor="the step that gives the answer",
     remediation=_FIX + "answer is wrong, or it is right in another form (use normalized).",
 )
-NORMALIZED = rule(
+NORMALIZED = _answer_rule(
     "ARH-ANS-003",
-    decided="at_end",
-    category=CATEGORY,
-    severity="error",
     title="Answer does not match the expected answer once normalised",
     trigger="answers.checks has normalized and expected.answer is set. A string or number is "
     "compared with the answer's text, both normalised (Unicode NFKC, case, whitespace, number "
     "formats, as answers.normalize says); any other JSON value with the answer read as JSON, "
     "every string in both normalised and numbers compared by value.",
-    scoring=_ONE,
-    anchor="the step that gives the answer",
     remediation=_FIX + "answer is wrong, or the expected answer is written too narrowly.",
 )
-PATTERN = rule(
+PATTERN = _answer_rule(
     "ARH-ANS-004",
-    decided="at_end",
-    category=CATEGORY,
-    severity="error",
     title="Answer does not match the expected pattern",
     trigger="answers.checks has pattern and expected.pattern is set, and the regular "
     "expression has no match anywhere in the answer's text (re.search, case-sensitive, on the "
     "text as recorded).",
-    scoring=_ONE,
-    anchor="the step that gives the answer",
     remediation=_FIX + "answer has the wrong form, or the pattern is too strict.",
 )
-NUMERIC = rule(
+NUMERIC = _answer_rule(
     "ARH-ANS-005",
-    decided="at_end",
-    category=CATEGORY,
-    severity="error",
     title="Answer's number is not within tolerance of the expected number",
     trigger="answers.checks has numeric and expected.answer is a number (or a string that is "
     "one number), and the answer's number differs from it by more than "
     "max(tolerance.absolute, tolerance.relative x |expected|), or the answer has no number. The "
     "answer's number is the answer itself when it is a JSON number or one number, else the last "
     "number in its text.",
-    scoring=_ONE,
-    anchor="the step that gives the answer",
     remediation=_FIX + "computation is wrong, or the tolerance is too tight for a value that "
     "is rounded.",
 )
-SET = rule(
+SET = _answer_rule(
     "ARH-ANS-006",
-    decided="at_end",
-    category=CATEGORY,
-    severity="error",
     title="Answer's items are not the expected set",
     trigger="answers.checks has set and expected.answer is an array, and the answer's items, "
     "in any order and with repeats ignored, are not the same set. Items are the answer read as "
     "a JSON array, else its text split at commas, semicolons and line breaks; each is compared "
     "normalised, and numbers by value.",
-    scoring=_ONE,
-    anchor="the step that gives the answer",
     remediation=_FIX + "agent left items out or added some; the finding names them.",
 )
-LIST = rule(
+LIST = _answer_rule(
     "ARH-ANS-007",
-    decided="at_end",
-    category=CATEGORY,
-    severity="error",
     title="Answer's items are not the expected list",
     trigger="answers.checks has list and expected.answer is an array, and the answer's items "
     "(read as for set) are not the same items in the same order.",
-    scoring=_ONE,
-    anchor="the step that gives the answer",
     remediation=_FIX + "agent left items out, added some, or put them in another order.",
 )
-SCHEMA = rule(
+SCHEMA = _answer_rule(
     "ARH-ANS-008",
-    decided="at_end",
-    category=CATEGORY,
-    severity="error",
     title="Structured answer does not conform to the answer schema",
     trigger="answers.checks has schema and the trace has an expected outcome, and the answer "
     "is not JSON (the whole text, or its first fenced code block) or does not conform to "
     "answers.schema (the supported subset of JSON Schema, POLICY-SPEC.md).",
-    scoring=_ONE,
-    anchor="the step that gives the answer",
     remediation="Make the agent answer in the documented structure; the finding names the "
     "first places where the answer breaks the schema.",
 )
-MUST_MENTION = rule(
+MUST_MENTION = _answer_rule(
     "ARH-ANS-009",
-    decided="at_end",
-    category=CATEGORY,
-    severity="error",
     title="Answer does not mention what it must",
     trigger="answers.checks has must_mention and expected.must_mention is set, and a phrase "
     "of it is not in the answer's text (both normalised as for normalized; a phrase is found "
     "inside a longer word too).",
     scoring="One failed answer check, whatever the number of phrases missing.",
-    anchor="the step that gives the answer",
     remediation=_FIX + "answer leaves out a fact the task needs; the finding names the phrases.",
 )
-MUST_NOT_MENTION = rule(
+MUST_NOT_MENTION = _answer_rule(
     "ARH-ANS-010",
-    decided="at_end",
-    category=CATEGORY,
-    severity="error",
     title="Answer mentions what it must not",
     trigger="answers.checks has must_not_mention and expected.must_not_mention is set, and a "
     "phrase of it is in the answer's text (both normalised as for normalized).",
     scoring="One failed answer check, whatever the number of phrases found.",
-    anchor="the step that gives the answer",
     remediation=_FIX + "answer states something it must not (a wrong fact, a secret); the "
     "finding names the phrases.",
 )

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any, Final
 from urllib.parse import urlencode
 
+from agent_reliability_harness.errors import INFRASTRUCTURE_FAILURE
 from agent_reliability_harness.model.trace import Trace
 from agent_reliability_harness.regression.compare import compare_reports
 from agent_reliability_harness.regression.gate import evaluate_gate
@@ -347,7 +348,7 @@ def compare_page(index: Index, base: LoadedRun, head: LoadedRun) -> str:
             gate,
             traces,
             len(head.report.input_errors),
-            infrastructure=result.candidate.infrastructure_failure,
+            infrastructure=result.candidate.failures[INFRASTRUCTURE_FAILURE],
         ),
     ]
     crumbs = [("/", "Overview"), ("", "Compare")]
